@@ -1,0 +1,62 @@
+"""The one small async interface every answering model implements."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+Stage = Literal["map", "reduce"]
+ErrorKind = Literal["http", "timeout", "transport", "invalid_json", "invalid_fields"]
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """One chat completion. `query` and `content` repeat what the messages carry, so a
+    model that is not an LLM (the extractive one) need not parse the prompt back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: Stage
+    messages: tuple[ChatMessage, ...]
+    query: str
+    content: str
+    max_tokens: int | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class ModelError(Exception):
+    """A failed attempt at the transport level (never a parse failure: the engine owns those)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        raw_response: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.raw_response = raw_response
+
+
+class ChatModel(Protocol):
+    """Returns the raw text of the reply, or raises ModelError."""
+
+    #: Shown to the user: what answers ("extractive, offline: not an LLM", "gpt-4o @ host").
+    description: str
+
+    async def complete(self, request: ChatRequest) -> str: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,158 @@
+"""A real chat-completions HTTP server on 127.0.0.1 that tests start and script.
+
+It runs in a background thread (one thread per request), so it serves a CLI in a
+subprocess and an app in the test's own event loop alike. Each test passes a `script`:
+a function from the received request to a `Reply`. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    body: str | dict[str, Any] = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    #: When set, the reply waits until the event is set (see ScriptedChatServer.hold()).
+    gate: threading.Event | None = None
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+    @property
+    def prompt(self) -> str:
+        """The prompt as SPEC §3.4 defines it: every message's content joined by a newline."""
+        return "\n".join(m["content"] for m in self.json["messages"])
+
+    @property
+    def stage(self) -> str:
+        return "reduce" if "Reduce stage" in self.prompt else "map"
+
+
+def completion(content: str, model: str = "scripted-model") -> dict[str, Any]:
+    """An OpenAI chat.completion body whose single choice carries `content`."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+    }
+
+
+def map_reply(answer: str, usefulness: Any) -> Reply:
+    return Reply(completion(json.dumps({"answer": answer, "usefulness": usefulness})))
+
+
+def reduce_reply(answer: str) -> Reply:
+    return Reply(completion(json.dumps({"answer": answer})))
+
+
+Script = Callable[[Received], Reply]
+
+
+class ScriptedChatServer:
+    def __init__(self, script: Script, models: list[str] | None = None) -> None:
+        self.script = script
+        self.models = ["scripted-model"] if models is None else models
+        self.requests: list[Received] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def chat_requests(self) -> list[Received]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def __enter__(self) -> "ScriptedChatServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, reply: Reply) -> None:
+                body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+                data = body.encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout or cancel): nothing to answer
+
+            def do_GET(self) -> None:
+                server._record(self, None)
+                if self.path.endswith("/models"):
+                    data = [{"id": m, "object": "model"} for m in server.models]
+                    self._send(Reply({"object": "list", "data": data}))
+                else:
+                    self._send(Reply({"error": "not found"}, status=404))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                payload = json.loads(self.rfile.read(length) or b"null")
+                received = server._record(self, payload)
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server.script(received)
+                    if reply.gate is not None:
+                        reply.gate.wait(timeout=30)
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                self._send(reply)
+
+        return Handler
+
+    def _record(self, handler: BaseHTTPRequestHandler, payload: Any) -> Received:
+        received = Received(
+            method=handler.command,
+            path=handler.path,
+            headers={k.lower(): v for k, v in handler.headers.items()},
+            json=payload,
+        )
+        with self._lock:
+            self.requests.append(received)
+        return received

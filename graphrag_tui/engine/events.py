@@ -1,0 +1,103 @@
+"""What a run reports while it goes (SPEC §3.8). `t` is seconds since the run started."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models.base import ErrorKind
+from .result import Decision, Status
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    t: float
+
+
+class Planned(_Event):
+    type: Literal["planned"] = "planned"
+    summary_count: int
+    batch_count: int
+    workers: int
+    seed: int | None
+
+
+class BatchStarted(_Event):
+    type: Literal["batch_started"] = "batch_started"
+    batch_index: int
+    worker: int
+    attempt: int
+
+
+class AttemptFailed(_Event):
+    """A failed Map or Reduce attempt (`batch_index` is None for Reduce)."""
+
+    type: Literal["attempt_failed"] = "attempt_failed"
+    batch_index: int | None
+    worker: int | None
+    attempt: int
+    error_kind: ErrorKind
+    error: str
+    will_retry: bool
+
+
+class RetryWaiting(_Event):
+    """The second attempt waits for the server's Retry-After."""
+
+    type: Literal["retry_waiting"] = "retry_waiting"
+    batch_index: int | None
+    seconds: float
+
+
+class BatchSucceeded(_Event):
+    type: Literal["batch_succeeded"] = "batch_succeeded"
+    batch_index: int
+    worker: int
+    attempt: int
+    usefulness: int | float
+
+
+class BatchFailed(_Event):
+    type: Literal["batch_failed"] = "batch_failed"
+    batch_index: int
+    worker: int
+    error: str
+
+
+class ReduceCandidateDecided(_Event):
+    type: Literal["reduce_candidate"] = "reduce_candidate"
+    batch_index: int
+    usefulness: int | float
+    community_ids: tuple[str, ...]
+    decision: Decision
+
+
+class ReduceStarted(_Event):
+    type: Literal["reduce_started"] = "reduce_started"
+    selected_count: int
+    prompt_tokens: int
+    budget: int
+
+
+class Finished(_Event):
+    type: Literal["finished"] = "finished"
+    status: Status
+    error: str | None
+
+
+Event = Annotated[
+    Union[
+        Planned,
+        BatchStarted,
+        AttemptFailed,
+        RetryWaiting,
+        BatchSucceeded,
+        BatchFailed,
+        ReduceCandidateDecided,
+        ReduceStarted,
+        Finished,
+    ],
+    Field(discriminator="type"),
+]

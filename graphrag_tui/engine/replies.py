@@ -1,0 +1,98 @@
+"""Parsing and validating model replies (SPEC §3.5, §3.6)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import Decimal
+from typing import Any, Literal
+
+FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)```", re.IGNORECASE)
+FIRST_OPEN = re.compile(r"[\[{]")
+PREVIEW = 200
+
+
+class ReplyError(Exception):
+    def __init__(self, kind: Literal["invalid_json", "invalid_fields"], message: str) -> None:
+        super().__init__(message)
+        self.kind: Literal["invalid_json", "invalid_fields"] = kind
+        self.message = message
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(text: str) -> Any | None:
+    """JSON.parse semantics: NaN and Infinity are not JSON; `null` counts as no result."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return None
+
+
+def extract_json(raw: str) -> Any:
+    """The first fenced block if any, else the whole text; failing that, the span from the
+    first `{` or `[` to the last matching closer (as graphrag-ts's parseLlmJson does)."""
+    fenced = FENCE.search(raw)
+    text = fenced.group(1) if fenced else raw
+    parsed = _loads(text)
+    if parsed is not None:
+        return parsed
+    start = FIRST_OPEN.search(text)
+    if start is not None:
+        end = text.rfind("]" if start.group() == "[" else "}")
+        if end > start.start():
+            parsed = _loads(text[start.start() : end + 1])
+            if parsed is not None:
+                return parsed
+    preview = raw if len(raw) <= PREVIEW else raw[:PREVIEW] + "…"
+    raise ReplyError("invalid_json", f"reply is not valid JSON: {preview!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_map_reply(raw: str) -> tuple[str, int | float]:
+    """(answer, usefulness) of a valid Map reply; the answer is trimmed."""
+    parsed = extract_json(raw)
+    if not isinstance(parsed, dict) or "answer" not in parsed or "usefulness" not in parsed:
+        raise ReplyError("invalid_fields", "Map reply must be an object with `answer` and `usefulness`")
+    answer, usefulness = parsed["answer"], parsed["usefulness"]
+    if not isinstance(answer, str):
+        raise ReplyError("invalid_fields", f"`answer` must be a string, got {type(answer).__name__}")
+    if not _is_number(usefulness):
+        raise ReplyError("invalid_fields", f"`usefulness` must be a number, got {json.dumps(usefulness)}")
+    if not math.isfinite(usefulness) or not 0 <= usefulness <= 100:
+        raise ReplyError("invalid_fields", f"`usefulness` must be within 0..100, got {usefulness}")
+    if usefulness > 0 and not answer.strip():
+        raise ReplyError("invalid_fields", f"`answer` is empty but `usefulness` is {js_number(usefulness)}")
+    return answer.strip(), usefulness
+
+
+def parse_reduce_reply(raw: str) -> str:
+    parsed = extract_json(raw)
+    if not isinstance(parsed, dict) or "answer" not in parsed:
+        raise ReplyError("invalid_fields", "Reduce reply must be an object with `answer`")
+    answer = parsed["answer"]
+    if not isinstance(answer, str) or not answer.strip():
+        raise ReplyError("invalid_fields", "Reduce reply's `answer` must be a non-empty string")
+    return answer.strip()
+
+
+def js_number(value: int | float) -> str:
+    """A number as JavaScript prints it: 80, 33.5, 1e-7."""
+    if isinstance(value, int):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        power = int(exponent)
+        if -7 < power < 21:  # JavaScript writes these without an exponent
+            return format(Decimal(text), "f")
+        text = f"{mantissa}e{'-' if power < 0 else '+'}{abs(power)}"
+    return text

@@ -1,0 +1,78 @@
+"""The one result object a run returns; it serializes to the JSON of SPEC §5."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..models.base import ErrorKind
+from .batcher import PartRef
+
+Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
+Decision = Literal["selected", "over_budget", "zero_usefulness"]
+Level = Literal["leaf"] | int
+
+
+class Attempt(BaseModel):
+    attempt: int
+    started_at: str
+    duration_s: float
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    raw_response: str | None = None
+
+
+class BatchResult(BaseModel):
+    index: int
+    community_ids: tuple[str, ...]
+    parts: tuple[PartRef, ...]
+    prompt_tokens: int
+    attempts: list[Attempt] = []
+    usefulness: int | float | None = None
+    answer: str | None = None
+    #: `cancelled` when the run was cancelled before the batch finished.
+    status: Literal["succeeded", "failed", "cancelled"] = "cancelled"
+
+
+class ReduceCandidate(BaseModel):
+    batch_index: int
+    usefulness: int | float
+    community_ids: tuple[str, ...]
+    decision: Decision
+
+
+class ReduceReport(BaseModel):
+    candidates: list[ReduceCandidate] = []
+    prompt_tokens: int | None = None
+    budget: int
+    attempts: list[Attempt] = []
+
+
+class SelectedAnswer(BaseModel):
+    answer: str
+    usefulness: int | float
+    community_ids: tuple[str, ...]
+
+
+class SearchResult(BaseModel):
+    query: str
+    namespace: str
+    level: Level
+    seed: int | None
+    status: Status
+    answer: str | None = None
+    error: str | None = None
+    #: Why a run ended without an answer (no_results, cancelled), in words.
+    detail: str | None = None
+    summary_count: int
+    batch_count: int
+    failed_batch_count: int = 0
+    batches: list[BatchResult] = []
+    reduce: ReduceReport
+    selected_map_answers: list[SelectedAnswer] = []
+
+    @property
+    def cited_community_ids(self) -> tuple[str, ...]:
+        """The communities the answer rests on: those of the selected Map answers."""
+        return tuple(dict.fromkeys(c for s in self.selected_map_answers for c in s.community_ids))

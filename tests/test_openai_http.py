@@ -1,0 +1,311 @@
+"""The OpenAI-compatible HTTP client against the scripted loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import socket
+import time
+
+import pytest
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.models.base import ChatMessage, ChatRequest, ModelError
+from graphrag_tui.models.openai_http import OpenAIChatModel, parse_retry_after, resolve_api_key
+from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
+from tests.chat_server import Reply, ScriptedChatServer, completion
+
+KEY = "sk-test-SECRET-0123456789"
+
+
+def request(stage: str = "map", max_tokens: int | None = 512, schema=None) -> ChatRequest:
+    return ChatRequest(
+        stage=stage,
+        messages=(
+            ChatMessage(role="system", content="You answer in JSON."),
+            ChatMessage(role="user", content="Question: q\n[Community ID: 1 | summary part 1]\nx"),
+        ),
+        query="q",
+        content="[Community ID: 1 | summary part 1]\nx",
+        max_tokens=max_tokens,
+        json_schema=schema,
+    )
+
+
+def ok(received) -> Reply:
+    return Reply(completion('{"answer": "a", "usefulness": 50}'))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_payload_json_object_with_max_tokens_and_key() -> None:
+    with ScriptedChatServer(ok) as server:
+        model = OpenAIChatModel(server.base_url + "/", "m1", KEY)
+        try:
+            text = await model.complete(request(max_tokens=512))
+        finally:
+            await model.aclose()
+        assert text == '{"answer": "a", "usefulness": 50}'
+        (received,) = server.chat_requests()
+        assert received.method == "POST"
+        assert received.path == "/v1/chat/completions"
+        assert received.headers["authorization"] == f"Bearer {KEY}"
+        assert received.json == {
+            "model": "m1",
+            "messages": [
+                {"role": "system", "content": "You answer in JSON."},
+                {"role": "user", "content": "Question: q\n[Community ID: 1 | summary part 1]\nx"},
+            ],
+            "max_tokens": 512,
+            "response_format": {"type": "json_object"},
+        }
+
+
+async def test_payload_json_schema_without_max_tokens_or_key() -> None:
+    with ScriptedChatServer(ok) as server:
+        model = OpenAIChatModel(server.base_url, "m2", None, response_format="json_schema")
+        try:
+            await model.complete(request("map", max_tokens=None, schema=MAP_REPLY_SCHEMA))
+            await model.complete(request("reduce", max_tokens=0, schema=REDUCE_REPLY_SCHEMA))
+        finally:
+            await model.aclose()
+        first, second = server.chat_requests()
+        for r in (first, second):
+            assert "authorization" not in r.headers
+            assert "max_tokens" not in r.json
+        assert first.json["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "map_reply", "schema": MAP_REPLY_SCHEMA, "strict": True},
+        }
+        assert second.json["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "reduce_reply", "schema": REDUCE_REPLY_SCHEMA, "strict": True},
+        }
+
+
+async def test_payload_text_omits_response_format_and_sends_sampling_options() -> None:
+    with ScriptedChatServer(ok) as server:
+        model = OpenAIChatModel(
+            server.base_url, "m3", None, response_format="text", temperature=0.0, seed=7
+        )
+        try:
+            await model.complete(request(max_tokens=None))
+        finally:
+            await model.aclose()
+        (received,) = server.chat_requests()
+        assert "response_format" not in received.json
+        assert received.json["temperature"] == 0.0
+        assert received.json["seed"] == 7
+
+
+def test_reply_schemas() -> None:
+    assert MAP_REPLY_SCHEMA["required"] == ["answer", "usefulness"]
+    assert MAP_REPLY_SCHEMA["properties"]["answer"] == {"type": "string", "maxLength": 2000}
+    assert MAP_REPLY_SCHEMA["properties"]["usefulness"] == {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 100,
+    }
+    assert MAP_REPLY_SCHEMA["additionalProperties"] is False
+    assert REDUCE_REPLY_SCHEMA["required"] == ["answer"]
+    assert REDUCE_REPLY_SCHEMA["properties"] == {"answer": {"type": "string", "maxLength": 4000}}
+    assert REDUCE_REPLY_SCHEMA["additionalProperties"] is False
+
+
+async def test_http_500_is_http_error_with_status_and_body() -> None:
+    body = '{"error": {"message": "model crashed"}}'
+    with ScriptedChatServer(lambda r: Reply(body, status=500, headers={"Retry-After": "3"})) as server:
+        model = OpenAIChatModel(server.base_url, "m", KEY)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    err = info.value
+    assert err.kind == "http"
+    assert err.status == 500
+    assert err.raw_response == body
+    assert err.message == f"HTTP 500: {body}"
+    assert err.retry_after is None  # only for 429 / 503
+
+
+async def test_429_retry_after_seconds() -> None:
+    with ScriptedChatServer(
+        lambda r: Reply('{"error": "slow down"}', status=429, headers={"Retry-After": "3"})
+    ) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.kind == "http"
+    assert info.value.status == 429
+    assert info.value.retry_after == 3.0
+    assert info.value.message.startswith("HTTP 429: ")
+
+
+async def test_503_retry_after_http_date() -> None:
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    with ScriptedChatServer(
+        lambda r: Reply("busy", status=503, headers={"Retry-After": when})
+    ) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.status == 503
+    assert 25 <= info.value.retry_after <= 31
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after("-1") is None
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=0.0) == 1445412480.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+async def test_2xx_without_completion_is_http_error() -> None:
+    with ScriptedChatServer(lambda r: Reply('{"choices": []}')) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.kind == "http"
+    assert info.value.status == 200
+    assert info.value.message == "unexpected response body"
+    assert info.value.raw_response == '{"choices": []}'
+
+
+async def test_slow_reply_times_out() -> None:
+    with ScriptedChatServer(lambda r: Reply(completion("late"), delay=1.0)) as server:
+        model = OpenAIChatModel(server.base_url, "m", None, timeout=0.2)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+            elapsed = time.monotonic() - started
+        finally:
+            await model.aclose()
+    assert info.value.kind == "timeout"
+    assert elapsed < 0.9
+
+
+async def test_closed_port_is_transport_error() -> None:
+    model = OpenAIChatModel(f"http://127.0.0.1:{free_port()}/v1", "m", KEY, timeout=5)
+    try:
+        with pytest.raises(ModelError) as info:
+            await model.complete(request())
+    finally:
+        await model.aclose()
+    assert info.value.kind == "transport"
+    assert info.value.status is None
+    assert KEY not in str(info.value)
+
+
+async def test_key_never_in_messages_repr_or_description() -> None:
+    # A server that echoes the Authorization header back in its error body.
+    def echo(received) -> Reply:
+        return Reply(json.dumps({"error": received.headers.get("authorization")}), status=401)
+
+    with ScriptedChatServer(echo) as server:
+        model = OpenAIChatModel(server.base_url, "m", KEY)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+        assert server.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
+    err = info.value
+    assert err.kind == "http" and err.status == 401
+    for text in (str(err), err.message, err.raw_response, repr(err), repr(model), model.description):
+        assert KEY not in text
+    assert "***" in err.raw_response
+    assert model.description == f"m @ 127.0.0.1:{server.base_url.split(':')[2].split('/')[0]}"
+    assert KEY not in repr(vars(model))
+
+
+def test_description_host_and_port() -> None:
+    model = OpenAIChatModel("https://user:pw@api.openai.com/v1/", "gpt-4o", KEY)
+    assert model.description == "gpt-4o @ api.openai.com"
+    assert model.base_url == "https://api.openai.com/v1"
+    assert "pw" not in repr(model)
+    asyncio.run(model.aclose())
+
+
+def test_bad_base_url_is_input_error() -> None:
+    with pytest.raises(InputError):
+        OpenAIChatModel("ftp://example.com/v1", "m", None)
+    with pytest.raises(InputError):
+        OpenAIChatModel("not a url", "m", None)
+
+
+async def test_list_models() -> None:
+    with ScriptedChatServer(ok, models=["llama3", "qwen2"]) as server:
+        model = OpenAIChatModel(server.base_url, "m", KEY)
+        try:
+            assert await model.list_models() == ["llama3", "qwen2"]
+        finally:
+            await model.aclose()
+        (received,) = server.requests
+        assert received.method == "GET" and received.path == "/v1/models"
+        assert received.headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_list_models_failure() -> None:
+    model = OpenAIChatModel(f"http://127.0.0.1:{free_port()}/v1", "m", None, timeout=5)
+    try:
+        with pytest.raises(ModelError) as info:
+            await model.list_models()
+    finally:
+        await model.aclose()
+    assert info.value.kind == "transport"
+
+
+async def test_concurrent_requests_are_not_throttled() -> None:
+    server = ScriptedChatServer(lambda r: Reply(completion("x"), delay=0.3))
+    # The server listens with socketserver's default backlog of 5: a burst of 24 connects
+    # overflows it and some connections get reset. Widen it for this test.
+    server._httpd.socket.listen(128)
+    with server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            started = time.monotonic()
+            results = await asyncio.gather(*(model.complete(request()) for _ in range(24)))
+            elapsed = time.monotonic() - started
+        finally:
+            await model.aclose()
+        assert results == ["x"] * 24
+        assert server.max_in_flight == 24
+        assert elapsed < 1.5
+
+
+def test_resolve_api_key() -> None:
+    env = {"OPENAI_API_KEY": "sk-openai", "MY_KEY": "sk-mine"}
+    assert resolve_api_key("https://api.openai.com/v1", None, env) == "sk-openai"
+    assert resolve_api_key("https://API.OpenAI.com/v1", None, env) == "sk-openai"
+    assert resolve_api_key("http://localhost:11434/v1", None, env) is None
+    assert resolve_api_key("https://api.openai.com.evil.example/v1", None, env) is None
+    assert resolve_api_key("https://proxy.example/api.openai.com/v1", None, env) is None
+    assert resolve_api_key("http://localhost:11434/v1", "MY_KEY", env) == "sk-mine"
+    assert resolve_api_key("https://api.openai.com/v1", "MY_KEY", env) == "sk-mine"
+    assert resolve_api_key("https://api.openai.com/v1", None, {}) is None
+
+
+def test_resolve_api_key_unset_named_variable() -> None:
+    with pytest.raises(InputError) as info:
+        resolve_api_key("http://localhost/v1", "MISSING_KEY_VAR", {"OPENAI_API_KEY": "sk-openai"})
+    assert "MISSING_KEY_VAR" in str(info.value)
+    assert "sk-openai" not in str(info.value)

@@ -1,0 +1,50 @@
+"""``graphrag-tui import-graphrag``: a Microsoft GraphRAG output folder into a community store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.importer.mapping import build_rows
+from graphrag_tui.importer.parquet_tables import read_index
+from graphrag_tui.importer.report import ImportReport
+from graphrag_tui.importer.writer import write_namespace
+
+TEXT_COLUMNS = ("summary", "full_content")
+
+
+def import_graphrag(
+    source_dir: Path,
+    store_path: Path,
+    namespace: str,
+    text: Literal["summary", "full_content"] = "summary",
+) -> ImportReport:
+    """Import a GraphRAG 1.x/2.x/3.x index into ``namespace`` of the store, replacing it.
+
+    Everything is read and checked before the store is touched, and the store is written in one
+    transaction: a failure raises InputError (one line) and leaves the store as it was.
+    """
+    if text not in TEXT_COLUMNS:
+        raise InputError(f"--text must be summary or full_content, not {text!r}")
+    if not isinstance(namespace, str) or namespace.strip() == "":
+        raise InputError("--namespace must not be empty")
+    if namespace != namespace.strip() or "/" in namespace:
+        raise InputError(
+            f"invalid namespace {namespace!r}: no '/' and no leading or trailing spaces "
+            "('/' separates the namespace from the GraphRAG number in IDs)"
+        )
+    source_dir = Path(source_dir)
+    store_path = Path(store_path)
+
+    index = read_index(source_dir, text)
+    report = ImportReport(
+        source_dir=source_dir,
+        store_path=store_path,
+        namespace=namespace,
+        layout=index.layout,
+        text_column=text,
+    )
+    rows = build_rows(index, namespace, text, report)
+    report.replaced_rows, report.new_store = write_namespace(store_path, namespace, rows)
+    return report

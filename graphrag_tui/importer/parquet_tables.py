@@ -1,0 +1,300 @@
+"""Reading a Microsoft GraphRAG output folder: file layouts, column aliases, value coercion.
+
+pyarrow is an optional extra (``graphrag-tui[graphrag]``) and is imported only when an import
+runs. Every problem with the input becomes an :class:`InputError` of one line that names the
+file and, where it applies, the column.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphrag_tui.errors import InputError
+
+PYARROW_MISSING = "pyarrow is not installed: pip install 'graphrag-tui[graphrag]'"
+
+#: The tables the importer reads, in reading order. ``covariates`` (claims) is optional.
+TABLE_NAMES = ("communities", "community_reports", "entities", "documents", "text_units", "covariates")
+REQUIRED_TABLES = frozenset(TABLE_NAMES) - {"covariates"}
+
+#: GraphRAG 1.x writes ``create_final_<table>.parquet``; 2.x and 3.x write ``<table>.parquet``.
+LEGACY_PREFIX = "create_final_"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column the importer reads: its canonical name and the names older/newer versions use."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    required: bool = True
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+#: The columns read from each table. Everything else in a table is ignored.
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "communities": (
+        Column("community"),
+        Column("level"),
+        Column("parent"),
+        Column("entity_ids"),
+        Column("children", required=False),  # absent before 2.x: derived from `parent`
+        Column("text_unit_ids", required=False),
+    ),
+    "community_reports": (
+        Column("community"),
+        Column("title", required=False),
+        Column("summary", required=False),  # the chosen text column is made required at read time
+        Column("full_content", required=False),
+        Column("level", required=False),
+        Column("parent", required=False),
+        # `rating_explanation` (2.x+) / `rank_explanation` (1.x) is not read: the store has no
+        # column for it, so either name (or none) is fine.
+    ),
+    "entities": (
+        Column("id"),
+        Column("human_readable_id", required=False),
+        Column("title", aliases=("name",)),
+        Column("description", required=False),
+    ),
+    "documents": (
+        Column("id"),
+        Column("human_readable_id", required=False),
+        Column("title", required=False),
+        Column("text", required=False),
+        # `raw_data` (3.x) / `metadata` (2.x) / `attributes` (1.x) is not read: no store column.
+    ),
+    "text_units": (
+        Column("id"),
+        Column("human_readable_id", required=False),
+        Column("text", aliases=("chunk",)),
+        # 3.x: one document id per unit; up to 2.x: a list of them.
+        Column("document_id", aliases=("document_ids",)),
+    ),
+    "covariates": (
+        Column("id"),
+        Column("human_readable_id", required=False),
+        Column("subject_id"),
+        Column("object_id", required=False),
+        Column("description", required=False),
+        Column("text_unit_id"),
+    ),
+}
+
+
+@dataclass
+class Table:
+    """The rows of one Parquet file, keyed by canonical column names."""
+
+    name: str
+    path: Path
+    rows: list[dict[str, Any]]
+    #: canonical column name -> the name the file actually uses (only columns that are present)
+    source_columns: dict[str, str] = field(default_factory=dict)
+
+    def has(self, column: str) -> bool:
+        return column in self.source_columns
+
+    def column_label(self, column: str) -> str:
+        return self.source_columns.get(column, column)
+
+
+@dataclass
+class GraphRagIndex:
+    directory: Path
+    layout: str  # "1.x", "2.x" or "3.x"
+    naming: str  # "legacy" (create_final_*.parquet) or "plain"
+    tables: dict[str, Table]
+
+    def file_name(self, name: str) -> str:
+        return table_file_name(name, self.naming)
+
+    def table(self, name: str) -> Table | None:
+        return self.tables.get(name)
+
+
+def _import_pyarrow() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(PYARROW_MISSING) from None
+    return pq
+
+
+def one_line(text: object) -> str:
+    """Collapse an exception text into one line."""
+    flat = " ".join(str(text).split())
+    return flat or "unknown error"
+
+
+def _find_layout_dir(source_dir: Path) -> tuple[Path, str] | None:
+    """The folder holding the tables and its file naming ("plain" or "legacy"), if any."""
+    candidates = [source_dir, source_dir / "artifacts"]  # 1.x runs could nest tables in artifacts/
+    for folder in candidates:
+        if (folder / "community_reports.parquet").is_file() or (folder / "communities.parquet").is_file():
+            return folder, "plain"
+        if (folder / f"{LEGACY_PREFIX}community_reports.parquet").is_file() or (
+            folder / f"{LEGACY_PREFIX}communities.parquet"
+        ).is_file():
+            return folder, "legacy"
+    return None
+
+
+def table_file_name(name: str, naming: str) -> str:
+    return f"{LEGACY_PREFIX}{name}.parquet" if naming == "legacy" else f"{name}.parquet"
+
+
+def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
+    """Find and read every table the importer needs; raise InputError on any problem."""
+    pq = _import_pyarrow()
+    source_dir = Path(source_dir)
+    if not source_dir.exists():
+        raise InputError(f"GraphRAG output folder not found: {source_dir}")
+    if not source_dir.is_dir():
+        raise InputError(f"not a folder: {source_dir} (give the GraphRAG output folder)")
+    found = _find_layout_dir(source_dir)
+    if found is None:
+        raise InputError(
+            f"no GraphRAG tables in {source_dir}: expected community_reports.parquet "
+            f"(GraphRAG 2.x/3.x) or {LEGACY_PREFIX}community_reports.parquet (GraphRAG 1.x)"
+        )
+    folder, naming = found
+
+    tables: dict[str, Table] = {}
+    for name in TABLE_NAMES:
+        path = folder / table_file_name(name, naming)
+        if not path.is_file():
+            if name in REQUIRED_TABLES:
+                raise InputError(f"missing GraphRAG table {path.name} in {folder}")
+            continue
+        extra_required = (text_column,) if name == "community_reports" else ()
+        tables[name] = _read_table(pq, name, path, extra_required)
+
+    if naming == "legacy":
+        layout = "1.x"
+    elif tables["text_units"].column_label("document_id") == "document_id":
+        layout = "3.x"
+    else:
+        layout = "2.x"
+    return GraphRagIndex(directory=folder, layout=layout, naming=naming, tables=tables)
+
+
+def _read_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...]) -> Table:
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+        raise InputError(f"cannot read {path}: {one_line(exc)}") from None
+    present = set(schema.names)
+
+    if name == "communities" and "parent" not in present:
+        raise InputError(
+            f"{path} has no 'parent' column: this index was built by a GraphRAG older than 1.0, "
+            "which has no community hierarchy to import; re-index it with GraphRAG 1.0 or later"
+        )
+
+    source_columns: dict[str, str] = {}
+    for column in COLUMNS[name]:
+        actual = next((n for n in column.names if n in present), None)
+        if actual is None:
+            if column.required or column.name in extra_required:
+                alternatives = " or ".join(repr(n) for n in column.names)
+                raise InputError(f"{path} has no column {alternatives}")
+            continue
+        source_columns[column.name] = actual
+
+    try:
+        arrow_table = pq.read_table(path, columns=sorted(set(source_columns.values())))
+        raw_rows = arrow_table.to_pylist()
+    except Exception as exc:
+        raise InputError(f"cannot read {path}: {one_line(exc)}") from None
+
+    rows = [{canon: raw[actual] for canon, actual in source_columns.items()} for raw in raw_rows]
+    return Table(name=name, path=path, rows=rows, source_columns=source_columns)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value coercion. GraphRAG versions differ in types: community numbers may be strings, pandas may
+# have turned integer columns with nulls into floats, and lists may arrive JSON-encoded.
+# ---------------------------------------------------------------------------------------------
+
+
+def _bad_value(table: Table, column: str, row_index: int, value: object, expected: str) -> InputError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return InputError(
+        f"{table.path}: column '{table.column_label(column)}' row {row_index} "
+        f"is not {expected}: {shown}"
+    )
+
+
+def as_int(table: Table, column: str, row_index: int, value: object, *, allow_null: bool = False) -> int | None:
+    """An integer from an int, an integral float or a numeric string."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        if allow_null:
+            return None
+        raise _bad_value(table, column, row_index, value, "a number")
+    if isinstance(value, bool):
+        raise _bad_value(table, column, row_index, value, "a number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise _bad_value(table, column, row_index, value, "a whole number")
+    if isinstance(value, (str, bytes)):
+        text = value.decode() if isinstance(value, bytes) else value
+        text = text.strip()
+        if allow_null and text == "":
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise _bad_value(table, column, row_index, value, "a number") from None
+            if number.is_integer():
+                return int(number)
+            raise _bad_value(table, column, row_index, value, "a whole number") from None
+    raise _bad_value(table, column, row_index, value, "a number")
+
+
+def as_list(table: Table, column: str, row_index: int, value: object) -> list[Any]:
+    """A list from a list value, a JSON-encoded list or null (empty)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return []
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list):
+            return decoded
+    raise _bad_value(table, column, row_index, value, "a list")
+
+
+def as_text(value: object) -> str | None:
+    """A string, or None for null; numbers are written out (``7`` -> ``"7"``)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if value.is_integer():
+            return str(int(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)

@@ -1,0 +1,443 @@
+"""import-graphrag: Microsoft GraphRAG Parquet output -> community store (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.importer import ImportReport, format_report, import_graphrag
+from graphrag_tui.store.schema import TABLES
+from tests.graphrag_fixtures import (
+    CLAIMS,
+    EXPECTED_LEAF,
+    drop_column,
+    index_tables,
+    write_index,
+)
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "graphrag-sample-data" / "msgraphrag-v3-christmas-carol"
+
+
+def rows(store: Path, sql: str, *params) -> list[tuple]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def claim_leaves(store: Path, ns: str) -> dict[int, int | None]:
+    result = {}
+    for cid, leaf in rows(store, "SELECT id, community_summary_id FROM rag_claims WHERE namespace = ?", ns):
+        result[int(cid.split("/")[1])] = None if leaf is None else int(leaf.split("/")[1])
+    return result
+
+
+# --- both layouts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["1.x", "2.x", "3.x"])
+def test_imports_each_layout(tmp_path: Path, layout: str) -> None:
+    src = write_index(tmp_path / "out", layout)
+    store = tmp_path / "store.db"
+    report = import_graphrag(src, store, "ns")
+
+    assert report.layout == layout
+    assert report.communities_per_level == {0: 2, 1: 2, 2: 2}
+    assert report.leaves == 4
+    assert (report.claims_assigned, report.claims_unassigned) == (8, 1)
+    assert (report.chunks, report.documents, report.entities, report.entities_from_claims) == (4, 2, 8, 2)
+
+    summaries = rows(
+        store,
+        "SELECT id, community_name, summary_content, level, parent_community_id, members "
+        "FROM rag_community_summaries ORDER BY level, id",
+    )
+    assert summaries == [
+        ("ns/0", "Report title 0", "Summary of community 0.", 0, None, '["ALPHA", "BETA", "GAMMA", "DELTA"]'),
+        ("ns/1", "Report title 1", "Summary of community 1.", 0, None, '["EPSILON", "ZETA"]'),
+        ("ns/2", "Report title 2", "Summary of community 2.", 1, "ns/0", '["ALPHA", "BETA", "GAMMA"]'),
+        ("ns/3", "Report title 3", "Summary of community 3.", 1, "ns/0", '["DELTA", "GAMMA"]'),
+        ("ns/10", "Report title 10", "Summary of community 10.", 2, "ns/2", '["ALPHA", "BETA", "GAMMA"]'),
+        ("ns/9", "Report title 9", "Summary of community 9.", 2, "ns/2", '["BETA", "GAMMA"]'),
+    ]
+    assert rows(store, "SELECT id, title, content FROM rag_parents ORDER BY id") == [
+        ("ns/0", "first.txt", "Document zero."),
+        ("ns/1", "second.txt", "Document one."),
+    ]
+    assert rows(store, "SELECT id, parent_id, content FROM rag_children ORDER BY id") == [
+        ("ns/0", "ns/0", "Chunk text 0."),
+        ("ns/1", "ns/0", "Chunk text 1."),
+        ("ns/2", "ns/1", "Chunk text 2."),
+        ("ns/3", "ns/1", "Chunk text 3."),
+    ]
+    assert rows(store, "SELECT id, name FROM rag_entities ORDER BY id") == [
+        ("ns/0", "ALPHA"),
+        ("ns/1", "BETA"),
+        ("ns/2", "GAMMA"),
+        ("ns/3", "DELTA"),
+        ("ns/4", "EPSILON"),
+        ("ns/5", "ZETA"),
+        ("ns/claim-entity-1", "UNLISTED ONE"),
+        ("ns/claim-entity-2", "UNLISTED TWO"),
+    ]
+    assert rows(store, "PRAGMA foreign_key_check") == []
+
+
+def test_claims_mapping_and_leaf_assignment(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out", "3.x")
+    store = tmp_path / "store.db"
+    import_graphrag(src, store, "ns")
+
+    assert claim_leaves(store, "ns") == EXPECTED_LEAF
+    assert rows(
+        store,
+        "SELECT id, subject_entity_id, object_entity_id, description, source_parent_id, source_chunk_id "
+        "FROM rag_claims ORDER BY CAST(substr(id, 4) AS INTEGER)",
+    ) == [
+        ("ns/0", "ns/0", None, "Claim 0 description.", "ns/0", "ns/0"),  # object NONE -> none
+        ("ns/1", "ns/2", None, "Claim 1 description.", "ns/0", "ns/1"),  # null object -> none
+        ("ns/2", "ns/2", "ns/1", "Claim 2 description.", "ns/0", "ns/0"),
+        ("ns/3", "ns/2", None, "Claim 3 description.", "ns/1", "ns/3"),
+        ("ns/4", "ns/1", None, "Claim 4 description.", "ns/1", "ns/3"),
+        ("ns/5", "ns/claim-entity-1", "ns/0", "Claim 5 description.", "ns/1", "ns/2"),
+        ("ns/6", "ns/claim-entity-2", "ns/claim-entity-1", "Claim 6 description.", "ns/1", "ns/3"),
+        ("ns/7", "ns/3", None, "Claim 7 description.", None, None),  # dangling text unit
+        ("ns/8", "ns/4", "ns/5", "Claim 8 description.", "ns/1", "ns/2"),
+    ]
+    assert len(CLAIMS) == 9
+
+
+def test_tie_break_prefers_leaf_sharing_the_text_unit_then_lowest_number_numerically(tmp_path: Path) -> None:
+    # Community numbers as strings (1.x fixture): "10" < "9" as text, yet 9 must win claim 4.
+    src = write_index(tmp_path / "out", "1.x")
+    store = tmp_path / "store.db"
+    import_graphrag(src, store, "ns")
+    leaves = claim_leaves(store, "ns")
+    assert leaves[1] == 3  # 3 and 10 share t1 -> lowest of those
+    assert leaves[2] == 10  # only 10 shares t0, although 3 is lower
+    assert leaves[3] == 3  # nobody shares t3 -> lowest of all
+    assert leaves[4] == 9  # 9 < 10 by number
+    assert leaves[5] == 1  # unknown subject -> leaf listing the text unit, lowest
+    assert leaves[6] is None
+
+
+def test_tables_in_artifacts_subfolder_and_str_paths(tmp_path: Path) -> None:
+    write_index(tmp_path / "out" / "artifacts", "1.x")
+    report = import_graphrag(str(tmp_path / "out"), str(tmp_path / "s.db"), "ns")  # type: ignore[arg-type]
+    assert (report.layout, report.communities, report.claims) == ("1.x", 6, 9)
+
+
+def test_summary_or_full_content(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out", "3.x")
+    store = tmp_path / "store.db"
+    report = import_graphrag(src, store, "ns", text="full_content")
+    assert report.text_column == "full_content"
+    assert rows(store, "SELECT summary_content FROM rag_community_summaries WHERE id = 'ns/3'") == [
+        ("# Report title 3\n\nFull report of community 3.",)
+    ]
+
+
+def test_children_derived_when_missing_and_string_numbers(tmp_path: Path) -> None:
+    tables = index_tables("3.x")
+    tables["communities"] = drop_column(tables["communities"], "children")
+    tables["community_reports"] = drop_column(tables["community_reports"], "children")
+    for table in ("communities", "community_reports"):
+        for row in tables[table]:
+            row["community"] = str(row["community"])
+            row["parent"] = str(row["parent"])
+            row["level"] = str(row["level"])
+    src = write_index(tmp_path / "out", "3.x", tables)
+    store = tmp_path / "store.db"
+    report = import_graphrag(src, store, "ns")
+    assert report.leaves == 4
+    assert report.communities_per_level == {0: 2, 1: 2, 2: 2}
+    assert rows(store, "SELECT id, parent_community_id FROM rag_community_summaries WHERE level = 2 ORDER BY id") == [
+        ("ns/10", "ns/2"),
+        ("ns/9", "ns/2"),
+    ]
+    assert claim_leaves(store, "ns") == EXPECTED_LEAF
+
+
+def test_children_disagreeing_with_parent_is_noted(tmp_path: Path) -> None:
+    tables = index_tables("3.x")
+    tables["communities"][0]["children"] = [2]  # parent links say 2 and 3
+    report = import_graphrag(write_index(tmp_path / "out", "3.x", tables), tmp_path / "s.db", "ns")
+    assert "communities.parquet: 'children' disagrees with 'parent' for 1 communities; the hierarchy follows 'parent'" in report.notes
+    assert report.leaves == 4
+
+
+def test_without_covariates_imports_with_a_note(tmp_path: Path) -> None:
+    tables = index_tables("1.x")
+    del tables["covariates"]
+    src = write_index(tmp_path / "out", "1.x", tables)
+    store = tmp_path / "store.db"
+    report = import_graphrag(src, store, "ns")
+    assert report.claims == 0
+    assert report.notes == [
+        "no create_final_covariates.parquet: this index has no claims (GraphRAG extracts them "
+        "only when claim extraction is enabled), so none were imported"
+    ]
+    assert rows(store, "SELECT count(*) FROM rag_claims") == [(0,)]
+    assert rows(store, "SELECT count(*) FROM rag_community_summaries") == [(6,)]
+
+
+def test_dangling_references_are_skipped_and_counted(tmp_path: Path) -> None:
+    tables = index_tables("3.x")
+    tables["communities"].append(
+        {**tables["communities"][1], "id": "x", "community": 20, "human_readable_id": 20, "parent": 77, "level": 1,
+         "entity_ids": ["ent-alpha", "ent-ghost", "ent-ghost2"], "children": []}
+    )
+    tables["community_reports"].append({**tables["community_reports"][1], "community": 20, "human_readable_id": 20})
+    tables["text_units"][3]["document_id"] = "d-missing"
+    src = write_index(tmp_path / "out", "3.x", tables)
+    store = tmp_path / "store.db"
+    report = import_graphrag(src, store, "ns")
+    assert report.dangling == {
+        "text unit -> document references not found in documents": 1,
+        "parent community references not found among the reports": 1,
+        "community -> entity references not found in entities": 2,
+        "claim -> text unit references not found in text units": 1,
+    }
+    assert rows(store, "SELECT level, parent_community_id, members FROM rag_community_summaries WHERE id = 'ns/20'") == [
+        (1, None, '["ALPHA"]')
+    ]
+    assert rows(store, "SELECT parent_id FROM rag_children WHERE id = 'ns/3'") == [(None,)]
+    assert rows(store, "PRAGMA foreign_key_check") == []
+
+
+# --- the printed report ---------------------------------------------------------------------
+
+
+def test_report_text(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out", "3.x")
+    store = tmp_path / "store.db"
+    text = format_report(import_graphrag(src, store, "ns"))
+    assert text == (
+        f"Imported GraphRAG 3.x index {src}\n"
+        f"  into new store {store}, namespace 'ns' (community text: summary)\n"
+        "Communities: 6 (level 0: 2, level 1: 2, level 2: 2)\n"
+        "Leaves: 4\n"
+        "Entities: 8 (incl. 2 named only by claims)\n"
+        "Claims: 9 (assigned to a leaf: 8 [7 by subject entity, 1 by text unit], unassigned: 1)\n"
+        "Chunks: 4\n"
+        "Documents: 2\n"
+        "Skipped dangling references: 1\n"
+        "  1 claim -> text unit references not found in text units\n"
+        "Notes:\n"
+        "  - 1 claims fit no leaf community (neither by subject nor by text unit) and stay unassigned"
+    )
+    again = format_report(import_graphrag(src, store, "ns"))
+    assert again.splitlines()[1] == f"  into store {store}, namespace 'ns' (community text: summary)"
+    assert again.splitlines()[2] == "  replaced the namespace's previous 29 rows"
+
+
+def test_report_without_anything_skipped() -> None:
+    report = ImportReport(
+        source_dir=Path("/in"), store_path=Path("/s.db"), namespace="n", layout="2.x", text_column="summary",
+        communities_per_level={0: 1}, leaves=1, entities=1, chunks=1, documents=1,
+    )
+    assert format_report(report).splitlines()[-1] == "Skipped dangling references: none"
+
+
+# --- re-import and namespaces ---------------------------------------------------------------
+
+
+def test_reimport_replaces_only_that_namespace(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out", "3.x")
+    store = tmp_path / "store.db"
+    import_graphrag(src, store, "a")
+    import_graphrag(src, store, "b")
+    b_before = {t: rows(store, f"SELECT * FROM {t} WHERE namespace = 'b' ORDER BY id") for t in TABLES}
+
+    tables = index_tables("3.x")
+    tables["community_reports"] = [r for r in tables["community_reports"] if r["community"] != 1]
+    tables["community_reports"][0]["summary"] = "Changed."
+    src2 = write_index(tmp_path / "out2", "3.x", tables)
+    report = import_graphrag(src2, store, "a")
+
+    assert report.replaced_rows == 29  # 2 documents, 4 chunks, 8 entities, 6 communities, 9 claims
+    assert report.notes[0] == "1 communities have no report and were not imported"
+    assert rows(store, "SELECT id FROM rag_community_summaries WHERE namespace = 'a' ORDER BY id") == [
+        ("a/0",), ("a/10",), ("a/2",), ("a/3",), ("a/9",)
+    ]
+    assert rows(store, "SELECT summary_content FROM rag_community_summaries WHERE id = 'a/0'") == [("Changed.",)]
+    assert rows(store, "SELECT count(*) FROM rag_claims WHERE namespace = 'a'") == [(9,)]
+    assert {t: rows(store, f"SELECT * FROM {t} WHERE namespace = 'b' ORDER BY id") for t in TABLES} == b_before
+
+
+def test_existing_store_with_foreign_rows_keeps_them(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    conn = sqlite3.connect(store)
+    conn.execute("CREATE TABLE notes (x TEXT)")  # an unrelated table: left alone
+    conn.execute("INSERT INTO notes VALUES ('keep')")
+    conn.commit()
+    conn.close()
+    import_graphrag(write_index(tmp_path / "out"), store, "ns")
+    assert rows(store, "SELECT x FROM notes") == [("keep",)]
+    assert rows(store, "SELECT count(*) FROM rag_community_summaries") == [(6,)]
+
+
+# --- input errors: one line, nothing written --------------------------------------------------
+
+
+def _error(src: Path, store: Path, ns: str = "ns", text: str = "summary") -> str:
+    with pytest.raises(InputError) as info:
+        import_graphrag(src, store, ns, text)  # type: ignore[arg-type]
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_pre_1x_layout_is_rejected(tmp_path: Path) -> None:
+    tables = index_tables("1.x")
+    tables["communities"] = drop_column(tables["communities"], "parent")
+    src = write_index(tmp_path / "out", "1.x", tables)
+    assert _error(src, tmp_path / "s.db") == (
+        f"{src / 'create_final_communities.parquet'} has no 'parent' column: this index was built by a "
+        "GraphRAG older than 1.0, which has no community hierarchy to import; re-index it with "
+        "GraphRAG 1.0 or later"
+    )
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_missing_column_names_file_and_column(tmp_path: Path) -> None:
+    tables = index_tables("3.x")
+    tables["communities"] = drop_column(tables["communities"], "entity_ids")
+    src = write_index(tmp_path / "out", "3.x", tables)
+    assert _error(src, tmp_path / "s.db") == f"{src / 'communities.parquet'} has no column 'entity_ids'"
+
+    tables = index_tables("3.x")
+    tables["text_units"] = drop_column(tables["text_units"], "document_id")
+    src = write_index(tmp_path / "out2", "3.x", tables)
+    assert _error(src, tmp_path / "s.db") == (
+        f"{src / 'text_units.parquet'} has no column 'document_id' or 'document_ids'"
+    )
+
+    tables = index_tables("3.x")
+    tables["community_reports"] = drop_column(tables["community_reports"], "full_content")
+    src = write_index(tmp_path / "out3", "3.x", tables)
+    assert _error(src, tmp_path / "s.db", text="full_content") == (
+        f"{src / 'community_reports.parquet'} has no column 'full_content'"
+    )
+
+
+def test_missing_table_and_missing_folder(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out", "1.x")
+    (src / "create_final_entities.parquet").unlink()
+    assert _error(src, tmp_path / "s.db") == f"missing GraphRAG table create_final_entities.parquet in {src}"
+    assert _error(tmp_path / "nope", tmp_path / "s.db") == f"GraphRAG output folder not found: {tmp_path / 'nope'}"
+    (tmp_path / "empty").mkdir()
+    assert _error(tmp_path / "empty", tmp_path / "s.db").startswith(f"no GraphRAG tables in {tmp_path / 'empty'}:")
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_bad_value_names_file_column_and_row(tmp_path: Path) -> None:
+    tables = index_tables("1.x")
+    tables["communities"][2]["community"] = "two"
+    src = write_index(tmp_path / "out", "1.x", tables)
+    assert _error(src, tmp_path / "s.db") == (
+        f"{src / 'create_final_communities.parquet'}: column 'community' row 2 is not a number: 'two'"
+    )
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out")
+    assert _error(src, tmp_path / "s.db", text="title") == "--text must be summary or full_content, not 'title'"
+    assert _error(src, tmp_path / "s.db", ns=" ") == "--namespace must not be empty"
+    assert "invalid namespace 'a/b'" in _error(src, tmp_path / "s.db", ns="a/b")
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_unreadable_parquet_leaves_existing_store_unchanged(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    import_graphrag(write_index(tmp_path / "good"), store, "ns")
+    before = store.read_bytes()
+
+    src = write_index(tmp_path / "bad")
+    (src / "entities.parquet").write_bytes(b"this is not parquet")
+    message = _error(src, store)
+    assert message.startswith(f"cannot read {src / 'entities.parquet'}: ")
+    assert store.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "good", "store.db"]
+
+
+def test_failure_while_writing_rolls_back_everything(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    src = write_index(tmp_path / "out")
+    import_graphrag(src, store, "ns")
+    # Another namespace already uses one of the IDs "other/..." will need: the insert fails midway.
+    conn = sqlite3.connect(store)
+    conn.execute("INSERT INTO rag_claims (id, namespace, subject_entity_id, description) VALUES ('other/8', 'x', 's', 'd')")
+    conn.commit()
+    conn.close()
+    before = store.read_bytes()
+    message = _error(src, store, ns="other")
+    assert message == (
+        f"cannot import into {store}: UNIQUE constraint failed: rag_claims.id "
+        "(an ID of namespace 'other' is already used by another namespace)"
+    )
+    assert store.read_bytes() == before
+    assert rows(store, "SELECT count(*) FROM rag_entities WHERE namespace = 'other'") == [(0,)]
+
+
+def test_bad_store_paths(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out")
+    missing_parent = tmp_path / "no-such-folder" / "s.db"
+    assert _error(src, missing_parent) == f"folder of the store does not exist: {missing_parent.parent}"
+
+    not_a_db = tmp_path / "text.db"
+    not_a_db.write_text("hello, not sqlite")
+    assert _error(src, not_a_db).startswith(f"not a SQLite community store: {not_a_db}")
+    assert not_a_db.read_text() == "hello, not sqlite"
+
+
+def test_sqlite_failure_on_new_file_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphrag_tui.importer import writer
+
+    monkeypatch.setitem(writer.INSERTS, "rag_claims", ("claims", "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?, ?, ?)"))
+    store = tmp_path / "new.db"
+    message = _error(write_index(tmp_path / "out"), store)
+    assert message == f"cannot import into {store}: no such table: no_such_table"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_without_pyarrow_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = write_index(tmp_path / "out")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    assert _error(src, tmp_path / "s.db") == "pyarrow is not installed: pip install 'graphrag-tui[graphrag]'"
+
+
+# --- real GraphRAG 3.x output (shared data; skipped where it is absent) -----------------------
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared GraphRAG sample data not present")
+def test_shared_graphrag_v3_sample(tmp_path: Path) -> None:
+    store = tmp_path / "cc.db"
+    report = import_graphrag(SHARED, store, "cc")
+    print(format_report(report))
+    assert report.layout == "3.x"
+    assert report.communities == 122
+    assert report.communities_per_level == {0: 23, 1: 65, 2: 32, 3: 2}
+    assert report.claims_assigned + report.claims_unassigned == 406
+    assert report.chunks == 42
+    assert report.documents == 1
+    assert report.dangling == {}
+    assert rows(store, "SELECT count(*) FROM rag_community_summaries WHERE namespace = 'cc'") == [(122,)]
+    assert rows(store, "SELECT count(*) FROM rag_claims") == [(406,)]
+    assert rows(store, "PRAGMA foreign_key_check") == []
+    # every parent sits one level up; the bare community number resolves within the namespace
+    assert rows(
+        store,
+        "SELECT count(*) FROM rag_community_summaries c JOIN rag_community_summaries p "
+        "ON p.id = c.parent_community_id WHERE p.level + 1 != c.level",
+    ) == [(0,)]
+    assert rows(store, "SELECT id FROM rag_community_summaries WHERE id = 'cc/' || ?", "0") == [("cc/0",)]
+    members = json.loads(rows(store, "SELECT members FROM rag_community_summaries WHERE id = 'cc/0'")[0][0])
+    assert len(members) > 0

@@ -66,6 +66,11 @@ def reduce_reply(answer: str) -> Reply:
 Script = Callable[[Received], Reply]
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # bursts of concurrent connections must not be dropped
+    daemon_threads = True
+
+
 class ScriptedChatServer:
     def __init__(self, script: Script, models: list[str] | None = None) -> None:
         self.script = script
@@ -74,9 +79,8 @@ class ScriptedChatServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:

@@ -276,9 +276,6 @@ async def test_list_models_failure() -> None:
 
 async def test_concurrent_requests_are_not_throttled() -> None:
     server = ScriptedChatServer(lambda r: Reply(completion("x"), delay=0.3))
-    # The server listens with socketserver's default backlog of 5: a burst of 24 connects
-    # overflows it and some connections get reset. Widen it for this test.
-    server._httpd.socket.listen(128)
     with server:
         model = OpenAIChatModel(server.base_url, "m", None)
         try:

@@ -1,0 +1,93 @@
+"""Which model answers: the built-in extractive one, an OpenAI-compatible endpoint, or the
+embedded local LLM. Settings come from flags, then the user's defaults."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..errors import InputError
+from .base import ChatModel, ModelError
+from .extractive import ExtractiveModel
+from .openai_http import RESPONSE_FORMATS, OpenAIChatModel, ResponseFormat, resolve_api_key
+
+DEFAULT_TIMEOUT = 120.0
+
+
+class ModelSettings(BaseModel):
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    response_format: ResponseFormat = "json_object"
+    local_llm: bool = False
+
+    @property
+    def kind(self) -> Literal["extractive", "http", "local"]:
+        return "local" if self.local_llm else "http" if self.base_url else "extractive"
+
+
+def parse_timeout(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"--timeout must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> ModelSettings:
+    """Each setting from the flags, else the user's defaults; checked."""
+
+    def pick(name: str) -> Any:
+        value = flags.get(name)
+        return defaults.get(name) if value is None else value
+
+    local_llm = bool(flags.get("local_llm"))
+    base_url = flags.get("base_url")
+    if local_llm and base_url:
+        raise InputError("--local-llm and --base-url cannot be used together: choose one model")
+    if not local_llm and base_url is None:
+        base_url = defaults.get("base_url")
+    response_format = pick("response_format") or "json_object"
+    if response_format not in RESPONSE_FORMATS:
+        raise InputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}")
+    timeout = pick("timeout")
+    return ModelSettings(
+        base_url=base_url or None,
+        model=pick("model") or None,
+        api_key_env=pick("api_key_env") or None,
+        timeout=DEFAULT_TIMEOUT if timeout is None else parse_timeout(timeout),
+        response_format=response_format,
+        local_llm=local_llm,
+    )
+
+
+async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> ChatModel:
+    """A ready model. For an endpoint without --model, the first model it lists answers."""
+    if settings.kind == "extractive":
+        return ExtractiveModel()
+    if settings.kind == "local":
+        from .local_llm import open_local_model
+
+        return await open_local_model(settings)
+    assert settings.base_url is not None
+    api_key = resolve_api_key(settings.base_url, settings.api_key_env, environ)
+    if settings.model:
+        return OpenAIChatModel(settings.base_url, settings.model, api_key, settings.timeout, settings.response_format)
+    probe = OpenAIChatModel(settings.base_url, "?", api_key, settings.timeout, settings.response_format)
+    try:
+        names = await probe.list_models()
+    except ModelError as error:
+        raise InputError(
+            f"--model was not given and GET {probe.base_url}/models failed ({error.message}): name a model with --model"
+        ) from None
+    finally:
+        await probe.aclose()
+    if not names:
+        raise InputError(f"--model was not given and {probe.base_url}/models lists no model: name one with --model")
+    return OpenAIChatModel(settings.base_url, names[0], api_key, settings.timeout, settings.response_format)

@@ -1,0 +1,30 @@
+"""From a store and a request to a search plan: the part of a run that needs the store.
+
+Shared by the CLI and the app; everything here is checked before any model call.
+"""
+
+from __future__ import annotations
+
+from .engine.options import SearchOptions
+from .engine.request import check_level, choose_namespace, normalize_query
+from .engine.result import Level
+from .engine.search import SearchPlan, plan_search
+from .store import CommunityStore
+
+
+def prepare_plan(
+    store: CommunityStore,
+    query: str,
+    *,
+    namespace: str | None,
+    level: Level,
+    options: SearchOptions,
+    seed: int | None,
+    shuffle: bool,
+) -> SearchPlan:
+    query = normalize_query(query)
+    namespaces = {info.name: info for info in store.namespaces()}
+    chosen = choose_namespace(namespace, list(namespaces))
+    check_level(level, chosen, namespaces[chosen].levels)
+    communities = store.select_communities(chosen, None if level == "leaf" else level)
+    return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)

@@ -30,6 +30,8 @@ class MapBatch(BaseModel):
     content: str
     community_ids: tuple[str, ...]
     parts: tuple[PartRef, ...]
+    #: Estimated tokens of each part (header included), in the order of `parts`.
+    part_tokens: tuple[int, ...] = ()
 
 
 class CommunityText(BaseModel):
@@ -109,16 +111,22 @@ def build_batches(
     batches: list[MapBatch] = []
     texts: list[str] = []
     refs: list[PartRef] = []
+    tokens: list[int] = []
     size = TextSize(0, 0)
 
     def flush() -> None:
-        nonlocal texts, refs, size
+        nonlocal texts, refs, tokens, size
         if texts:
-            ids = tuple(dict.fromkeys(r.community_id for r in refs))
             batches.append(
-                MapBatch(index=len(batches), content="\n".join(texts), community_ids=ids, parts=tuple(refs))
+                MapBatch(
+                    index=len(batches),
+                    content="\n".join(texts),
+                    community_ids=tuple(dict.fromkeys(r.community_id for r in refs)),
+                    parts=tuple(refs),
+                    part_tokens=tuple(tokens),
+                )
             )
-        texts, refs, size = [], [], TextSize(0, 0)
+        texts, refs, tokens, size = [], [], [], TextSize(0, 0)
 
     for community in ordered:
         for ref, segment in split_community(community, skeleton_size, budget):
@@ -130,6 +138,7 @@ def build_batches(
                 joined = part_size
             texts.append(formatted)
             refs.append(ref)
+            tokens.append(part_size.tokens)
             size = joined
     flush()
     return batches

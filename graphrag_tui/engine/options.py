@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +50,7 @@ def parse_option(name: str, value: Any) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
         number = int(value.strip())
     if number is None or number < (1 if name in POSITIVE else 0):
         raise InputError(f"{flag(name)} must be {kind}, got {value!r}")

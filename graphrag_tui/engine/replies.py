@@ -65,7 +65,8 @@ def parse_map_reply(raw: str) -> tuple[str, int | float]:
         raise ReplyError("invalid_fields", f"`answer` must be a string, got {type(answer).__name__}")
     if not _is_number(usefulness):
         raise ReplyError("invalid_fields", f"`usefulness` must be a number, got {json.dumps(usefulness)}")
-    if not math.isfinite(usefulness) or not 0 <= usefulness <= 100:
+    # The range check comes first: math.isfinite overflows on a huge JSON integer.
+    if not 0 <= usefulness <= 100 or not math.isfinite(usefulness):
         raise ReplyError("invalid_fields", f"`usefulness` must be within 0..100, got {usefulness}")
     if usefulness > 0 and not answer.strip():
         raise ReplyError("invalid_fields", f"`answer` is empty but `usefulness` is {js_number(usefulness)}")

@@ -1,0 +1,119 @@
+"""SPEC §3.1: option resolution (request > user defaults > fallback) and validation."""
+
+import pytest
+
+from graphrag_tui.engine.options import FALLBACK_DEFAULTS, SearchOptions, resolve_options
+from graphrag_tui.errors import InputError
+
+NAMES = ["map_budget", "reduce_budget", "map_reserve", "reduce_reserve", "concurrency"]
+FLAGS = {
+    "map_budget": "--map-budget",
+    "reduce_budget": "--reduce-budget",
+    "map_reserve": "--map-reserve",
+    "reduce_reserve": "--reduce-reserve",
+    "concurrency": "--concurrency",
+}
+
+
+def test_fallback_defaults() -> None:
+    assert FALLBACK_DEFAULTS == {
+        "map_budget": 8000,
+        "reduce_budget": 8000,
+        "map_reserve": 512,
+        "reduce_reserve": 1024,
+        "concurrency": 4,
+    }
+    options = resolve_options({})
+    assert options == SearchOptions(map_budget=8000, reduce_budget=8000, map_reserve=512, reduce_reserve=1024, concurrency=4)
+    assert options.map_prompt_budget == 7488
+    assert options.reduce_prompt_budget == 6976
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_precedence_per_option(name: str) -> None:
+    request_value, default_value = (3, 2)
+    if name.endswith("budget"):
+        request_value, default_value = 3000, 2000
+    fallback = FALLBACK_DEFAULTS[name]
+    assert getattr(resolve_options({}, {}), name) == fallback
+    assert getattr(resolve_options({}, {name: default_value}), name) == default_value
+    assert getattr(resolve_options({name: request_value}, {name: default_value}), name) == request_value
+    assert getattr(resolve_options({name: request_value}), name) == request_value
+    # None means "not given" at both levels
+    assert getattr(resolve_options({name: None}, {name: default_value}), name) == default_value
+    assert getattr(resolve_options({name: None}, {name: None}), name) == fallback
+    # the others keep their fallbacks
+    others = resolve_options({name: request_value})
+    for other in NAMES:
+        if other != name:
+            assert getattr(others, other) == FALLBACK_DEFAULTS[other]
+
+
+def test_mixed_sources() -> None:
+    options = resolve_options(
+        {"map_budget": 5000, "concurrency": None},
+        {"map_budget": 6000, "reduce_budget": "7000", "concurrency": "2"},
+    )
+    assert options == SearchOptions(map_budget=5000, reduce_budget=7000, map_reserve=512, reduce_reserve=1024, concurrency=2)
+
+
+@pytest.mark.parametrize("name", ["map_budget", "reduce_budget", "concurrency"])
+@pytest.mark.parametrize("value", [0, -1, "0", "-5"])
+def test_positive_options_reject_zero_and_negative(name: str, value) -> None:
+    with pytest.raises(InputError) as info:
+        resolve_options({name: value})
+    assert FLAGS[name] in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["map_reserve", "reduce_reserve"])
+def test_reserves_allow_zero_but_not_negative(name: str) -> None:
+    assert getattr(resolve_options({name: 0}), name) == 0
+    assert getattr(resolve_options({name: "0"}), name) == 0
+    with pytest.raises(InputError) as info:
+        resolve_options({name: -1})
+    assert FLAGS[name] in str(info.value)
+
+
+def test_zero_reserve_gives_whole_budget_to_the_prompt() -> None:
+    options = resolve_options({"map_reserve": 0, "reduce_reserve": 0, "map_budget": 100, "reduce_budget": 50})
+    assert options.map_prompt_budget == 100
+    assert options.reduce_prompt_budget == 50
+
+
+@pytest.mark.parametrize(("budget", "reserve"), [("map_budget", "map_reserve"), ("reduce_budget", "reduce_reserve")])
+def test_budget_must_exceed_reserve(budget: str, reserve: str) -> None:
+    with pytest.raises(InputError) as info:
+        resolve_options({budget: 600, reserve: 600})
+    assert FLAGS[budget] in str(info.value)
+    with pytest.raises(InputError):
+        resolve_options({budget: 600, reserve: 601})
+    options = resolve_options({budget: 601, reserve: 600})
+    assert getattr(options, budget) - getattr(options, reserve) == 1
+    # the fallback reserve counts too: a 512-token map budget leaves no room for the prompt
+    with pytest.raises(InputError):
+        resolve_options({budget: FALLBACK_DEFAULTS[reserve]})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_strings_from_env_or_config(name: str) -> None:
+    assert getattr(resolve_options({}, {name: "4000"}), name) == 4000
+    assert getattr(resolve_options({}, {name: " 2000 "}), name) == 2000
+    assert getattr(resolve_options({name: "4000"}), name) == 4000
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("value", ["abc", "", "4.5", "1e3", "--4", "+-4", "4 000", "²", True, False, 4.0, [4]])
+def test_bad_values_rejected_naming_the_flag(name: str, value) -> None:
+    with pytest.raises(InputError) as info:
+        resolve_options({}, {name: value})
+    assert FLAGS[name] in str(info.value)
+
+
+def test_the_request_value_is_validated_even_if_defaults_are_fine() -> None:
+    with pytest.raises(InputError, match="--concurrency"):
+        resolve_options({"concurrency": "many"}, {"concurrency": 2})
+
+
+def test_unknown_option_rejected() -> None:
+    with pytest.raises(InputError):
+        resolve_options({"map_budgett": 10})

@@ -103,11 +103,17 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelS
             raise InputError(f"--seed must be a non-negative integer, got {args.seed!r}")
         seed = int(args.seed)
     defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
-    options = resolve_options({name: getattr(args, name) for name in FALLBACK_DEFAULTS}, defaults.retrieval)
+    retrieval = {name: getattr(args, name) for name in FALLBACK_DEFAULTS}
+    options = resolve_options(retrieval, defaults.retrieval)
     model = None
     if hasattr(args, "base_url"):
         flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "local_llm")}
         model = resolve_model_settings(flags, defaults.model)
+        if model.kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
+            from .models.local_llm import local_search_options
+
+            options = local_search_options(retrieval, defaults.retrieval)
+            model = model.model_copy(update={"local_slots": options.concurrency})
     return options, model, seed
 
 

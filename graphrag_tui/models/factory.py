@@ -24,6 +24,8 @@ class ModelSettings(BaseModel):
     timeout: float = DEFAULT_TIMEOUT
     response_format: ResponseFormat = "json_object"
     local_llm: bool = False
+    #: Parallel slots of the local LLM's server: the Map concurrency.
+    local_slots: int = 1
 
     @property
     def kind(self) -> Literal["extractive", "http", "local"]:

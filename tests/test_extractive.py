@@ -143,11 +143,11 @@ REDUCE_INPUT = (
 
 async def test_reduce_merges_in_order_and_drops_duplicates() -> None:
     assert await reduce_answer(REDUCE_INPUT) == (
-        "From 3 intermediate answers (extractive, not an LLM):\n"
-        "Solar power grew fast. [Community c1] [Community c3]\n"
-        "Acme builds solar farms. [Community c1]\n"
-        "Wind grew too. [Community c2]\n"
-        "A line without a citation [Community d] [Community e]"
+        "From 3 intermediate answers (extractive, not an LLM):\n\n"
+        "- Solar power grew fast. [Community c1] [Community c3]\n"
+        "- Acme builds solar farms. [Community c1]\n"
+        "- Wind grew too. [Community c2]\n"
+        "- A line without a citation [Community d] [Community e]"
     )
 
 
@@ -156,13 +156,14 @@ async def test_reduce_caps_lines() -> None:
     answer = await reduce_answer("\n\n".join(blocks))
     lines = answer.splitlines()
     assert lines[0] == "From 15 intermediate answers (extractive, not an LLM):"
-    assert lines[1:13] == [f"Fact {i}. [Community {i}]" for i in range(12)]
-    assert lines[13:] == ["(+3 more sentences not shown)"]
+    assert lines[1] == ""
+    assert lines[2:14] == [f"- Fact {i}. [Community {i}]" for i in range(12)]
+    assert lines[14:] == ["", "(+3 more sentences not shown)"]
 
 
 async def test_reduce_never_empty() -> None:
     assert await reduce_answer("[Usefulness: 1; Community IDs: a]\n") == (
-        "From 1 intermediate answer (extractive, not an LLM):\n(the intermediate answers had no text)"
+        "From 1 intermediate answer (extractive, not an LLM):\n\n(the intermediate answers had no text)"
     )
     assert await reduce_answer("") != ""
 

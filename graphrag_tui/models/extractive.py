@@ -298,13 +298,14 @@ def merge_answers(content: str) -> str:
     if not kept:
         if n == 0:
             return ""
-        return lead + "\n(the intermediate answers had no text)"
+        return lead + "\n\n(the intermediate answers had no text)"
     shown = kept[:REDUCE_MAX_LINES]
-    out = [lead] + [" ".join(entry) for entry in shown]
+    # A Markdown list, so the app renders one sentence per line.
+    out = lead + "\n\n" + "\n".join("- " + " ".join(entry) for entry in shown)
     if len(kept) > len(shown):
         more = len(kept) - len(shown)
-        out.append(f"(+{more} more sentence{'s' if more != 1 else ''} not shown)")
-    return "\n".join(out)
+        out += f"\n\n(+{more} more sentence{'s' if more != 1 else ''} not shown)"
+    return out
 
 
 def _to_json(obj: dict[str, object]) -> str:

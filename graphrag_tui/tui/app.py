@@ -1,0 +1,318 @@
+"""The Textual app. The engine runs in one async worker owned by the App; the worker only
+posts messages, and the App's handlers own the run state. Panels repaint at a bounded rate."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input, TabbedContent
+
+from ..engine.options import SearchOptions
+from ..engine.prompts import map_messages, prompt_text
+from ..engine.result import Level
+from ..engine.search import GlobalSearch, utc_now
+from ..errors import InputError
+from ..export import write_export
+from ..models.base import ChatModel
+from ..models.factory import ModelSettings, open_model
+from ..planning import prepare_plan
+from ..store import CommunityStore
+from .messages import OpenBatch, OpenCommunity, RunEvent, RunFinished, RunPlanned, RunRejected
+from .run_state import RunState
+from .screens.batch import BatchScreen
+from .screens.community import CommunityScreen
+from .screens.confirm import ConfirmScreen
+from .screens.export import ExportScreen
+from .screens.goto import GoToCommunityScreen
+from .screens.keys import KeysScreen
+from .screens.main import MainScreen
+from .widgets.batch_grid import BatchGrid
+from .widgets.setup_form import RunRequest, SetupForm
+from .widgets.status_line import StatusLine
+
+EXTRACTIVE = "extractive, offline: not an LLM"
+
+
+class AppSettings(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store_path: Path
+    #: What the header shows for the store (tests fix it; defaults to the path as given).
+    display_path: str | None = None
+    namespace: str | None = None
+    level: Level = "leaf"
+    options: SearchOptions = SearchOptions()
+    seed: int | None = None
+    shuffle: bool = True
+    model: ModelSettings = ModelSettings()
+
+
+def describe_model(settings: ModelSettings) -> str:
+    if settings.kind == "extractive":
+        return EXTRACTIVE
+    if settings.kind == "local":
+        return "local LLM: SmolLM2-135M on llama.cpp (offline)"
+    host = httpx.URL(settings.base_url or "").netloc.decode()
+    return f"{settings.model or 'first listed model'} @ {host}"
+
+
+class GraphRAGApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "graphrag-tui"
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("escape", "escape", "Cancel run", show=False),
+        Binding("g", "goto", "Go to community"),
+        Binding("e", "export", "Export"),
+        Binding("question_mark", "keys", "Keys"),
+    ]
+
+    def __init__(
+        self,
+        settings: AppSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = utc_now,
+        environ: Mapping[str, str] | None = None,
+        repaint_interval: float = 0.25,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.environ = os.environ if environ is None else environ
+        self.repaint_interval = repaint_interval
+        self.store = CommunityStore.open(settings.store_path)
+        self.run_state = RunState()
+        self.cancel_event = asyncio.Event()
+        self._model: ChatModel | None = None
+        self._search: GlobalSearch | None = None
+
+    # -- screens -------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        s = self.settings
+        setup = SetupForm(
+            self.store.namespaces(),
+            namespace=s.namespace,
+            level=s.level,
+            options=s.options,
+            seed=s.seed,
+            shuffle=s.shuffle,
+            id="setup",
+        )
+        return MainScreen(setup)
+
+    @property
+    def main_screen(self) -> MainScreen:
+        return self.screen_stack[0]  # type: ignore[return-value]
+
+    @property
+    def setup_form(self) -> SetupForm:
+        return self.main_screen.setup
+
+    def on_mount(self) -> None:
+        self.set_interval(self.repaint_interval, self.repaint)
+        self.call_after_refresh(self.update_status)
+
+    def update_status(self) -> None:
+        form = self.setup_form
+        self.main_screen.query_one(StatusLine).show(
+            store=self.settings.display_path or str(self.settings.store_path),
+            namespace=form.namespace,
+            level=str(form.level),
+            model=describe_model(self.settings.model),
+            phase=self.run_state.phase,
+        )
+
+    @on(SetupForm.ScopeChanged)
+    def _scope_changed(self) -> None:
+        self.update_status()
+
+    def repaint(self) -> None:
+        state = self.run_state
+        if state.running:
+            state.sample_in_flight()
+            state.dirty = True
+        if state.dirty:
+            state.dirty = False
+            self.main_screen.update_from(state, self.clock())
+            self.update_status()
+
+    # -- running -------------------------------------------------------------------------
+
+    @on(SetupForm.Submitted)
+    def _submitted(self, message: SetupForm.Submitted) -> None:
+        self.start_run(message.request)
+
+    def start_run(self, request: RunRequest) -> None:
+        if self.run_state.running:
+            self.notify("A run is going: press Esc to cancel it first.", severity="warning")
+            return
+        self.run_state = RunState(phase="planning")
+        self.cancel_event = asyncio.Event()
+        self._search = None
+        self.repaint()
+        self.run_worker(self._run(request), name="global-search", group="run", exit_on_error=False)
+        self.main_screen.query_one(BatchGrid).focus()
+
+    async def _run(self, request: RunRequest) -> None:
+        try:
+            plan = await asyncio.to_thread(
+                prepare_plan,
+                self.store,
+                request.query,
+                namespace=request.namespace,
+                level=request.level,
+                options=request.options,
+                seed=request.seed,
+                shuffle=request.shuffle,
+            )
+            self.post_message(RunPlanned(plan))
+            model = await self._get_model()
+        except InputError as error:
+            self.post_message(RunRejected(str(error)))
+            return
+        self._search = GlobalSearch(
+            plan,
+            model,
+            on_event=lambda event: self.post_message(RunEvent(event)),
+            cancel=self.cancel_event,
+            timeout=self.settings.model.timeout,
+            clock=self.clock,
+            wall_clock=self.wall_clock,
+        )
+        self.post_message(RunFinished(await self._search.run()))
+
+    async def _get_model(self) -> ChatModel:
+        if self._model is None:
+            self._model = await open_model(self.settings.model, self.environ)
+        return self._model
+
+    def on_run_planned(self, message: RunPlanned) -> None:
+        self.run_state.planned(message.plan)
+
+    def on_run_event(self, message: RunEvent) -> None:
+        self.run_state.apply(message.event, self.clock())
+
+    def on_run_finished(self, message: RunFinished) -> None:
+        self.run_state.finished(message.result)
+        self.repaint()
+        self.main_screen.query_one(TabbedContent).active = "tab-answer"
+
+    def on_run_rejected(self, message: RunRejected) -> None:
+        self.run_state = RunState()
+        self.setup_form.show_error(message.error)
+        self.repaint()
+        self.notify(message.error, title="Cannot run", severity="error", markup=False)
+
+    def action_escape(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        elif self.run_state.running:
+            self.cancel_event.set()
+            self.notify("Cancelling the run…")
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        if not self.run_state.running:
+            self.exit(0)
+            return
+
+        def answered(quit_anyway: bool | None) -> None:
+            if quit_anyway:
+                self.cancel_event.set()
+                self.exit(0)
+
+        self.push_screen(ConfirmScreen("A run is going. Quit anyway?"), answered)
+
+    async def on_unmount(self) -> None:
+        self.cancel_event.set()
+        if self._model is not None:
+            await self._model.aclose()
+        self.store.close()
+
+    # -- drill-down ----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("goto", "export", "keys") and isinstance(self.focused, Input):
+            return False
+        return True
+
+    def on_open_community(self, message: OpenCommunity) -> None:
+        self.push_screen(CommunityScreen(self.store, message.community_id))
+
+    def on_open_batch(self, message: OpenBatch) -> None:
+        state = self.run_state
+        if state.plan is None or not 0 <= message.batch_index < len(state.plan.batches):
+            return
+        map_batch = state.plan.batches[message.batch_index]
+        if state.result is not None:
+            batch = state.result.batches[message.batch_index]
+        elif self._search is not None:
+            batch = self._search.batches[message.batch_index].model_copy(deep=True)
+        else:
+            return
+        prompt = prompt_text(map_messages(state.plan.query, map_batch.content))
+        self.push_screen(BatchScreen(batch, map_batch, prompt))
+
+    def action_goto(self) -> None:
+        namespace = self.setup_form.namespace or ""
+
+        def chosen(community_id: str | None) -> None:
+            if community_id:
+                self.push_screen(CommunityScreen(self.store, community_id))
+
+        self.push_screen(
+            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
+        )
+
+    def action_keys(self) -> None:
+        self.push_screen(KeysScreen())
+
+    def action_export(self) -> None:
+        result = self.run_state.result
+        if result is None:
+            self.notify("No finished run to export yet.", severity="warning")
+            return
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            try:
+                written = write_export(result, self.store, path)
+            except InputError as error:
+                self.notify(str(error), title="Export failed", severity="error", markup=False)
+                return
+            self.notify("Wrote " + " and ".join(str(p) for p in written), title="Exported", markup=False)
+
+        self.push_screen(ExportScreen(result.seed), chosen)
+
+    # -- command palette -----------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Run", "Run global search with the question in the setup form", self.setup_form.submit)
+        yield SystemCommand("Cancel run", "Cancel the running search (Esc)", self.cancel_event.set)
+        yield SystemCommand("Go to community", "Open a community by id or GraphRAG number (g)", self.action_goto)
+        yield SystemCommand("Export run", "Write the finished run as JSON and Markdown (e)", self.action_export)
+        form = self.setup_form
+        for info in form.namespaces.values():
+            yield SystemCommand(
+                f"Namespace: {info.name}", f"{info.community_count} communities", lambda n=info.name: form.select_namespace(n)
+            )
+        current = form.namespaces.get(form.namespace or "")
+        if current is not None:
+            yield SystemCommand("Level: leaf", f"{current.leaf_count} leaves", lambda: form.select_level("leaf"))
+            for level, count in current.levels.items():
+                yield SystemCommand(f"Level: {level}", f"{count} communities", lambda lv=level: form.select_level(lv))

@@ -1,0 +1,144 @@
+"""The state of the current run, built from engine events by the App's handlers.
+
+Widgets read it on each repaint tick; they never reach into the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..engine.events import (
+    AttemptFailed,
+    BatchFailed,
+    BatchStarted,
+    BatchSucceeded,
+    Event,
+    Finished,
+    Planned,
+    ReduceCandidateDecided,
+    ReduceStarted,
+    RetryWaiting,
+)
+from ..engine.result import ReduceCandidate, SearchResult
+from ..engine.search import SearchPlan
+
+CellState = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]
+Phase = Literal["idle", "planning", "map", "reduce", "finished"]
+
+
+@dataclass
+class BatchCell:
+    state: CellState = "queued"
+    worker: int | None = None
+    attempt: int = 0
+    usefulness: int | float | None = None
+
+
+@dataclass
+class WorkerSlot:
+    batch_index: int
+    attempt: int
+    started: float
+
+
+@dataclass
+class FailedAttempt:
+    batch_index: int | None  # None: the Reduce call
+    attempt: int
+    kind: str
+    message: str
+    will_retry: bool
+
+
+@dataclass
+class RunState:
+    phase: Phase = "idle"
+    plan: SearchPlan | None = None
+    cells: list[BatchCell] = field(default_factory=list)
+    workers: dict[int, WorkerSlot] = field(default_factory=dict)
+    worker_count: int = 0
+    in_flight_history: list[int] = field(default_factory=list)
+    failures: list[FailedAttempt] = field(default_factory=list)
+    scores: list[tuple[int, int | float]] = field(default_factory=list)
+    candidates: list[ReduceCandidate] = field(default_factory=list)
+    reduce_tokens: int | None = None
+    reduce_budget: int | None = None
+    retry_wait: float | None = None
+    result: SearchResult | None = None
+    #: Set by every change, cleared by the repaint that shows it.
+    dirty: bool = True
+
+    @property
+    def running(self) -> bool:
+        return self.phase in ("planning", "map", "reduce")
+
+    def count(self, state: CellState) -> int:
+        return sum(1 for cell in self.cells if cell.state == state)
+
+    @property
+    def done_count(self) -> int:
+        return sum(1 for cell in self.cells if cell.state in ("succeeded", "failed"))
+
+    def planned(self, plan: SearchPlan) -> None:
+        self.plan = plan
+        self.cells = [BatchCell() for _ in plan.batches]
+        self.phase = "map"
+        self.dirty = True
+
+    def apply(self, event: Event, now: float) -> None:  # type: ignore[valid-type]
+        """Fold one engine event into the state. `now` is the app clock, for durations."""
+        self.dirty = True
+        match event:
+            case Planned(workers=workers):
+                self.worker_count = workers
+            case BatchStarted(batch_index=index, worker=worker, attempt=attempt):
+                cell = self.cells[index]
+                cell.state, cell.worker, cell.attempt = ("running" if attempt == 1 else "retrying"), worker, attempt
+                self.workers[worker] = WorkerSlot(index, attempt, now)
+                self.retry_wait = None
+            case AttemptFailed(batch_index=index, attempt=attempt, error_kind=kind, error=error, will_retry=retry):
+                self.failures.append(FailedAttempt(index, attempt, kind, error, retry))
+                if index is not None and retry:
+                    self.cells[index].state = "retrying"
+            case RetryWaiting(seconds=seconds):
+                self.retry_wait = seconds
+            case BatchSucceeded(batch_index=index, worker=worker, usefulness=usefulness):
+                cell = self.cells[index]
+                cell.state, cell.usefulness = "succeeded", usefulness
+                self.scores.append((index, usefulness))
+                self.workers.pop(worker, None)
+            case BatchFailed(batch_index=index, worker=worker):
+                self.cells[index].state = "failed"
+                self.workers.pop(worker, None)
+            case ReduceCandidateDecided():
+                self.phase = "reduce"
+                self.workers.clear()
+                self.candidates.append(
+                    ReduceCandidate(
+                        batch_index=event.batch_index,
+                        usefulness=event.usefulness,
+                        community_ids=event.community_ids,
+                        decision=event.decision,
+                    )
+                )
+            case ReduceStarted(prompt_tokens=tokens, budget=budget):
+                self.reduce_tokens, self.reduce_budget = tokens, budget
+            case Finished():
+                self.workers.clear()
+
+    def finished(self, result: SearchResult) -> None:
+        self.result = result
+        self.phase = "finished"
+        self.workers.clear()
+        self.reduce_budget = result.reduce.budget
+        self.reduce_tokens = result.reduce.prompt_tokens
+        self.candidates = list(result.reduce.candidates)
+        for batch, cell in zip(result.batches, self.cells):
+            if batch.status == "cancelled":
+                cell.state = "cancelled"
+        self.dirty = True
+
+    def sample_in_flight(self, keep: int = 120) -> None:
+        self.in_flight_history.append(len(self.workers))
+        del self.in_flight_history[:-keep]

@@ -1,0 +1,87 @@
+"""The main screen: setup on the left, the live run panels on the right."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+
+from ..run_state import RunState
+from ..widgets.answer_panel import AnswerPanel
+from ..widgets.batch_grid import BatchGrid
+from ..widgets.reduce_panel import ReducePanel
+from ..widgets.retries_panel import RetriesPanel
+from ..widgets.scores_panel import ScoresPanel
+from ..widgets.setup_form import SetupForm
+from ..widgets.status_line import StatusLine
+from ..widgets.workers_panel import WorkersPanel
+
+
+class MainScreen(Screen):
+    def __init__(self, setup: SetupForm) -> None:
+        super().__init__()
+        self.setup = setup
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status-line")
+        with Horizontal(id="body"):
+            yield self.setup
+            with Vertical(id="run-area"):
+                with Horizontal(id="top-row"):
+                    with Vertical(id="batches-panel", classes="panel") as batches:
+                        batches.border_title = "Batches"
+                        yield ProgressBar(total=1, show_eta=False, id="progress")
+                        yield Static(id="batch-counts")
+                        with VerticalScroll(id="grid-scroll"):
+                            yield BatchGrid(id="batch-grid")
+                    workers = WorkersPanel(id="workers-panel", classes="panel")
+                    workers.border_title = "Workers"
+                    yield workers
+                with TabbedContent(id="tabs"):
+                    with TabPane("Answer", id="tab-answer"):
+                        yield AnswerPanel(id="answer-panel")
+                    with TabPane("Reduce", id="tab-reduce"):
+                        yield ReducePanel(id="reduce-panel")
+                    with TabPane("Scores", id="tab-scores"):
+                        yield ScoresPanel(id="scores-panel")
+                    with TabPane("Retries", id="tab-retries"):
+                        yield RetriesPanel(id="retries-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#query").focus()
+
+    def update_from(self, state: RunState, now: float) -> None:
+        """Repaint every panel from the run state (called at a bounded rate)."""
+        total = len(state.cells)
+        progress = self.query_one("#progress", ProgressBar)
+        progress.update(total=max(total, 1), progress=state.done_count)
+        self.query_one("#batch-counts", Static).update(batch_counts(state))
+        self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
+        self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
+        self.query_one("#retries-panel", RetriesPanel).update_from(state)
+        self.query_one("#scores-panel", ScoresPanel).update_from(state)
+        self.query_one("#reduce-panel", ReducePanel).update_from(state)
+        self.query_one("#answer-panel", AnswerPanel).update_from(state)
+
+
+def batch_counts(state: RunState) -> Text:
+    text = Text()
+    parts = [
+        ("queued", "#5f6b7a"),
+        ("running", "#4aa8ff"),
+        ("retrying", "#ff9f1c"),
+        ("succeeded", "#40b95f"),
+        ("failed", "#ff4d5e"),
+        ("cancelled", "#8a8f98"),
+    ]
+    for state_name, color in parts:
+        count = state.count(state_name)  # type: ignore[arg-type]
+        if count or state_name in ("queued", "succeeded", "failed"):
+            text.append("■ ", style=color)
+            text.append(f"{state_name} {count}  ")
+    if state.retry_wait is not None:
+        text.append(f"waiting {state.retry_wait:g} s (Retry-After)", style="bold #ff9f1c")
+    return text

@@ -1,0 +1,59 @@
+"""Every Reduce candidate in rank order with its decision, and the prompt against its budget."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ...engine.replies import js_number
+from ..messages import OpenBatch
+from ..run_state import RunState
+from .tables import LiteralTable
+
+DECISIONS = {
+    "selected": ("selected", "bold green"),
+    "over_budget": ("over budget", "bold yellow"),
+    "zero_usefulness": ("zero", "grey50"),
+}
+
+
+class ReducePanel(Vertical):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._shown = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reduce has not started.", id="reduce-summary")
+        yield LiteralTable("Rank", "Batch", "Usefulness", "Decision", "Communities", id="reduce-table")
+
+    def update_from(self, state: RunState) -> None:
+        table = self.query_one("#reduce-table", LiteralTable)
+        if len(state.candidates) < self._shown:
+            table.clear()
+            self._shown = 0
+        for rank, candidate in enumerate(state.candidates[self._shown :], self._shown + 1):
+            word, style = DECISIONS[candidate.decision]
+            table.add_literal_row(
+                [rank, candidate.batch_index, js_number(candidate.usefulness), Text(word, style=style),
+                 ", ".join(candidate.community_ids)],
+                key=str(candidate.batch_index),
+            )
+        self._shown = len(state.candidates)
+        self.query_one("#reduce-summary", Static).update(self._summary(state))
+
+    @staticmethod
+    def _summary(state: RunState) -> Text:
+        if not state.candidates:
+            return Text("Reduce has not started.", style="dim")
+        selected = sum(c.decision == "selected" for c in state.candidates)
+        text = Text.assemble(("Selected ", "bold"), f"{selected} of {len(state.candidates)} candidates")
+        if state.reduce_budget is not None:
+            tokens = "—" if state.reduce_tokens is None else str(state.reduce_tokens)
+            text.append(f"   reduce prompt {tokens} / {state.reduce_budget} tokens")
+        return text
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.post_message(OpenBatch(int(event.row_key.value or 0)))

@@ -1,0 +1,61 @@
+"""Usefulness of each answered batch: a sorted table and a histogram. Enter opens the batch."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
+
+from ...engine.replies import js_number
+from ..messages import OpenBatch
+from ..run_state import RunState
+from .tables import LiteralTable
+
+BUCKETS = 10
+BAR_WIDTH = 24
+
+
+def histogram(scores: list[int | float]) -> Text:
+    """Counts per 10-point bucket (0 on its own line: no help at all)."""
+    counts = [0] * (BUCKETS + 1)
+    for score in scores:
+        counts[0 if score == 0 else min(int((score - 1e-9) // 10) + 1, BUCKETS)] += 1
+    labels = ["     0"] + [f"{10 * i + 1 if i else 1:>2}-{10 * (i + 1):<3}" for i in range(BUCKETS)]
+    top = max(counts) or 1
+    text = Text()
+    for label, count in reversed(list(zip(labels, counts))):
+        bar = "█" * round(count / top * BAR_WIDTH)
+        text.append(f"{label} ", style="dim")
+        text.append(bar or "·", style="green" if label.strip() != "0" else "grey50")
+        text.append(f" {count}\n")
+    return text
+
+
+class ScoresPanel(Horizontal):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._shown = 0
+
+    def compose(self) -> ComposeResult:
+        yield LiteralTable("Batch", "Usefulness", "Communities", id="scores-table")
+        yield Static(histogram([]), id="scores-histogram")
+
+    def update_from(self, state: RunState) -> None:
+        table = self.query_one("#scores-table", LiteralTable)
+        if len(state.scores) < self._shown:
+            table.clear()
+            self._shown = 0
+        if len(state.scores) == self._shown:
+            return
+        plan = state.plan
+        for index, usefulness in state.scores[self._shown :]:
+            ids = ", ".join(plan.batches[index].community_ids) if plan else ""
+            table.add_literal_row([index, Text(js_number(usefulness), justify="right"), ids], key=str(index))
+        self._shown = len(state.scores)
+        table.sort("Usefulness", key=lambda cell: float(cell.plain), reverse=True)
+        self.query_one("#scores-histogram", Static).update(histogram([s for _, s in state.scores]))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.post_message(OpenBatch(int(event.row_key.value or 0)))

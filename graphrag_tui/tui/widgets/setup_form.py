@@ -1,0 +1,211 @@
+"""The setup sidebar: question, namespace, level and the retrieval options, checked as you type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from ...engine.options import FALLBACK_DEFAULTS, SearchOptions, parse_option, resolve_options
+from ...engine.request import normalize_query
+from ...engine.result import Level
+from ...errors import InputError
+from ...store import NamespaceInfo
+
+OPTION_LABELS = {
+    "map_budget": "Map budget",
+    "map_reserve": "Map reserve",
+    "reduce_budget": "Reduce budget",
+    "reduce_reserve": "Reduce reserve",
+    "concurrency": "Concurrency",
+}
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    query: str
+    namespace: str
+    level: Level
+    options: SearchOptions
+    seed: int | None
+    shuffle: bool
+
+
+def level_options(info: NamespaceInfo) -> list[tuple[Text, Level]]:
+    options: list[tuple[Text, Level]] = [(Text(f"leaf ({info.leaf_count})"), "leaf")]
+    options += [(Text(f"{level} ({count})"), level) for level, count in info.levels.items()]
+    return options
+
+
+class SetupForm(VerticalScroll):
+    class Submitted(Message):
+        def __init__(self, request: RunRequest) -> None:
+            super().__init__()
+            self.request = request
+
+    class ScopeChanged(Message):
+        """The namespace or level changed (the header shows them)."""
+
+    def __init__(
+        self,
+        namespaces: list[NamespaceInfo],
+        *,
+        namespace: str | None,
+        level: Level,
+        options: SearchOptions,
+        seed: int | None,
+        shuffle: bool,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.namespaces = {info.name: info for info in namespaces}
+        names = list(self.namespaces)
+        self.initial_namespace = namespace if namespace in self.namespaces else (names[0] if names else None)
+        self.initial_level = level
+        self.initial_options = options
+        self.initial_seed = seed
+        self.initial_shuffle = shuffle
+
+    def compose(self) -> ComposeResult:
+        yield Label("Question", classes="first")
+        yield Input(placeholder="What are the main themes?", id="query")
+        yield Label("Namespace")
+        yield Select(
+            [(Text(f"{n.name} ({n.community_count})"), n.name) for n in self.namespaces.values()],
+            value=self.initial_namespace if self.initial_namespace else Select.BLANK,
+            allow_blank=self.initial_namespace is None,
+            id="namespace",
+        )
+        yield Label("Level")
+        info = self.namespaces.get(self.initial_namespace or "")
+        levels = level_options(info) if info else [(Text("leaf"), "leaf")]
+        initial_level = self.initial_level if any(v == self.initial_level for _, v in levels) else "leaf"
+        yield Select(levels, value=initial_level, allow_blank=False, id="level")
+        for name in FALLBACK_DEFAULTS:
+            with Horizontal(classes="option-row"):
+                yield Label(OPTION_LABELS[name], classes="option-label")
+                yield Input(
+                    str(getattr(self.initial_options, name)), id=f"opt-{name}", classes="option-input", compact=True
+                )
+            yield Static("", id=f"err-{name}", classes="field-error")
+        with Horizontal(classes="option-row"):
+            yield Label("Seed", classes="option-label")
+            seed = "" if self.initial_seed is None else str(self.initial_seed)
+            yield Input(seed, placeholder="random", id="opt-seed", classes="option-input", compact=True)
+        yield Static("", id="err-seed", classes="field-error")
+        yield Checkbox("Shuffle communities", self.initial_shuffle, id="shuffle", compact=True)
+        yield Button("Run  ⏎", variant="primary", id="run")
+        yield Static("", id="form-error", classes="field-error")
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def namespace(self) -> str | None:
+        value = self.query_one("#namespace", Select).value
+        return value if isinstance(value, str) else None
+
+    @property
+    def level(self) -> Level:
+        value = self.query_one("#level", Select).value
+        return value if isinstance(value, int) or value == "leaf" else "leaf"  # type: ignore[return-value]
+
+    def show_error(self, message: str) -> None:
+        error = self.query_one("#form-error", Static)
+        error.update(Text(message, style="bold red"))
+        error.display = bool(message)
+
+    def select_namespace(self, name: str) -> None:
+        self.query_one("#namespace", Select).value = name
+
+    def select_level(self, level: Level) -> None:
+        self.query_one("#level", Select).value = level
+
+    # -- validation as you type -------------------------------------------------------------
+
+    def _field_errors(self) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        values: dict[str, int] = {}
+        for name in FALLBACK_DEFAULTS:
+            try:
+                values[name] = parse_option(name, self.query_one(f"#opt-{name}", Input).value)
+            except InputError as error:
+                errors[name] = str(error)
+        for budget, reserve in (("map_budget", "map_reserve"), ("reduce_budget", "reduce_reserve")):
+            if budget in values and reserve in values and values[budget] <= values[reserve]:
+                errors.setdefault(budget, f"must exceed the reserve ({values[reserve]})")
+        seed = self.query_one("#opt-seed", Input).value.strip()
+        if seed and not seed.isdigit():
+            errors["seed"] = "a non-negative integer, or empty for random"
+        elif seed and not self.query_one("#shuffle", Checkbox).value:
+            errors["seed"] = "a seed needs shuffling on"
+        return errors
+
+    def _show_field_errors(self) -> dict[str, str]:
+        errors = self._field_errors()
+        for name in (*FALLBACK_DEFAULTS, "seed"):
+            message = errors.get(name, "")
+            if message.startswith("--"):  # the field names the option already
+                message = message.partition(" ")[2]
+            error = self.query_one(f"#err-{name}", Static)
+            error.update(Text(message, style="red"))
+            error.display = bool(message)
+        return errors
+
+    @on(Input.Changed, ".option-input")
+    @on(Checkbox.Changed)
+    def _revalidate(self) -> None:
+        self._show_field_errors()
+
+    @on(Select.Changed, "#namespace")
+    def _namespace_changed(self) -> None:
+        info = self.namespaces.get(self.namespace or "")
+        if info is not None:
+            current = self.level
+            levels = level_options(info)
+            select = self.query_one("#level", Select)
+            select.set_options(levels)
+            select.value = current if any(v == current for _, v in levels) else "leaf"
+        self.post_message(self.ScopeChanged())
+
+    @on(Select.Changed, "#level")
+    def _level_changed(self) -> None:
+        self.post_message(self.ScopeChanged())
+
+    # -- submitting ------------------------------------------------------------------------
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#run")
+    def submit(self) -> None:
+        errors = self._show_field_errors()
+        if errors:
+            self.show_error("Fix the highlighted options first.")
+            return
+        try:
+            query = normalize_query(self.query_one("#query", Input).value)
+        except InputError as error:
+            self.show_error(str(error))
+            self.query_one("#query", Input).focus()
+            return
+        if self.namespace is None:
+            self.show_error("The store has no namespace to search.")
+            return
+        options = resolve_options({n: self.query_one(f"#opt-{n}", Input).value for n in FALLBACK_DEFAULTS})
+        seed_text = self.query_one("#opt-seed", Input).value.strip()
+        self.show_error("")
+        self.post_message(
+            self.Submitted(
+                RunRequest(
+                    query=query,
+                    namespace=self.namespace,
+                    level=self.level,
+                    options=options,
+                    seed=int(seed_text) if seed_text else None,
+                    shuffle=self.query_one("#shuffle", Checkbox).value,
+                )
+            )
+        )

@@ -50,6 +50,8 @@ class AppSettings(BaseModel):
     store_path: Path
     #: What the header shows for the store (tests fix it; defaults to the path as given).
     display_path: str | None = None
+    #: What the header shows for the model (tests fix it: a scripted server's port varies).
+    display_model: str | None = None
     namespace: str | None = None
     level: Level = "leaf"
     options: SearchOptions = SearchOptions()
@@ -132,7 +134,7 @@ class GraphRAGApp(App[int]):
             store=self.settings.display_path or str(self.settings.store_path),
             namespace=form.namespace,
             level=str(form.level),
-            model=describe_model(self.settings.model),
+            model=self.settings.display_model or describe_model(self.settings.model),
             phase=self.run_state.phase,
         )
 

@@ -176,6 +176,9 @@ class GlobalSearch:
                 index = next_index
                 next_index += 1
                 await self._run_batch(self.plan.batches[index], number)
+                # A model that answers without awaiting (the extractive one) would otherwise
+                # keep the event loop, and an app's keys and repaints, waiting for all of Map.
+                await asyncio.sleep(0)
 
         async with asyncio.TaskGroup() as group:
             for number in range(1, workers + 1):

@@ -88,6 +88,7 @@ class GraphRAGApp(App[int]):
         wall_clock: Callable[[], datetime] = utc_now,
         environ: Mapping[str, str] | None = None,
         repaint_interval: float = 0.25,
+        model: ChatModel | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -98,7 +99,8 @@ class GraphRAGApp(App[int]):
         self.store = CommunityStore.open(settings.store_path)
         self.run_state = RunState()
         self.cancel_event = asyncio.Event()
-        self._model: ChatModel | None = None
+        #: The answering model, opened on the first run (or given, for tests and benchmarks).
+        self._model: ChatModel | None = model
         self._search: GlobalSearch | None = None
 
     # -- screens -------------------------------------------------------------------------

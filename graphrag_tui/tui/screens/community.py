@@ -1,0 +1,346 @@
+"""Drill-down into one community: hierarchy, summary, members, claims and source chunks.
+
+Every string shown here comes from the store and is untrusted: it is rendered only as
+`rich.text.Text` built from `safe_text` (never parsed as markup).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+
+from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
+from ..messages import OpenCommunity
+from ..safe_text import clean, one_line, safe, safe_line
+
+
+#: The Sources tab shows at most this many chunks (one widget each); every chunk stays
+#: reachable from its claim in the Claims tab.
+MAX_SOURCE_WIDGETS = 200
+#: Long lists (descendant leaves, claims of a root community) are cut here: building
+#: tens of thousands of rows would stall the screen. The counts say so.
+MAX_ROWS = 2000
+
+
+def _count(total: int) -> str:
+    return str(total) if total <= MAX_ROWS else f"first {MAX_ROWS} of {total}"
+
+
+def chunk_text(chunk: ChunkDetail) -> Text:
+    """A source chunk: its id and document title on one line, then its content."""
+    title = one_line(chunk.parent_title) or "(untitled document)"
+    return Text.assemble(
+        ("Chunk ", "bold"), (one_line(chunk.id), "bold"),
+        ("  from ", "dim"), (title, "italic"), "\n",
+        clean(chunk.content),
+    )
+
+
+def claim_text(claim: ClaimDetail) -> Text:
+    """A claim on one line: subject (-> object): description."""
+    text = Text.assemble((one_line(claim.subject), "bold"))
+    if claim.object is not None:
+        text.append(" -> ")
+        text.append(one_line(claim.object), "bold")
+    text.append(": ")
+    text.append(one_line(claim.description))
+    return text
+
+
+class CommunityScreen(Screen[None]):
+    """One community of the store. Selecting a community id posts `OpenCommunity`."""
+
+    BINDINGS = [Binding("escape", "close", "Back")]
+    AUTO_FOCUS = "#hierarchy"
+
+    DEFAULT_CSS = """
+    CommunityScreen #community-header {
+        height: auto;
+        max-height: 4;
+        padding: 0 1;
+        background: $boost;
+    }
+    CommunityScreen #community-missing {
+        padding: 1 2;
+    }
+    CommunityScreen #community-tabs {
+        height: 1fr;
+    }
+    CommunityScreen TabPane {
+        padding: 0;
+    }
+    CommunityScreen #hierarchy {
+        width: 40;
+        height: 1fr;
+    }
+    CommunityScreen #overview-text {
+        width: 1fr;
+        height: 1fr;
+        padding: 0 1;
+    }
+    CommunityScreen .section-title {
+        margin-top: 1;
+        text-style: bold;
+    }
+    CommunityScreen #claims {
+        height: 1fr;
+    }
+    CommunityScreen #claim-detail-scroll {
+        height: 12;
+        border-top: solid $primary;
+        padding: 0 1;
+    }
+    CommunityScreen #sources {
+        height: 1fr;
+        padding: 0 1;
+    }
+    CommunityScreen .chunk {
+        margin-bottom: 1;
+        padding: 0 1;
+    }
+    CommunityScreen .chunk.-selected {
+        background: $accent 30%;
+        border-left: thick $accent;
+    }
+    """
+
+    def __init__(
+        self,
+        store: CommunityStore,
+        community_id: str,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.store = store
+        self.community_id = community_id
+        self.error: str | None = None
+        try:
+            self.detail: CommunityDetail | None = store.community(community_id)
+        except sqlite3.Error as exc:
+            self.detail = None
+            self.error = str(exc)
+        #: Option index in the hierarchy list -> the community id it opens.
+        self._targets: dict[int, str] = {}
+        self._chunk_index = {
+            chunk.id: index for index, chunk in enumerate(self.detail.chunks)
+        } if self.detail else {}
+
+    # -- composing -----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        detail = self.detail
+        if detail is None:
+            yield Static(self._missing_text(), id="community-missing")
+            yield Footer()
+            return
+        yield Static(self._header_text(detail), id="community-header")
+        with TabbedContent(id="community-tabs"):
+            with TabPane("Overview", id="tab-overview"):
+                with Horizontal():
+                    yield OptionList(*self._hierarchy_options(detail), id="hierarchy")
+                    with VerticalScroll(id="overview-text"):
+                        yield Static(Text("Summary"), classes="section-title")
+                        yield Static(
+                            safe(detail.summary) if detail.summary.strip()
+                            else Text("(empty summary)", style="dim italic"),
+                            id="summary",
+                        )
+                        yield Static(Text(f"Members ({len(detail.members)})"),
+                                     classes="section-title")
+                        yield Static(self._members_text(detail), id="members")
+            with TabPane(f"Claims ({_count(len(detail.claims))})", id="tab-claims"):
+                with Vertical():
+                    yield DataTable(id="claims", cursor_type="row", zebra_stripes=True)
+                    with VerticalScroll(id="claim-detail-scroll"):
+                        yield Static(self._claim_detail(0), id="claim-detail")
+            with TabPane(f"Sources ({len(detail.chunks)})", id="tab-sources"):
+                with VerticalScroll(id="sources"):
+                    if not detail.chunks:
+                        yield Static(Text("No source chunks: the claims cite none.",
+                                          style="dim italic"))
+                    for index, chunk in enumerate(detail.chunks[:MAX_SOURCE_WIDGETS]):
+                        yield Static(chunk_text(chunk), classes="chunk", id=f"chunk-{index}")
+                    if len(detail.chunks) > MAX_SOURCE_WIDGETS:
+                        more = len(detail.chunks) - MAX_SOURCE_WIDGETS
+                        yield Static(Text(
+                            f"… and {more} more chunks: select a claim in the Claims tab "
+                            "to read the chunk it cites.", style="dim italic"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.detail is None:
+            return
+        table = self.query_one("#claims", DataTable)
+        table.add_column(Text("Subject"), width=22, key="subject")
+        table.add_column(Text("Object"), width=22, key="object")
+        table.add_column(Text("Description"), width=48, key="description")
+        table.add_column(Text("Chunk"), width=16, key="chunk")
+        for index, claim in enumerate(self.detail.claims[:MAX_ROWS]):
+            table.add_row(
+                safe_line(claim.subject),
+                safe_line(claim.object) if claim.object is not None else Text("—", style="dim"),
+                safe_line(claim.description),
+                safe_line(claim.chunk_id) if claim.chunk_id is not None
+                else Text("—", style="dim"),
+                key=str(index),
+            )
+
+    def _missing_text(self) -> Text:
+        if self.error is not None:
+            text = Text.assemble(
+                ("Cannot read community ", "bold red"), (one_line(self.community_id), "bold"),
+                ": ", one_line(self.error),
+            )
+        else:
+            text = Text.assemble(
+                ("No community ", "bold red"), (one_line(self.community_id), "bold"),
+                (" in this store.", "bold red"),
+            )
+        text.append("\n\nPress Esc to go back.", style="dim")
+        return text
+
+    @staticmethod
+    def _header_text(detail: CommunityDetail) -> Text:
+        text = Text.assemble(
+            ("Community ", "bold"), (one_line(detail.id), "bold"), "  ",
+            (one_line(detail.name), "italic") if detail.name else ("(no name)", "dim italic"),
+            "\n",
+            ("Namespace ", "dim"), one_line(detail.namespace),
+            ("   Level ", "dim"), str(detail.level),
+            ("   Leaf ", "dim"), "yes" if detail.is_leaf else "no",
+            ("   Parent ", "dim"),
+        )
+        if detail.parent_id is None:
+            text.append("none (root)")
+        else:
+            text.append(one_line(detail.parent_id))
+            if detail.parent_dangling:
+                text.append(" (dangling: no such community)", style="bold red")
+        text.append("   Claims ", style="dim")
+        text.append(str(len(detail.claims)))
+        text.append("   Chunks ", style="dim")
+        text.append(str(len(detail.chunks)))
+        return text
+
+    def _hierarchy_options(self, detail: CommunityDetail) -> list[Option | None]:
+        options: list[Option | None] = []
+
+        def heading(label: str) -> None:
+            options.append(Option(Text(label, style="bold"), disabled=True))
+
+        def note(label: str) -> None:
+            options.append(Option(Text(label, style="dim italic"), disabled=True))
+
+        separators = 0
+
+        def separator() -> None:
+            nonlocal separators
+            separators += 1
+            options.append(None)
+
+        def target(community_id: str) -> None:
+            # Separators (None) are not options: index among the real options only.
+            self._targets[len(options) - separators] = community_id
+            options.append(Option(safe_line(community_id)))
+
+        heading("Parent")
+        if detail.parent_id is None:
+            note("none: a root community")
+        elif detail.parent_dangling:
+            options.append(Option(
+                Text.assemble(one_line(detail.parent_id), (" (dangling)", "bold red")),
+                disabled=True,
+            ))
+        else:
+            target(detail.parent_id)
+        separator()
+        heading(f"Children ({_count(len(detail.children))})")
+        if not detail.children:
+            note("none")
+        for child in detail.children[:MAX_ROWS]:
+            target(child)
+        separator()
+        if detail.is_leaf:
+            heading("Descendant leaves")
+            note("this community is a leaf")
+        else:
+            heading(f"Descendant leaves ({_count(len(detail.leaf_ids))})")
+            if not detail.leaf_ids:
+                note("none (cyclic links?)")
+            for leaf in detail.leaf_ids[:MAX_ROWS]:
+                target(leaf)
+        return options
+
+    @staticmethod
+    def _members_text(detail: CommunityDetail) -> Text:
+        if not detail.members:
+            return Text("(none listed)", style="dim italic")
+        return Text(", ").join(safe_line(member) for member in detail.members)
+
+    def _claim_detail(self, index: int) -> Text:
+        """The claim at `index` of the claims table, in full, with the chunk it cites."""
+        detail = self.detail
+        if detail is None or not detail.claims:
+            return Text("No claims: none is assigned to this community's leaves.",
+                        style="dim italic")
+        claim = detail.claims[max(0, min(index, len(detail.claims) - 1))]
+        text = Text.assemble(
+            ("Claim ", "dim"), one_line(claim.id), ("  of leaf ", "dim"), one_line(claim.leaf_id),
+            "\n", claim_text(claim), "\n\n",
+        )
+        if claim.chunk_id is None:
+            text.append("This claim cites no source chunk.", style="dim italic")
+        elif claim.chunk_id not in self._chunk_index:
+            text.append_text(Text.assemble(
+                ("Chunk ", "bold"), (one_line(claim.chunk_id), "bold"),
+                (" is not in the store (dangling reference).", "red"),
+            ))
+        else:
+            text.append_text(chunk_text(detail.chunks[self._chunk_index[claim.chunk_id]]))
+        return text
+
+    # -- events --------------------------------------------------------------------------
+
+    @on(OptionList.OptionSelected, "#hierarchy")
+    def _open_from_hierarchy(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        community_id = self._targets.get(event.option_index)
+        if community_id is not None:
+            self.post_message(OpenCommunity(community_id))
+
+    @on(DataTable.RowHighlighted, "#claims")
+    def _claim_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.query_one("#claim-detail", Static).update(self._claim_detail(event.cursor_row))
+
+    @on(DataTable.RowSelected, "#claims")
+    def _claim_selected(self, event: DataTable.RowSelected) -> None:
+        """Show the claim's chunk below the table and mark it in the Sources tab."""
+        event.stop()
+        self.select_claim(event.cursor_row)
+
+    def select_claim(self, index: int) -> None:
+        if self.detail is None or not self.detail.claims:
+            return
+        self.query_one("#claim-detail", Static).update(self._claim_detail(index))
+        self.query_one("#claim-detail-scroll", VerticalScroll).scroll_home(animate=False)
+        for chunk in self.query(".chunk"):
+            chunk.remove_class("-selected")
+        claim = self.detail.claims[index]
+        position = self._chunk_index.get(claim.chunk_id or "")
+        if position is not None and position < MAX_SOURCE_WIDGETS:
+            self.query_one(f"#chunk-{position}", Static).add_class("-selected")
+
+    def action_close(self) -> None:
+        self.dismiss()

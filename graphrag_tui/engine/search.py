@@ -42,6 +42,7 @@ T = TypeVar("T")
 ATTEMPTS = 2
 MAX_RETRY_WAIT = 60.0
 RETRY_AFTER_STATUSES = (429, 503)
+YIELD_EVERY = 0.001  # seconds
 
 
 class SearchPlan(BaseModel):
@@ -122,6 +123,7 @@ class GlobalSearch:
         self.clock = clock
         self.wall_clock = wall_clock
         self._start = 0.0
+        self._last_yield = time.perf_counter()
         self._skeleton = map_skeleton(plan.query)
         self.batches = [
             BatchResult(
@@ -176,13 +178,19 @@ class GlobalSearch:
                 index = next_index
                 next_index += 1
                 await self._run_batch(self.plan.batches[index], number)
-                # A model that answers without awaiting (the extractive one) would otherwise
-                # keep the event loop, and an app's keys and repaints, waiting for all of Map.
-                await asyncio.sleep(0)
+                await self._let_others_run()
 
         async with asyncio.TaskGroup() as group:
             for number in range(1, workers + 1):
                 group.create_task(worker(number))
+
+    async def _let_others_run(self) -> None:
+        """A model that answers without awaiting (the extractive one) would keep the event
+        loop, and an app's keys and repaints, waiting for all of Map: yield every few ms."""
+        now = time.perf_counter()
+        if now - self._last_yield >= YIELD_EVERY:
+            self._last_yield = now
+            await asyncio.sleep(0)
 
     async def _run_batch(self, batch: MapBatch, worker: int) -> None:
         result = self.batches[batch.index]

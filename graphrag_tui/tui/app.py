@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
+from ..engine.events import Event
 from ..engine.options import SearchOptions
 from ..engine.prompts import map_messages, prompt_text
 from ..engine.result import Level
@@ -28,7 +29,7 @@ from ..models.base import ChatModel
 from ..models.factory import ModelSettings, open_model
 from ..planning import prepare_plan
 from ..store import CommunityStore
-from .messages import OpenBatch, OpenCommunity, RunEvent, RunFinished, RunPlanned, RunRejected
+from .messages import OpenBatch, OpenCommunity, RunEvents, RunFinished, RunPlanned, RunRejected
 from .run_state import RunState
 from .screens.batch import BatchScreen
 from .screens.community import CommunityScreen
@@ -70,7 +71,7 @@ def describe_model(settings: ModelSettings) -> str:
 
 
 class GraphRAGApp(App[int]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "graphrag-tui"
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
@@ -127,7 +128,9 @@ class GraphRAGApp(App[int]):
         return self.main_screen.setup
 
     def on_mount(self) -> None:
-        self.set_interval(self.repaint_interval, self.repaint)
+        # After the first refresh: a tick before the main screen has composed its panels
+        # would query widgets that do not exist yet.
+        self.call_after_refresh(self.set_interval, self.repaint_interval, self.repaint)
         self.call_after_refresh(self.update_status)
 
     def update_status(self) -> None:
@@ -150,8 +153,7 @@ class GraphRAGApp(App[int]):
             state.sample_in_flight()
             state.dirty = True
         if state.dirty:
-            state.dirty = False
-            self.main_screen.update_from(state, self.clock())
+            state.dirty = not self.main_screen.update_from(state, self.clock())
             self.update_status()
 
     # -- running -------------------------------------------------------------------------
@@ -188,10 +190,17 @@ class GraphRAGApp(App[int]):
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
+        pending: list[Event] = []  # type: ignore[valid-type]
+
+        def on_event(event: Event) -> None:  # type: ignore[valid-type]
+            pending.append(event)
+            if len(pending) == 1:  # the first since the App took the last batch: post it
+                self.post_message(RunEvents(pending))
+
         self._search = GlobalSearch(
             plan,
             model,
-            on_event=lambda event: self.post_message(RunEvent(event)),
+            on_event=on_event,
             cancel=self.cancel_event,
             timeout=self.settings.model.timeout,
             clock=self.clock,
@@ -207,8 +216,11 @@ class GraphRAGApp(App[int]):
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan)
 
-    def on_run_event(self, message: RunEvent) -> None:
-        self.run_state.apply(message.event, self.clock())
+    def on_run_events(self, message: RunEvents) -> None:
+        now = self.clock()
+        for event in message.events:
+            self.run_state.apply(event, now)
+        message.events.clear()
 
     def on_run_finished(self, message: RunFinished) -> None:
         self.run_state.finished(message.result)

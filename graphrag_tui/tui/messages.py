@@ -31,10 +31,13 @@ class RunPlanned(Message):
         self.plan = plan
 
 
-class RunEvent(Message):
-    def __init__(self, event: Event) -> None:  # type: ignore[valid-type]
+class RunEvents(Message):
+    """Engine events, in order. Events are coalesced: while one of these waits in the
+    queue, new events join its list instead of posting another message."""
+
+    def __init__(self, events: list[Event]) -> None:  # type: ignore[valid-type]
         super().__init__()
-        self.event = event
+        self.events = events
 
 
 class RunFinished(Message):

@@ -23,6 +23,7 @@ from ..engine.events import (
 from ..engine.result import ReduceCandidate, SearchResult
 from ..engine.search import SearchPlan
 
+Candidate = ReduceCandidate | ReduceCandidateDecided
 CellState = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]
 Phase = Literal["idle", "planning", "map", "reduce", "finished"]
 
@@ -61,7 +62,8 @@ class RunState:
     in_flight_history: list[int] = field(default_factory=list)
     failures: list[FailedAttempt] = field(default_factory=list)
     scores: list[tuple[int, int | float]] = field(default_factory=list)
-    candidates: list[ReduceCandidate] = field(default_factory=list)
+    #: Reduce candidates in rank order, as the events reported them (then the result's).
+    candidates: list[Candidate] = field(default_factory=list)
     reduce_tokens: int | None = None
     reduce_budget: int | None = None
     retry_wait: float | None = None
@@ -114,14 +116,7 @@ class RunState:
             case ReduceCandidateDecided():
                 self.phase = "reduce"
                 self.workers.clear()
-                self.candidates.append(
-                    ReduceCandidate(
-                        batch_index=event.batch_index,
-                        usefulness=event.usefulness,
-                        community_ids=event.community_ids,
-                        decision=event.decision,
-                    )
-                )
+                self.candidates.append(event)
             case ReduceStarted(prompt_tokens=tokens, budget=budget):
                 self.reduce_tokens, self.reduce_budget = tokens, budget
             case Finished():

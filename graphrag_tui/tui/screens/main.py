@@ -23,6 +23,7 @@ class MainScreen(Screen):
     def __init__(self, setup: SetupForm) -> None:
         super().__init__()
         self.setup = setup
+        self.state: RunState | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status-line")
@@ -53,18 +54,34 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#query").focus()
 
-    def update_from(self, state: RunState, now: float) -> None:
-        """Repaint every panel from the run state (called at a bounded rate)."""
+    def update_from(self, state: RunState, now: float) -> bool:
+        """Repaint from the run state (called at a bounded rate). The tabs out of sight wait
+        until they are shown or the run ends: a table of thousands of rows is not free.
+        Returns False while a table still has rows to add (the next repaint adds more)."""
+        self.state = state
         total = len(state.cells)
-        progress = self.query_one("#progress", ProgressBar)
-        progress.update(total=max(total, 1), progress=state.done_count)
-        self.query_one("#batch-counts", Static).update(batch_counts(state))
+        self.query_one("#progress", ProgressBar).update(total=max(total, 1), progress=state.done_count)
+        self.query_one("#batch-counts", Static).update(batch_counts(state), layout=False)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
-        self.query_one("#retries-panel", RetriesPanel).update_from(state)
-        self.query_one("#scores-panel", ScoresPanel).update_from(state)
-        self.query_one("#reduce-panel", ReducePanel).update_from(state)
-        self.query_one("#answer-panel", AnswerPanel).update_from(state)
+        active = self.query_one(TabbedContent).active
+        caught_up = True
+        for tab, panel in TAB_PANELS.items():
+            if tab == active or not state.running:
+                caught_up &= self.query_one(panel).update_from(state) is not False  # type: ignore[attr-defined]
+        return caught_up
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if self.state is not None and event.pane.id in TAB_PANELS:
+            self.query_one(TAB_PANELS[event.pane.id]).update_from(self.state)  # type: ignore[attr-defined]
+
+
+TAB_PANELS = {
+    "tab-answer": "#answer-panel",
+    "tab-reduce": "#reduce-panel",
+    "tab-scores": "#scores-panel",
+    "tab-retries": "#retries-panel",
+}
 
 
 def batch_counts(state: RunState) -> Text:

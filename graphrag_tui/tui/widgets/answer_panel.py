@@ -27,6 +27,7 @@ class AnswerPanel(VerticalScroll):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._shown: SearchResult | None = None
+        self._shown_phase: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("ready", style="dim"), id="answer-status")
@@ -38,7 +39,9 @@ class AnswerPanel(VerticalScroll):
     def update_from(self, state: RunState) -> None:
         result = state.result
         if result is None:
-            self._shown = None
+            if self._shown_phase == state.phase:
+                return
+            self._shown, self._shown_phase = None, state.phase
             self.query_one("#answer-status", Static).update(Text(PHASE_WORDS.get(state.phase, ""), style="dim"))
             self.query_one("#answer-meta", Static).update("")
             self.query_one("#answer-text", Markdown).update("")
@@ -47,13 +50,14 @@ class AnswerPanel(VerticalScroll):
             return
         if result is self._shown:
             return
-        self._shown = result
+        self._shown, self._shown_phase = result, state.phase
         self.query_one("#answer-status", Static).update(
             Text(result.status.replace("_", " ").upper(), style=STATUS_STYLES[result.status])
         )
         meta = Text()
         meta.append(f"{result.failed_batch_count} of {result.batch_count} batches failed · "
-                    f"{len(result.selected_map_answers)} answers selected · seed {result.seed}")
+                    f"{len(result.selected_map_answers)} answers selected · "
+                    + ("not shuffled" if result.seed is None else f"seed {result.seed}"))
         for line in (result.detail, result.error):
             if line:
                 meta.append("\n")
@@ -63,6 +67,8 @@ class AnswerPanel(VerticalScroll):
         citations = self.query_one("#citations", OptionList)
         citations.clear_options()
         citations.add_options([Option(safe_line(c), id=c) for c in result.cited_community_ids])
+        if result.cited_community_ids:  # Enter on the focused list opens the first one
+            citations.highlighted = 0
         self.set_class(bool(result.cited_community_ids), "-has-citations")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from rich.style import Style
-from rich.text import Text
+from rich.segment import Segment
 from textual.binding import Binding
 from textual.events import Click
 from textual.containers import ScrollableContainer
 from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widget import Widget
 
 from ..messages import OpenBatch
 from ..run_state import BatchCell
 
 CELL = "■ "
+CURSOR = Style(reverse=True)
 STYLES = {
     "queued": Style(color="#5f6b7a"),
     "running": Style(color="#4aa8ff", bold=True),
@@ -23,14 +25,13 @@ STYLES = {
     "cancelled": Style(color="#3a3f47"),
 }
 # Succeeded cells go from a dull to a bright green with usefulness 0..100.
-GREENS = ["#3d5a45", "#3f7a4f", "#3f9a58", "#40b95f", "#4fdc6c"]
+GREENS = [Style(color=c) for c in ("#3d5a45", "#3f7a4f", "#3f9a58", "#40b95f", "#4fdc6c")]
 
 
 def cell_style(cell: BatchCell) -> Style:
     if cell.state != "succeeded":
         return STYLES[cell.state]
-    shade = min(int((cell.usefulness or 0) / 100 * len(GREENS)), len(GREENS) - 1)
-    return Style(color=GREENS[shade])
+    return GREENS[min(int((cell.usefulness or 0) / 100 * len(GREENS)), len(GREENS) - 1)]
 
 
 class BatchGrid(Widget, can_focus=True):
@@ -63,19 +64,29 @@ class BatchGrid(Widget, can_focus=True):
         columns = max(1, width // len(CELL))
         return max(1, -(-len(self.cells) // columns))
 
-    def render(self) -> Text:
+    def render_line(self, y: int) -> Strip:
+        """One row of cells, as a few segments (runs of one style), so a grid of thousands of
+        batches costs only its visible rows."""
         if not self.cells:
-            return Text("No batches yet: type a question and press Enter.", style="dim")
-        text = Text(no_wrap=True, overflow="crop")
+            return Strip([Segment("No batches yet: type a question and press Enter.", Style(dim=True))]) if y == 0 else Strip.blank(0)
         columns = self.columns
-        for index, cell in enumerate(self.cells):
-            style = cell_style(cell)
+        start = y * columns
+        segments: list[Segment] = []
+        run_style: Style | None = None
+        run_length = 0
+        for index in range(start, min(start + columns, len(self.cells))):
+            style = cell_style(self.cells[index])
             if index == self.cursor and self.has_focus:
-                style += Style(reverse=True)
-            text.append(CELL, style)
-            if (index + 1) % columns == 0 and index + 1 < len(self.cells):
-                text.append("\n")
-        return text
+                style += CURSOR
+            if style == run_style:
+                run_length += 1
+                continue
+            if run_length:
+                segments.append(Segment(CELL * run_length, run_style))
+            run_style, run_length = style, 1
+        if run_length:
+            segments.append(Segment(CELL * run_length, run_style))
+        return Strip(segments)
 
     def action_move(self, step: int) -> None:
         if self.cells:

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from ...engine.replies import js_number
 from ..messages import OpenBatch
-from ..run_state import RunState
+from ..run_state import Candidate, RunState
 from .tables import LiteralTable
 
 DECISIONS = {
@@ -20,28 +20,20 @@ DECISIONS = {
 
 
 class ReducePanel(Vertical):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._shown = 0
-
     def compose(self) -> ComposeResult:
         yield Static("Reduce has not started.", id="reduce-summary")
         yield LiteralTable("Rank", "Batch", "Usefulness", "Decision", "Communities", id="reduce-table")
 
-    def update_from(self, state: RunState) -> None:
-        table = self.query_one("#reduce-table", LiteralTable)
-        if len(state.candidates) < self._shown:
-            table.clear()
-            self._shown = 0
-        for rank, candidate in enumerate(state.candidates[self._shown :], self._shown + 1):
+    def update_from(self, state: RunState) -> bool:
+        def row(rank: int, candidate: Candidate) -> tuple[list[object], str]:
             word, style = DECISIONS[candidate.decision]
-            table.add_literal_row(
-                [rank, candidate.batch_index, js_number(candidate.usefulness), Text(word, style=style),
-                 ", ".join(candidate.community_ids)],
-                key=str(candidate.batch_index),
-            )
-        self._shown = len(state.candidates)
-        self.query_one("#reduce-summary", Static).update(self._summary(state))
+            cells = [rank + 1, candidate.batch_index, js_number(candidate.usefulness), Text(word, style=style),
+                     ", ".join(candidate.community_ids)]
+            return cells, str(candidate.batch_index)
+
+        _, caught_up = self.query_one("#reduce-table", LiteralTable).follow(state, state.candidates, row)
+        self.query_one("#reduce-summary", Static).update(self._summary(state), layout=False)
+        return caught_up
 
     @staticmethod
     def _summary(state: RunState) -> Text:

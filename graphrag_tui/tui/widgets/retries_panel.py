@@ -7,33 +7,27 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from ..messages import OpenBatch
-from ..run_state import RunState
+from ..run_state import FailedAttempt, RunState
 from .tables import LiteralTable
 
 
 class RetriesPanel(Vertical):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._shown = 0
-
     def compose(self) -> ComposeResult:
         yield Static("No failed attempts.", id="retries-summary")
         yield LiteralTable("Batch", "Attempt", "Kind", "Then", "Message", id="retries-table")
 
-    def update_from(self, state: RunState) -> None:
-        table = self.query_one("#retries-table", LiteralTable)
-        if len(state.failures) < self._shown:
-            table.clear()
-            self._shown = 0
-        for number, failure in enumerate(state.failures[self._shown :], self._shown):
+    def update_from(self, state: RunState) -> bool:
+        def row(number: int, failure: FailedAttempt) -> tuple[list[object], str]:
             batch = "reduce" if failure.batch_index is None else failure.batch_index
             then = "retry" if failure.will_retry else "gave up"
-            table.add_literal_row([batch, failure.attempt, failure.kind, then, failure.message], key=str(number))
-        self._shown = len(state.failures)
+            return [batch, failure.attempt, failure.kind, then, failure.message], str(number)
+
+        _, caught_up = self.query_one("#retries-table", LiteralTable).follow(state, state.failures, row)
         retried = sum(1 for f in state.failures if f.will_retry)
         summary = f"{len(state.failures)} failed attempts, {retried} retried." if state.failures else "No failed attempts."
-        self.query_one("#retries-summary", Static).update(summary)
+        self.query_one("#retries-summary", Static).update(summary, layout=False)
         self._failures = state.failures
+        return caught_up
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

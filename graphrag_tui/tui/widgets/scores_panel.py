@@ -33,28 +33,24 @@ def histogram(scores: list[int | float]) -> Text:
 
 
 class ScoresPanel(Horizontal):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._shown = 0
-
     def compose(self) -> ComposeResult:
         yield LiteralTable("Batch", "Usefulness", "Communities", id="scores-table")
         yield Static(histogram([]), id="scores-histogram")
 
-    def update_from(self, state: RunState) -> None:
-        table = self.query_one("#scores-table", LiteralTable)
-        if len(state.scores) < self._shown:
-            table.clear()
-            self._shown = 0
-        if len(state.scores) == self._shown:
-            return
+    def update_from(self, state: RunState) -> bool:
         plan = state.plan
-        for index, usefulness in state.scores[self._shown :]:
+
+        def row(_: int, score: tuple[int, int | float]) -> tuple[list[object], str]:
+            index, usefulness = score
             ids = ", ".join(plan.batches[index].community_ids) if plan else ""
-            table.add_literal_row([index, Text(js_number(usefulness), justify="right"), ids], key=str(index))
-        self._shown = len(state.scores)
-        table.sort("Usefulness", key=lambda cell: float(cell.plain), reverse=True)
-        self.query_one("#scores-histogram", Static).update(histogram([s for _, s in state.scores]))
+            return [index, Text(js_number(usefulness), justify="right"), ids], str(index)
+
+        table = self.query_one("#scores-table", LiteralTable)
+        added, caught_up = table.follow(state, state.scores, row)
+        if added:
+            table.sort("Usefulness", key=lambda cell: float(cell.plain), reverse=True)
+            self.query_one("#scores-histogram", Static).update(histogram([s for _, s in state.scores]))
+        return caught_up
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -16,4 +16,4 @@ class StatusLine(Static):
             text.append(f"  {label} ", style="dim")
             text.append(one_line(value), style="bold")
         text.append(f"  · {phase}", style="italic")
-        self.update(text)
+        self.update(text, layout=False)

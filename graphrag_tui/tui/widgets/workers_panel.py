@@ -32,14 +32,19 @@ class WorkersPanel(Vertical):
         in_flight = len(state.workers)
         self.query_one("#workers-summary", Static).update(
             Text.assemble(("In flight ", "bold"), f"{in_flight} / {limit}", ("  (workers: ", "dim"),
-                          str(state.worker_count), (")", "dim"))
+                          str(state.worker_count), (")", "dim")),
+            layout=False,
         )
-        self.query_one("#in-flight", Static).update(in_flight_chart(state.in_flight_history[-max(self.content_size.width, 1) :], limit))
+        history = state.in_flight_history[-max(self.content_size.width, 1) :]
+        self.query_one("#in-flight", Static).update(in_flight_chart(history, limit), layout=False)
         table = self.query_one("#workers-table", LiteralTable)
-        table.clear()
+        if table.row_count != state.worker_count:
+            table.clear()
+            for worker in range(1, state.worker_count + 1):
+                table.add_literal_row(["", "", "", ""], key=str(worker))
         for worker in range(1, state.worker_count + 1):
             slot = state.workers.get(worker)
-            if slot is None:
-                table.add_literal_row([worker, "idle", "", ""])
-            else:
-                table.add_literal_row([worker, slot.batch_index, slot.attempt, f"{now - slot.started:.1f} s"])
+            cells = (worker, "idle", "", "") if slot is None else (
+                worker, slot.batch_index, slot.attempt, f"{now - slot.started:.1f} s")
+            for column, value in zip(table.columns, cells):
+                table.update_cell(str(worker), column, Text(str(value)))

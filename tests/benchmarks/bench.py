@@ -1,0 +1,283 @@
+"""Speed and memory of graphrag-tui (SPEC §7). Prints one Markdown table.
+
+    python -m tests.benchmarks.bench            # everything (about two minutes)
+    python -m tests.benchmarks.bench --quick    # 10k communities only, fewer repeats
+
+1. Planning (select + expand + Map text + batching) of synthetic stores with 10k and 100k
+   communities, 10 claims each: seconds and peak RSS, each in a fresh process.
+2. Map scheduling: 200 batches at concurrency 16 against a loopback server (its own process)
+   answering after 50 ms. The engine (GlobalSearch + OpenAIChatModel) against a bare asyncio
+   + httpx client sending the same requests at the same concurrency, and both against the
+   ideal ceil(B/C) x latency. Median of repeats.
+3. The app against the headless engine: one 2,000-batch run with an instant model, timed
+   from the run's start to its result (not start-up); and how long a keypress takes to be
+   handled while the run goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from graphrag_tui.engine.batcher import MapBatch, PartRef
+from graphrag_tui.engine.events import BatchSucceeded, Planned
+from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.engine.prompts import map_messages, map_skeleton
+from graphrag_tui.engine.tokens import estimate_tokens
+from graphrag_tui.engine.search import GlobalSearch, SearchPlan
+from graphrag_tui.models.base import ChatRequest
+from graphrag_tui.models.openai_http import OpenAIChatModel
+from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA
+from graphrag_tui.planning import prepare_plan
+from graphrag_tui.store import CommunityStore
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "Which harbor tariffs and levee councils shaped the freight market?"
+Row = tuple[str, str, str, str]
+
+
+# -- 1. planning --------------------------------------------------------------------------
+
+PLAN_CHILD = """
+import resource, sys, time
+from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.planning import prepare_plan
+from graphrag_tui.store import CommunityStore
+started = time.perf_counter()
+with CommunityStore.open(sys.argv[1]) as store:
+    plan = prepare_plan(store, sys.argv[2], namespace=None, level="leaf", options=SearchOptions(), seed=1, shuffle=True)
+elapsed = time.perf_counter() - started
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, plan.summary_count, len(plan.batches))
+"""
+
+
+def bench_planning(sizes: list[int], workdir: Path) -> list[Row]:
+    from tests.benchmarks.synthetic_store import build_synthetic_store
+
+    rows: list[Row] = []
+    for size in sizes:
+        path = build_synthetic_store(workdir / f"synthetic-{size}.db", size, 10)
+        out = subprocess.run(
+            [sys.executable, "-c", PLAN_CHILD, str(path), QUESTION], capture_output=True, text=True, check=True, cwd=ROOT
+        ).stdout.split()
+        seconds, rss_kb, summaries, batches = float(out[0]), int(out[1]), int(out[2]), int(out[3])
+        target = "< 10 s, < 1 GB"
+        rows.append((f"plan {size:,} communities x 10 claims ({summaries:,} leaves, {batches:,} batches)",
+                     f"{seconds:.2f} s, peak RSS {rss_kb / 1024:.0f} MB", target,
+                     "ok" if seconds < 10 and rss_kb < 1024 * 1024 else "MISSED"))
+    return rows
+
+
+# -- 2. scheduling ------------------------------------------------------------------------
+
+
+def synthetic_plan(batches: int, concurrency: int) -> SearchPlan:
+    made = tuple(
+        MapBatch(index=i, content=f"[Community ID: c{i} | summary part 1]\nText of community {i}.",
+                 community_ids=(f"c{i}",), parts=(PartRef(community_id=f"c{i}", part=1),))
+        for i in range(batches)
+    )
+    return SearchPlan(query=QUESTION, namespace="bench", level="leaf", seed=None,
+                      options=SearchOptions(concurrency=concurrency), summary_count=batches, batches=made)
+
+
+async def engine_map_seconds(base_url: str, plan: SearchPlan) -> float:
+    marks: dict[str, float] = {}
+
+    def on_event(event: object) -> None:
+        now = time.perf_counter()
+        if isinstance(event, Planned):
+            marks["start"] = now
+        elif isinstance(event, BatchSucceeded):
+            marks["end"] = now
+
+    model = OpenAIChatModel(base_url, "bench", None)
+    try:
+        result = await GlobalSearch(plan, model, on_event=on_event).run()
+    finally:
+        await model.aclose()
+    assert result.status == "completed", result.error
+    return marks["end"] - marks["start"]
+
+
+async def bare_client_seconds(base_url: str, plan: SearchPlan) -> float:
+    """The same requests, as a minimal asyncio + httpx program would send them."""
+    model = OpenAIChatModel(base_url, "bench", None)
+    payloads = [
+        model.payload(ChatRequest(stage="map", messages=map_messages(plan.query, b.content), query=plan.query,
+                                  content=b.content, max_tokens=512, json_schema=MAP_REPLY_SCHEMA))
+        for b in plan.batches
+    ]
+    await model.aclose()
+    next_index = 0
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+
+        async def worker() -> None:
+            nonlocal next_index
+            while next_index < len(payloads):
+                payload = payloads[next_index]
+                next_index += 1
+                response = await client.post(f"{base_url}/chat/completions", json=payload)
+                response.json()["choices"][0]["message"]["content"]
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(plan.options.concurrency)))
+        return time.perf_counter() - started
+
+
+def bench_scheduling(repeats: int, batches: int = 200, concurrency: int = 16, latency: float = 0.05) -> list[Row]:
+    server = subprocess.Popen([sys.executable, "-m", "tests.benchmarks.latency_server", str(latency)],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        base_url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"  # type: ignore[union-attr]
+        plan = synthetic_plan(batches, concurrency)
+        engine, bare = [], []
+        for _ in range(repeats):  # alternate, so both see the same machine load
+            engine.append(asyncio.run(engine_map_seconds(base_url, plan)))
+            bare.append(asyncio.run(bare_client_seconds(base_url, plan)))
+    finally:
+        server.terminate()
+        server.wait()
+    ideal = math.ceil(batches / concurrency) * latency
+    e, b = statistics.median(engine), statistics.median(bare)
+    label = f"Map {batches} batches, concurrency {concurrency}, {latency * 1000:.0f} ms latency"
+    return [
+        (f"{label}: engine", f"{e:.3f} s ({ideal / e:.3f} of ideal {ideal:.2f} s)", "within 5 % of ideal",
+         "ok" if e <= ideal * 1.05 else "MISSED"),
+        (f"{label}: bare asyncio + httpx", f"{b:.3f} s ({ideal / b:.3f} of ideal)", "reference", ""),
+        ("engine throughput / bare client throughput", f"{b / e:.3f}", ">= 0.95", "ok" if b / e >= 0.95 else "MISSED"),
+    ]
+
+
+# -- 3. app against headless --------------------------------------------------------------
+
+
+class InstantModel:
+    description = "instant benchmark model"
+
+    async def complete(self, request: ChatRequest) -> str:
+        if request.stage == "reduce":
+            return json.dumps({"answer": "Instant final answer."})
+        return json.dumps({"answer": "Instant answer.", "usefulness": 40})
+
+    async def aclose(self) -> None:
+        pass
+
+
+def instant_store(path: Path, communities: int) -> Path:
+    from tests.stores import build_store
+
+    rows = [{"id": f"ns/{i:05d}", "summary_content": f"Community {i} keeps the harbour ledger."} for i in range(communities)]
+    return build_store(path, rows)
+
+
+# Room for the Map prompt and one community's part, so every community is a batch of its own.
+INSTANT_OPTIONS = SearchOptions(map_budget=estimate_tokens(map_skeleton(QUESTION) + "\n") + 32, map_reserve=0, concurrency=4)
+
+
+async def headless_seconds(store_path: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    with CommunityStore.open(store_path) as store:
+        plan = prepare_plan(store, QUESTION, namespace=None, level="leaf", options=INSTANT_OPTIONS, seed=1, shuffle=True)
+    result = await GlobalSearch(plan, InstantModel()).run()
+    assert result.status == "completed"
+    return time.perf_counter() - started, result.batch_count
+
+
+async def app_seconds(store_path: Path, press_keys: bool) -> tuple[float, list[float]]:
+    """The run's time in the app, and (with `press_keys`) how long each of a stream of
+    keypresses sent during the run took to be handled."""
+    from graphrag_tui.tui.app import AppSettings, GraphRAGApp
+    from textual import events
+
+    from graphrag_tui.tui.messages import RunFinished
+    from graphrag_tui.tui.widgets.batch_grid import BatchGrid
+
+    marks: dict[str, float] = {}
+
+    class TimedApp(GraphRAGApp):
+        def start_run(self, request):  # type: ignore[no-untyped-def]
+            marks["start"] = time.perf_counter()
+            super().start_run(request)
+
+        def on_run_finished(self, message: RunFinished) -> None:
+            marks["end"] = time.perf_counter()
+            super().on_run_finished(message)
+
+    app = TimedApp(AppSettings(store_path=store_path, options=INSTANT_OPTIONS, seed=1), model=InstantModel())
+    handled: list[float] = []
+    keys: list[float] = []
+    async with app.run_test(size=(140, 42)) as pilot:
+        grid = app.screen.query_one(BatchGrid)
+        original_move = grid.action_move
+
+        def timed_move(step: int) -> None:
+            handled.append(time.perf_counter())
+            original_move(step)
+
+        grid.action_move = timed_move  # type: ignore[method-assign]
+        app.screen.query_one("#query").value = QUESTION  # type: ignore[attr-defined]
+        app.setup_form.submit()  # as Enter in the field does; pilot.press would wait for the run
+        while not grid.has_focus and "end" not in marks:  # the run starts, the grid takes focus
+            await asyncio.sleep(0.001)
+        while "end" not in marks and not press_keys:
+            await asyncio.sleep(0.005)
+        while "end" not in marks:
+            # A key as the terminal driver delivers it, then wait until the grid handled it.
+            sent, count = time.perf_counter(), len(handled)
+            app.post_message(events.Key("right", None))
+            while len(handled) == count and "end" not in marks:
+                await asyncio.sleep(0.001)
+            if len(handled) > count:
+                keys.append(handled[-1] - sent)
+            await asyncio.sleep(0.02)
+        assert app.run_state.result is not None and app.run_state.result.status == "completed"
+    return marks["end"] - marks["start"], keys
+
+
+def bench_app(workdir: Path) -> list[Row]:
+    store = instant_store(workdir / "instant.db", 2000)
+    headless, batch_count = asyncio.run(headless_seconds(store))
+    in_app, _ = asyncio.run(app_seconds(store, press_keys=False))
+    _, keys = asyncio.run(app_seconds(store, press_keys=True))
+    label = f"{batch_count:,}-batch run, instant model"
+    worst = max(keys) if keys else float("nan")
+    return [
+        (f"{label}: headless engine", f"{headless:.2f} s", "reference", ""),
+        (f"{label}: in the app (headless Pilot)", f"{in_app:.2f} s ({in_app / headless:.2f}x headless)", "<= 1.5x",
+         "ok" if in_app <= 1.5 * headless else "MISSED"),
+        ("keypress handled during that run", f"median {statistics.median(keys) * 1000:.0f} ms, max {worst * 1000:.0f} ms"
+         f" ({len(keys)} presses)" if keys else "run ended before a key", "< 100 ms",
+         "ok" if keys and worst < 0.1 else "MISSED"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10k communities only, fewer repeats")
+    args = parser.parse_args()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        rows += bench_planning([10_000] if args.quick else [10_000, 100_000], workdir)
+        rows += bench_scheduling(repeats=3 if args.quick else 5)
+        rows += bench_app(workdir)
+    print("| measure | result | target | |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()

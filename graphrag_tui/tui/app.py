@@ -31,6 +31,7 @@ from ..planning import prepare_plan
 from ..store import CommunityStore
 from .messages import OpenBatch, OpenCommunity, RunEvents, RunFinished, RunPlanned, RunRejected
 from .run_state import RunState
+from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
@@ -43,6 +44,11 @@ from .widgets.setup_form import RunRequest, SetupForm
 from .widgets.status_line import StatusLine
 
 EXTRACTIVE = "extractive, offline: not an LLM"
+
+
+def palette_text(text: str) -> str:
+    """Store text for the command palette, which parses its titles as markup."""
+    return one_line(text).replace("[", "\\[")
 
 
 class AppSettings(BaseModel):
@@ -228,10 +234,11 @@ class GraphRAGApp(App[int]):
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
 
     def on_run_rejected(self, message: RunRejected) -> None:
+        error = clean(message.error)  # it may name a namespace or community from the store
         self.run_state = RunState()
-        self.setup_form.show_error(message.error)
+        self.setup_form.show_error(error)
         self.repaint()
-        self.notify(message.error, title="Cannot run", severity="error", markup=False)
+        self.notify(error, title="Cannot run", severity="error", markup=False)
 
     def action_escape(self) -> None:
         if len(self.screen_stack) > 1:
@@ -325,7 +332,8 @@ class GraphRAGApp(App[int]):
         form = self.setup_form
         for info in form.namespaces.values():
             yield SystemCommand(
-                f"Namespace: {info.name}", f"{info.community_count} communities", lambda n=info.name: form.select_namespace(n)
+                f"Namespace: {palette_text(info.name)}", f"{info.community_count} communities",
+                lambda n=info.name: form.select_namespace(n),
             )
         current = form.namespaces.get(form.namespace or "")
         if current is not None:

@@ -16,6 +16,7 @@ from ...engine.request import normalize_query
 from ...engine.result import Level
 from ...errors import InputError
 from ...store import NamespaceInfo
+from ..safe_text import one_line
 
 OPTION_LABELS = {
     "map_budget": "Map budget",
@@ -76,7 +77,7 @@ class SetupForm(VerticalScroll):
         yield Input(placeholder="What are the main themes?", id="query")
         yield Label("Namespace")
         yield Select(
-            [(Text(f"{n.name} ({n.community_count})"), n.name) for n in self.namespaces.values()],
+            [(Text(f"{one_line(n.name)} ({n.community_count})"), n.name) for n in self.namespaces.values()],
             value=self.initial_namespace if self.initial_namespace else Select.BLANK,
             allow_blank=self.initial_namespace is None,
             id="namespace",

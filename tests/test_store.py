@@ -434,3 +434,54 @@ def test_create_and_insert_round_trip(tmp_path):
     with CommunityStore.open(path) as store:
         (only,) = store.select_communities("n", None)
         assert (only.id, only.summary, only.claims, only.excerpts) == ("n/1", "One.", (), ())
+
+
+def test_entity_of_another_namespace_still_gives_its_name(tmp_path):
+    rows = {
+        "rag_entities": [("e/here", "t", "Here", None), ("e/there", "o", "There", None)],
+        "rag_community_summaries": [community("t/1", "t")],
+        "rag_claims": [claim("c/1", "t", "t/1", "e/there", "e/here"),
+                       claim("c/2", "t", "t/1", "e/here", "e/there"),
+                       claim("c/3", "t", "t/1", "e/nowhere", "e/there")],
+    }
+    path = make_store(tmp_path / "x.db", rows)
+    with CommunityStore.open(path) as store:
+        (only,) = store.select_communities("t", None)
+        assert [(c.subject, c.object) for c in only.claims] == [
+            ("There", "Here"), ("Here", "There"), ("e/nowhere", "There")]
+        assert [(c.subject, c.object) for c in store.community("t/1").claims] == [
+            ("There", "Here"), ("Here", "There"), ("e/nowhere", "There")]
+
+
+def test_built_models_behave_like_ordinary_ones(tmp_path):
+    path = make_store(tmp_path / "t.db", ORDERING)
+    with CommunityStore.open(path) as store:
+        (top,) = store.select_communities("t", 0)
+    first, second = top.claims[0], top.claims[1]
+    assert first.model_fields_set == set(type(first).model_fields)
+    changed = first.model_copy(update={"subject": "Changed"})
+    assert changed.subject == "Changed" and first.subject == "Alpha"
+    assert second.model_fields_set == set(type(second).model_fields)
+    assert first == type(first)(**first.model_dump())
+    assert hash(top.excerpts[0]) == hash(type(top.excerpts[0])(**top.excerpts[0].model_dump()))
+    assert top == type(top).model_validate(top.model_dump())
+
+
+def test_synthetic_benchmark_store_is_consistent(tmp_path):
+    from tests.benchmarks.synthetic_store import NAMESPACE, build_synthetic_store
+
+    path = build_synthetic_store(tmp_path / "syn.db", 500, claims_per_community=4)
+    with CommunityStore.open(path) as store:
+        (info,) = store.namespaces()
+        assert (info.name, info.community_count, info.claim_count) == (NAMESPACE, 500, 2000)
+        assert list(info.levels) == [0, 1, 2]
+        assert info.leaf_count > 400
+        leaves = store.select_communities(NAMESPACE, None)
+        assert len(leaves) == info.leaf_count
+        assert sum(len(c.claims) for c in leaves) == 2000
+        for level in info.levels:  # every claim sits below exactly one community per level
+            covered = sum(len(c.claims) for c in store.select_communities(NAMESPACE, level))
+            leaves_above = sum(len(c.claims) for c in leaves
+                               if store.community(c.id).level < level)
+            assert covered + leaves_above == 2000
+    assert build_synthetic_store(tmp_path / "again.db", 500, 4).read_bytes() == path.read_bytes()

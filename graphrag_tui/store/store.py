@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,47 +41,56 @@ _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 # Common table expressions over one namespace (:ns). A leaf is a row of the namespace whose
-# id no row of the namespace names as parent (`parent_ids`). `leaf_up(leaf, id)` walks parent links
-# UP from every leaf, so `id` runs over the leaf itself and all its ancestors. That is the
-# descendant relation read backwards: leaf L descends from S iff S is in L's ancestor set.
-# Walking up only looks rows up by their primary key, so it needs no index, and UNION
-# (not UNION ALL) makes it stop on cycles; a dangling parent simply ends the walk.
+# id no row of the namespace names as parent (`parent_ids`). The caller adds `roots(id)`,
+# the communities to expand, and one of the two walks below then yields
+# `wanted(root, leaf)`: every descendant leaf of every root (a leaf is its own single
+# descendant). Both walks use UNION, not UNION ALL, so they end on cyclic parent links; a
+# dangling parent link simply ends a path.
 _NAMESPACE_CTES = """
 ns(id, parent, level, summary) AS (
     SELECT id, parent_community_id, level, summary_content
     FROM rag_community_summaries WHERE namespace = :ns
 ),
-parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL),
+parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
+"""
+
+# Walk DOWN from the roots through the children. Fast with an index on
+# parent_community_id; without one every step would scan the table.
+_WALK_DOWN = """
+down(root, id) AS (
+    SELECT id, id FROM roots
+    UNION
+    SELECT down.root, s.id FROM down JOIN rag_community_summaries AS s
+        ON s.parent_community_id = down.id AND s.namespace = :ns
+),
+wanted(root, leaf) AS (
+    SELECT root, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+)
+"""
+
+# The same relation read backwards, for stores without that index: walk UP from every
+# leaf of the namespace (looking rows up by primary key only) and keep the paths that
+# pass through a root.
+_WALK_UP = """
 leaf_up(leaf, id, parent) AS (
     SELECT id, id, parent FROM ns WHERE id NOT IN (SELECT id FROM parent_ids)
     UNION
     SELECT leaf_up.leaf, s.id, s.parent_community_id
     FROM leaf_up JOIN rag_community_summaries AS s
         ON s.id = leaf_up.parent AND s.namespace = :ns
-)
-"""
-
-# Descendant leaves of one community (:id), walking DOWN; only used when an index on
-# parent_community_id exists (without one every step would scan the table).
-_DOWN_FROM_ONE = """
-down(id) AS (
-    SELECT :id
-    UNION
-    SELECT s.id FROM down JOIN rag_community_summaries AS s
-        ON s.parent_community_id = down.id AND s.namespace = :ns
 ),
 wanted(root, leaf) AS (
-    SELECT :id, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+    SELECT DISTINCT id, leaf FROM leaf_up WHERE id IN (SELECT id FROM roots)
 )
 """
 
-# Claims of the leaves in a `wanted(root, leaf)` CTE, ordered by leaf id, then claim id.
-# Entity names are looked up afterwards (`_entity_names`): far fewer lookups than a join.
+# Claims of the leaves whose ids are in a JSON array (:leaves), ordered by leaf id, then
+# claim id. Entity names are looked up separately (a dict beats two joins per claim).
 _CLAIMS_SELECT = """
 SELECT c.id, c.community_summary_id, c.subject_entity_id, c.object_entity_id,
        c.description, c.source_chunk_id, c.source_parent_id
 FROM rag_claims AS c
-WHERE c.community_summary_id IN (SELECT leaf FROM wanted)
+WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 """
 
@@ -101,6 +110,26 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _builder(model: type[BaseModel]) -> Callable[[dict[str, Any]], Any]:
+    """A fast constructor for a model whose every field is always given.
+
+    It runs the model's own validator on a dict (quicker than keyword arguments), then
+    shares one fields-set between all instances: pydantic gives each instance its own set
+    (~700 bytes, more than the rest of a claim), which at a million claims costs ~0.7 GB.
+    The shared set is never mutated: the models are frozen, and `model_copy` copies it.
+    """
+    validate = model.__pydantic_validator__.validate_python
+    fields = set(model.model_fields)
+    set_attr = object.__setattr__
+
+    def build(values: dict[str, Any]) -> Any:
+        instance = validate(values)
+        set_attr(instance, "__pydantic_fields_set__", fields)
+        return instance
+
+    return build
 
 
 class NamespaceInfo(BaseModel):
@@ -394,55 +423,33 @@ class CommunityStore:
         parent links end the walk (a community in a cycle with no leaf below it gets
         no claims).
         """
-        params = {"ns": namespace, "level": level}
+        params: dict[str, Any] = {"ns": namespace, "level": level}
         condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
-        if level is None:
-            wanted = "wanted(root, leaf) AS (SELECT id, id FROM selected)"  # its own leaf
-        else:
-            wanted = ("wanted(root, leaf) AS (SELECT DISTINCT id, leaf FROM leaf_up "
-                      "WHERE id IN (SELECT id FROM selected))")
-        ctes = f"""
-            WITH RECURSIVE {_NAMESPACE_CTES},
-            selected(id, summary) AS (
-                SELECT id, summary FROM ns WHERE {condition} AND NOT grt_is_blank(summary)
-            ),
-            {wanted}
-        """
         selected = self._query(
-            ctes + "SELECT id, summary FROM selected ORDER BY id COLLATE BINARY", params
+            f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
+            f"WHERE {condition} AND NOT grt_is_blank(summary) ORDER BY id COLLATE BINARY",
+            params,
         )
         if not selected:
             return []
-        if level is None:
+        if level is None:  # a leaf is its own single descendant: no walk needed
             leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
         else:
+            roots = ("roots(id) AS (SELECT id FROM ns "
+                     "WHERE level = :level AND NOT grt_is_blank(summary))")
             leaves_of = defaultdict(list)
-            for root, leaf in self._query(
-                ctes + "SELECT root, leaf FROM wanted "
-                "ORDER BY root COLLATE BINARY, leaf COLLATE BINARY",
-                params,
-            ):
+            for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
+        leaf_ids = list({leaf: None for leaves in leaves_of.values() for leaf in leaves})
 
         with _gc_paused():  # millions of small objects: the cyclic GC would dominate
-            rows = self._query(ctes + _CLAIMS_SELECT, params)
-            names = self._entity_names(rows)
-            cited = list({row[5]: None for row in rows if row[5] is not None})
+            claims_by_leaf, cited = self._leaf_claims(namespace, leaf_ids)
+            make_excerpt, make_context = _builder(Excerpt), _builder(CommunityContext)
             chunks = {
-                chunk_id: Excerpt(chunk_id=chunk_id, content=content)
-                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(cited),))
+                chunk_id: make_excerpt({"chunk_id": chunk_id, "content": content})
+                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(list(cited)),))
             }
-            # The model's validator on a dict: the fastest safe way to build a million.
-            make_claim = Claim.__pydantic_validator__.validate_python
-            claims_by_leaf: dict[str, list[Claim]] = defaultdict(list)
-            for cid, leaf, subject, obj, description, chunk_id, _ in rows:
-                claims_by_leaf[leaf].append(make_claim({
-                    "id": cid, "leaf_id": leaf, "subject": names.get(subject, subject),
-                    "object": None if obj is None else names.get(obj, obj),
-                    "description": description, "chunk_id": chunk_id,
-                }))
-            del rows
-
+            del cited
             result = []
             for cid, summary in selected:
                 claims = [claim for leaf in leaves_of.get(cid, ())
@@ -452,22 +459,86 @@ class CommunityStore:
                     chunk_id = claim.chunk_id
                     if chunk_id in chunks and chunk_id not in excerpts:
                         excerpts[chunk_id] = chunks[chunk_id]
-                result.append(CommunityContext(
-                    id=cid, summary=summary, claims=tuple(claims),
-                    excerpts=tuple(excerpts.values()),
-                ))
+                result.append(make_context({
+                    "id": cid, "summary": summary, "claims": tuple(claims),
+                    "excerpts": tuple(excerpts.values()),
+                }))
         return result
 
-    def _entity_names(self, claim_rows: list[tuple]) -> dict[str, str]:
-        """id -> name of the subject/object entities of `_CLAIMS_SELECT` rows that exist."""
-        ids = {row[2]: None for row in claim_rows}
-        ids.update({row[3]: None for row in claim_rows if row[3] is not None})
-        if not ids:
-            return {}
-        return dict(self._query(
-            "SELECT id, name FROM rag_entities WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(ids)),),
+    def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
+        """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`
+        (a `roots(id) AS (...)` CTE) names."""
+        walk = _WALK_DOWN if self._has_parent_index else _WALK_UP
+        return self._query(
+            f"WITH RECURSIVE {_NAMESPACE_CTES}, {roots_cte}, {walk} "
+            "SELECT root, leaf FROM wanted ORDER BY root COLLATE BINARY, leaf COLLATE BINARY",
+            params,
+        )
+
+    def _leaf_claims(
+        self, namespace: str, leaf_ids: list[str], documents: dict[str, str] | None = None
+    ) -> tuple[dict[str, list[Claim]], dict[str, str]]:
+        """Claims of the leaves as {leaf id: [Claim, ...]} (leaf, then claim id order),
+        and the cited chunk ids (a dict used as an ordered set). If `documents` is given,
+        it receives claim id -> source_parent_id.
+
+        Rows are streamed, not fetched all at once, and repeated strings (leaf ids, chunk
+        ids, entity names) are shared: at a million claims memory, not SQL, is the cost.
+        Entity names come from the namespace's entity table; ids not found there are
+        looked up afterwards, and an id that names no entity stays as the name.
+        """
+        names: dict[str, str] = dict(self._query(
+            "SELECT id, name FROM rag_entities WHERE namespace = ?", (namespace,)
         ))
+        validate_claim = Claim.__pydantic_validator__.validate_python  # `_builder`, inlined
+        set_attr, shared_fields = object.__setattr__, set(Claim.model_fields)
+        claims_by_leaf: dict[str, list[Claim]] = {}
+        cited: dict[str, str] = {}
+        unnamed: dict[str, list[tuple[str, int]]] = defaultdict(list)  # id -> (leaf, index)
+        bucket: list[Claim] = []
+        current = None
+        with self._lock:
+            for cid, leaf, subject, obj, description, chunk_id, doc in self._conn.execute(
+                _CLAIMS_SELECT, {"leaves": json.dumps(leaf_ids)}
+            ):
+                if documents is not None and doc is not None:
+                    documents[cid] = doc
+                if leaf != current:
+                    current = leaf
+                    bucket = claims_by_leaf[leaf] = []
+                subject_name = names.get(subject)
+                if subject_name is None:
+                    unnamed[subject].append((current, len(bucket)))
+                    subject_name = subject
+                object_name = None
+                if obj is not None:
+                    object_name = names.get(obj)
+                    if object_name is None:
+                        unnamed[obj].append((current, len(bucket)))
+                        object_name = obj
+                if chunk_id is not None:
+                    chunk_id = cited.setdefault(chunk_id, chunk_id)
+                claim = validate_claim({
+                    "id": cid, "leaf_id": current, "subject": subject_name,
+                    "object": object_name, "description": description, "chunk_id": chunk_id,
+                })
+                set_attr(claim, "__pydantic_fields_set__", shared_fields)
+                bucket.append(claim)
+        if unnamed:  # entities of another namespace (odd, but allowed) or missing ones
+            found = dict(self._query(
+                "SELECT id, name FROM rag_entities WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(unnamed)),),
+            ))
+            for entity_id, name in found.items():
+                for leaf, index in unnamed[entity_id]:
+                    claim = claims_by_leaf[leaf][index]
+                    update = {}
+                    if claim.subject == entity_id:
+                        update["subject"] = name
+                    if claim.object == entity_id:
+                        update["object"] = name
+                    claims_by_leaf[leaf][index] = claim.model_copy(update=update)
+        return claims_by_leaf, cited
 
     def community(self, community_id: str) -> CommunityDetail | None:
         """The drill-down view of one community (any namespace), or None if no such id.
@@ -492,37 +563,27 @@ class CommunityStore:
             "WHERE namespace = :ns AND parent_community_id = :id ORDER BY id COLLATE BINARY",
             params,
         )]
-        if self._has_parent_index:
-            wanted = _DOWN_FROM_ONE  # index-guided: touches only the subtree
-        else:
-            wanted = "wanted(root, leaf) AS (SELECT DISTINCT id, leaf FROM leaf_up WHERE id = :id)"
-        ctes = f"WITH RECURSIVE {_NAMESPACE_CTES},\n{wanted}\n"
-        leaf_ids = [row[0] for row in self._query(
-            ctes + "SELECT leaf FROM wanted ORDER BY leaf COLLATE BINARY", params
-        )]
-        rows = self._query(ctes + _CLAIMS_SELECT, params)
-        names = self._entity_names(rows)
-        claims = [
-            ClaimDetail(id=cid, leaf_id=leaf, subject=names.get(subject, subject),
-                        object=None if obj is None else names.get(obj, obj),
-                        description=description, chunk_id=chunk_id, source_parent_id=doc)
-            for cid, leaf, subject, obj, description, chunk_id, doc in rows
-        ]
-        order = list(dict.fromkeys(c.chunk_id for c in claims if c.chunk_id is not None))
+        leaf_ids = [leaf for _, leaf in
+                    self._descendant_leaves("roots(id) AS (SELECT :id)", params)]
+        documents: dict[str, str] = {}
+        claims_by_leaf, cited = self._leaf_claims(namespace, leaf_ids, documents)
+        claims = [claim for leaf in leaf_ids for claim in claims_by_leaf.get(leaf, ())]
         found = {
             row[0]: ChunkDetail(id=row[0], content=row[1], parent_id=row[2], parent_title=row[3])
             for row in self._query(
                 "SELECT ch.id, coalesce(ch.content, ''), ch.parent_id, p.title "
                 "FROM rag_children AS ch LEFT JOIN rag_parents AS p ON p.id = ch.parent_id "
                 "WHERE ch.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(order),),
+                (json.dumps(list(cited)),),
             )
         }
         return CommunityDetail(
             id=cid, namespace=namespace, name=name, level=int(level), parent_id=parent,
             parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
             is_leaf=not children, summary=summary or "", members=_parse_members(members),
-            claims=claims, chunks=[found[c] for c in order if c in found],
+            claims=[ClaimDetail(**claim.model_dump(), source_parent_id=documents.get(claim.id))
+                    for claim in claims],
+            chunks=[found[c] for c in cited if c in found],
         )
 
     def resolve_community(self, namespace: str, text: str) -> str | None:

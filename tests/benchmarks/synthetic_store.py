@@ -28,6 +28,11 @@ def _sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(words)).capitalize() + "."
 
 
+def _pool(rng: random.Random, words: int, size: int = 2048) -> list[str]:
+    """Sentences to draw from: building a million texts word by word would dominate."""
+    return [_sentence(rng, words) for _ in range(size)]
+
+
 def build_synthetic_store(
     path: str | Path,
     communities: int,
@@ -38,6 +43,7 @@ def build_synthetic_store(
     path = Path(path)
     path.unlink(missing_ok=True)
     rng = random.Random(seed)
+    short, medium, long = _pool(rng, 10), _pool(rng, 12), _pool(rng, 40)
     ns = NAMESPACE
     roots = max(1, communities // 50)
     middles = max(0, min(communities - roots, communities // 10))
@@ -59,7 +65,7 @@ def build_synthetic_store(
         if parent is not None:
             children_of[parent] = children_of.get(parent, 0) + 1
         summaries.append((
-            cid(i), ns, f"Community {i}", " ".join(_sentence(rng, 12) for _ in range(4)),
+            cid(i), ns, f"Community {i}", " ".join(rng.choice(medium) for _ in range(4)),
             level,
             cid(parent) if parent is not None else None,
             json.dumps([f"E{rng.randrange(1000)}" for _ in range(3)]),
@@ -73,7 +79,7 @@ def build_synthetic_store(
     total_claims = communities * claims_per_community
     chunk_count = max(1, (total_claims + 2) // 3)
     chunks = [
-        (f"{ns}/c{i}", ns, documents[i % len(documents)][0], _sentence(rng, 40))
+        (f"{ns}/c{i}", ns, documents[i % len(documents)][0], f"Chunk {i}. {rng.choice(long)}")
         for i in range(chunk_count)
     ]
     claims = []
@@ -83,7 +89,7 @@ def build_synthetic_store(
         chunk = chunks[i // 3]
         claims.append((
             f"{ns}/k{i}", ns, f"{ns}/e{subject}", f"{ns}/e{obj}" if obj is not None else None,
-            _sentence(rng, 10), chunk[2], chunk[0], cid(leaves[i % len(leaves)]),
+            f"Claim {i}: {rng.choice(short)}", chunk[2], chunk[0], cid(leaves[i % len(leaves)]),
         ))
 
     conn = sqlite3.connect(path)

@@ -34,18 +34,18 @@ def fit(request: dict | None = None, defaults: dict | None = None, window: int =
 # -- budgets ------------------------------------------------------------------------------------
 
 
-def test_defaults_use_one_slot_and_cap_budgets_to_eighty_percent_of_it() -> None:
+def test_defaults_use_one_slot_and_cap_budgets_to_2048_tokens() -> None:
     options = fit()
     assert options.concurrency == 1
-    assert (options.map_budget, options.reduce_budget) == (6553, 6553)  # 80% of 8192
-    assert (options.map_reserve, options.reduce_reserve) == (512, 1024)
+    assert (options.map_budget, options.reduce_budget) == (2048, 2048)
+    # default reserves shrink to a quarter of their budget, so a prompt still fits
+    assert (options.map_reserve, options.reduce_reserve) == (512, 512)
 
 
 def test_the_slot_is_the_window_divided_by_the_concurrency() -> None:
     options = fit({"concurrency": "4"})
     assert options.concurrency == 4
-    assert (options.map_budget, options.reduce_budget) == (1638, 1638)  # 80% of 2048
-    # default reserves shrink to a quarter of their budget, so a prompt still fits
+    assert (options.map_budget, options.reduce_budget) == (1638, 1638)  # 80% of a 2048-token slot
     assert (options.map_reserve, options.reduce_reserve) == (409, 409)
     assert options.map_prompt_budget > 0 and options.reduce_prompt_budget > 0
 
@@ -56,8 +56,13 @@ def test_a_config_concurrency_counts_as_chosen_by_the_user() -> None:
 
 
 def test_small_default_budgets_are_kept() -> None:
-    options = fit(window=1_000_000)
-    assert (options.map_budget, options.reduce_budget, options.concurrency) == (8000, 8000, 1)
+    options = fit(window=2048)
+    assert (options.map_budget, options.reduce_budget, options.concurrency) == (1638, 1638, 1)
+
+
+def test_budgets_the_user_sets_are_not_capped_below_the_slot() -> None:
+    options = fit({"map_budget": "6000"}, {"reduce_budget": 8000, "reduce_reserve": "1024"})
+    assert (options.map_budget, options.map_reserve, options.reduce_budget, options.reduce_reserve) == (6000, 512, 8000, 1024)
 
 
 def test_an_explicit_budget_up_to_the_slot_minus_the_template_is_accepted() -> None:
@@ -172,6 +177,9 @@ def test_the_payload_is_json_schema_at_temperature_zero_with_a_seed_and_a_shorte
     schema = body["response_format"]["json_schema"]["schema"]
     assert body["response_format"]["type"] == "json_schema"
     assert schema["properties"]["answer"]["maxLength"] == 336
+    # llama.cpp's grammar enforces bounds only on integers
+    assert schema["properties"]["usefulness"] == {"type": "integer", "minimum": 0, "maximum": 100}
+    assert MAP_REPLY_SCHEMA["properties"]["usefulness"]["type"] == "number"
     assert MAP_REPLY_SCHEMA["properties"]["answer"]["maxLength"] == 2000  # the shared schema is untouched
     assert model.payload(_request(5000))["response_format"]["json_schema"]["schema"]["properties"]["answer"]["maxLength"] == 2000
 

@@ -78,7 +78,7 @@ def test_plan_caps_the_budgets_to_one_slot_without_starting_a_server(store) -> N
     options = run.json["options"]
     window = local_llm.model_context_window()
     assert options["concurrency"] == 1
-    assert options["map_budget"] == min(8000, window * 80 // 100)
+    assert options["map_budget"] == min(2048, window * 80 // 100)
     too_big = run_cli("plan", str(path), QUESTION, "--local-llm", "--no-config", "--concurrency", "4",
                       "--map-budget", str(window // 4))
     assert too_big.code == 2 and too_big.stdout == ""

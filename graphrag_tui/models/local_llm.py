@@ -65,6 +65,9 @@ TEMPLATE_TOKENS = 16
 #: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
 #: model's real tokens (English by up to ~15%, measured; Chinese about 3.4x).
 DEFAULT_FILL_PERCENT = 80
+#: ... and are at most this: on a 2-core CPU a 2k-token Map batch takes 10-30 s, an 8k one
+#: minutes (near the default --timeout), and smaller batches cost fewer seconds per token.
+DEFAULT_BUDGET_CAP = 2048
 #: Slots smaller than this hold too little to be useful.
 MIN_SLOT_CONTEXT = 512
 STARTUP_TIMEOUT = 60.0
@@ -151,7 +154,8 @@ def fit_local_options(
     - concurrency: as given (flag or config), else 1;
     - slot context = context window // concurrency; limit = slot context - template tokens;
     - a budget the user gave (flag or config) above the limit is an InputError naming it;
-    - a default budget is capped to 80% of the slot (headroom for the estimate's undercount);
+    - a default budget is capped to 80% of the slot (headroom for the estimate's undercount)
+      and to 2048 tokens (batches a CPU answers within seconds, not minutes);
     - a default reserve is capped to a quarter of its budget; a reserve that leaves no
       prompt is an InputError.
     """
@@ -177,7 +181,7 @@ def fit_local_options(
                     f"each slot holds {slot} tokens, so {flag(budget_name)} can be at most {limit}"
                 )
         else:
-            budget = min(budget, slot * DEFAULT_FILL_PERCENT // 100)
+            budget = min(budget, slot * DEFAULT_FILL_PERCENT // 100, DEFAULT_BUDGET_CAP)
         reserve: int = getattr(base, reserve_name)
         if reserve_name not in given:
             reserve = min(reserve, budget // 4)
@@ -498,17 +502,27 @@ class LocalChatModel(OpenAIChatModel):
         self.timings: list[dict[str, Any]] = []
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The OpenAI body, with the answer's `maxLength` cut to what `max_tokens` can hold,
-        so a reply that rambles ends as valid JSON instead of at `max_tokens` mid-string."""
+        """The OpenAI body, with the reply schema adapted to llama.cpp's grammar:
+        - the answer's `maxLength` is cut to what `max_tokens` can hold, so a reply that
+          rambles ends as valid JSON instead of at `max_tokens` mid-string;
+        - a bounded `number` (usefulness 0..100) becomes a bounded `integer`: the grammar
+          enforces `minimum`/`maximum` only on integers (measured: a number schema let
+          SmolLM2 answer -1 and 250)."""
         body = super().payload(request)
-        limit = answer_length_limit(request.max_tokens)
-        schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
-        answer = schema.get("properties", {}).get("answer") if isinstance(schema, dict) else None
-        if limit is not None and isinstance(answer, dict):
-            current = answer.get("maxLength")
-            if not isinstance(current, int) or current > limit:
-                schema = {**schema, "properties": {**schema["properties"], "answer": {**answer, "maxLength": limit}}}
-                body["response_format"]["json_schema"]["schema"] = schema
+        format_ = body.get("response_format", {})
+        schema = format_.get("json_schema", {}).get("schema") if format_.get("type") == "json_schema" else None
+        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+            properties = dict(schema["properties"])
+            for name, prop in properties.items():
+                if isinstance(prop, dict) and prop.get("type") == "number" and ("minimum" in prop or "maximum" in prop):
+                    properties[name] = {**prop, "type": "integer"}
+            limit = answer_length_limit(request.max_tokens)
+            answer = properties.get("answer")
+            if limit is not None and isinstance(answer, dict):
+                current = answer.get("maxLength")
+                if not isinstance(current, int) or current > limit:
+                    properties["answer"] = {**answer, "maxLength": limit}
+            format_["json_schema"]["schema"] = {**schema, "properties": properties}
         return body
 
     async def count_prompt_tokens(self, request: ChatRequest) -> int:

@@ -74,6 +74,9 @@ class BatchScreen(Screen[None]):
     BatchScreen #prompt {
         height: 1fr;
     }
+    BatchScreen .attempt {
+        height: auto;
+    }
     BatchScreen .attempt-header {
         margin-top: 1;
     }

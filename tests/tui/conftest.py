@@ -1,0 +1,165 @@
+"""Shared setup of the app tests: a clean terminal environment, the app under test, a
+scripted model routed by community id, and helpers to wait for and read the panels."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import textual.constants
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Static
+
+from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.models.factory import ModelSettings
+from graphrag_tui.tui.app import AppSettings, GraphRAGApp
+from tests.chat_server import Received, Reply, reduce_reply
+
+QUESTION = "Who funds the bridge?"
+WALL_CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+#: Environment variables that change how a terminal app looks or behaves.
+_TERMINAL_ENV = (
+    "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES",
+    "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERM_PROGRAM", "LC_TERMINAL", "OPENAI_API_KEY",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_terminal_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NO_COLOR, TEXTUAL_* or size variables from the developer's shell; Textual's
+    constants (read once at import) reset to their defaults."""
+    for name in list(os.environ):
+        if name in _TERMINAL_ENV or (name.startswith("TEXTUAL") and name != "TEXTUAL_SNAPSHOT_TEMPDIR") \
+                or name.startswith("GRAPHRAG_TUI_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    for name, value in {
+        "COLOR_SYSTEM": "truecolor",
+        "FILTERS": "",
+        "DEFAULT_THEME": "textual-dark",
+        "TEXTUAL_ANIMATIONS": "none",
+        "PRESS": "",
+        "SCREENSHOT_DELAY": -1,
+        "DRIVER": None,
+    }.items():
+        monkeypatch.setattr(textual.constants, name, value)
+
+
+def make_app(
+    store: Path,
+    base_url: str | None = "http://127.0.0.1:9/v1",
+    *,
+    options: SearchOptions | None = None,
+    repaint_interval: float = 0.25,
+    display_path: str = "harbour.db",
+    **settings: Any,
+) -> GraphRAGApp:
+    """The real app on `store`, answering through the scripted server at `base_url`."""
+    app = GraphRAGApp(
+        AppSettings(
+            store_path=store,
+            display_path=display_path,
+            display_model="m1 @ scripted",
+            model=ModelSettings(base_url=base_url, model="m1", timeout=20),
+            options=options or SearchOptions(map_budget=330, map_reserve=0),
+            shuffle=False,
+            **settings,
+        ),
+        clock=lambda: 0.0,
+        wall_clock=lambda: WALL_CLOCK,
+        environ={},
+        repaint_interval=repaint_interval,
+    )
+    app.theme = "textual-dark"
+    app.animation_level = "none"
+    return app
+
+
+def community_of(request: Received) -> str:
+    match = re.search(r"\[Community ID: (\S+) \|", request.prompt)
+    assert match, request.prompt
+    return match.group(1)
+
+
+class Scripted:
+    """Map replies by community (a list is served attempt by attempt), one Reduce reply."""
+
+    def __init__(self, maps: dict[str, Reply | list[Reply]], reduce: Reply | None = None) -> None:
+        self.maps = maps
+        self.reduce = reduce or reduce_reply("The port authority funds it.")
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            return self.reduce
+        community = community_of(request)
+        with self.lock:
+            n = self.calls.get(community, 0)
+            self.calls[community] = n + 1
+        reply = self.maps[community]
+        return reply[min(n, len(reply) - 1)] if isinstance(reply, list) else reply
+
+
+# -- driving the app ------------------------------------------------------------------------
+
+
+async def ask(pilot: Pilot, question: str = QUESTION, *, type_it: bool = False) -> None:
+    """Put the question in the query field and press Enter there (as a user does)."""
+    field = pilot.app.screen.query_one("#query", Input)
+    field.focus()
+    if type_it:
+        field.value = ""
+        await pilot.press(*question)
+    else:
+        field.value = question
+    await pilot.pause()
+    await pilot.press("enter")
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.05)
+
+
+async def wait_finished(pilot: Pilot) -> None:
+    app: GraphRAGApp = pilot.app  # type: ignore[assignment]
+    await wait_until(pilot, lambda: app.run_state.phase == "finished", what="the run to finish")
+    app.repaint()
+    await pilot.pause()
+
+
+# -- reading what is shown ------------------------------------------------------------------
+
+
+def text_of(pilot_or_app: Any, selector: str) -> str:
+    app = getattr(pilot_or_app, "app", pilot_or_app)
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def rows(pilot_or_app: Any, selector: str) -> list[list[str]]:
+    app = getattr(pilot_or_app, "app", pilot_or_app)
+    table = app.screen.query_one(selector, DataTable)
+    return [[getattr(cell, "plain", str(cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def screen_text(app: Any) -> str:
+    """Every line the active screen draws, as plain text."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def terminal_output(app: Any) -> str:
+    """The exact characters a full repaint of the active screen writes to the terminal."""
+    return app.screen._compositor.render_full_update().render_segments(app.console)

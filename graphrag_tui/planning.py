@@ -5,11 +5,28 @@ Shared by the CLI and the app; everything here is checked before any model call.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .engine.options import SearchOptions
 from .engine.request import check_level, choose_namespace, normalize_query
 from .engine.result import Level
 from .engine.search import SearchPlan, plan_search
 from .store import CommunityStore
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Planning a large store makes millions of objects that all live until it ends; the
+    cyclic collector would walk them again and again for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def prepare_plan(
@@ -26,5 +43,6 @@ def prepare_plan(
     namespaces = {info.name: info for info in store.namespaces()}
     chosen = choose_namespace(namespace, list(namespaces))
     check_level(level, chosen, namespaces[chosen].levels)
-    communities = store.select_communities(chosen, None if level == "leaf" else level)
-    return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)
+    with _gc_paused():
+        communities = store.iter_communities(chosen, None if level == "leaf" else level)
+        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)

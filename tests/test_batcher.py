@@ -220,7 +220,7 @@ def test_budget_that_fits_no_code_point_names_the_community() -> None:
     with pytest.raises(InputError) as info:
         build_batches(communities, "Q", 11, None)
     assert long_id in str(info.value)
-    batches = build_batches(communities[:1], "Q", 11, None)
+    batches = build_batches([CommunityText(id="a", text="xyz")], "Q", 11, None)  # the list was consumed
     assert [b.content for b in batches] == [f"[Community ID: a | summary part {n}]\n{c}" for n, c in zip((1, 2, 3), "xyz")]
 
 

@@ -453,20 +453,6 @@ def test_entity_of_another_namespace_still_gives_its_name(tmp_path):
             ("There", "Here"), ("Here", "There"), ("e/nowhere", "There")]
 
 
-def test_built_models_behave_like_ordinary_ones(tmp_path):
-    path = make_store(tmp_path / "t.db", ORDERING)
-    with CommunityStore.open(path) as store:
-        (top,) = store.select_communities("t", 0)
-    first, second = top.claims[0], top.claims[1]
-    assert first.model_fields_set == set(type(first).model_fields)
-    changed = first.model_copy(update={"subject": "Changed"})
-    assert changed.subject == "Changed" and first.subject == "Alpha"
-    assert second.model_fields_set == set(type(second).model_fields)
-    assert first == type(first)(**first.model_dump())
-    assert hash(top.excerpts[0]) == hash(type(top.excerpts[0])(**top.excerpts[0].model_dump()))
-    assert top == type(top).model_validate(top.model_dump())
-
-
 def test_synthetic_benchmark_store_is_consistent(tmp_path):
     from tests.benchmarks.synthetic_store import NAMESPACE, build_synthetic_store
 

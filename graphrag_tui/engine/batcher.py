@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InputError
-from .tokens import NEWLINE, TextSize
+from .tokens import NEWLINE, TextSize, tokens_of
 
 T = TypeVar("T")
 
@@ -34,9 +34,7 @@ class MapBatch(BaseModel):
     part_tokens: tuple[int, ...] = ()
 
 
-class CommunityText(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class CommunityText(NamedTuple):
     id: str
     text: str
 
@@ -62,7 +60,7 @@ def split_community(
     # skeleton + "\n" + header + segment must stay within the budget.
     fixed = skeleton + NEWLINE + TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
     if (fixed + TextSize.of(text)).tokens <= budget:
-        return [(PartRef(community_id=community.id, part=1), text)] if text else []
+        return [(PartRef.model_construct(community_id=community.id, part=1), text)] if text else []
     # Prefix counts of ASCII code points make each probe O(1).
     ascii_prefix = [0] * (len(text) + 1)
     running = 0
@@ -89,36 +87,44 @@ def split_community(
                 f"the map prompt budget ({budget} tokens) cannot fit even one character of "
                 f"community {community.id}: raise --map-budget or lower --map-reserve"
             )
-        parts.append((PartRef(community_id=community.id, part=len(parts) + 1), text[offset : offset + best]))
+        parts.append((PartRef.model_construct(community_id=community.id, part=len(parts) + 1), text[offset : offset + best]))
         offset += best
     return parts
 
 
 def build_batches(
-    communities: Sequence[CommunityText],
+    communities: list[CommunityText | None],
     skeleton: str,
     budget: int,
     random: Callable[[], float] | None,
 ) -> list[MapBatch]:
-    """Shuffle (unless `random` is None), split, then pack greedily in that order."""
+    """Shuffle (unless `random` is None), split, then pack greedily in that order.
+
+    The list is consumed: each entry is dropped once packed, so planning a large store
+    never holds its texts twice (once alone, once in the batches).
+    """
     skeleton_size = TextSize.of(skeleton)
     if (skeleton_size + NEWLINE).tokens > budget:
         raise InputError(
             f"the map prompt budget ({budget} tokens) cannot fit the Map prompt itself "
             f"({(skeleton_size + NEWLINE).tokens} tokens): raise --map-budget or lower --map-reserve"
         )
-    ordered = fisher_yates(communities, random) if random is not None else list(communities)
+    order = list(range(len(communities)))
+    if random is not None:
+        order = fisher_yates(order, random)
     batches: list[MapBatch] = []
     texts: list[str] = []
     refs: list[PartRef] = []
     tokens: list[int] = []
-    size = TextSize(0, 0)
+    # The batch so far, in code points (ASCII, other); the fixed part is skeleton + "\n".
+    fixed_ascii, fixed_other = skeleton_size.ascii + 1, skeleton_size.other
+    size_ascii = size_other = 0
 
     def flush() -> None:
-        nonlocal texts, refs, tokens, size
-        if texts:
+        nonlocal texts, refs, tokens
+        if texts:  # built here, not validated: every field comes from this function
             batches.append(
-                MapBatch(
+                MapBatch.model_construct(
                     index=len(batches),
                     content="\n".join(texts),
                     community_ids=tuple(dict.fromkeys(r.community_id for r in refs)),
@@ -126,19 +132,23 @@ def build_batches(
                     part_tokens=tuple(tokens),
                 )
             )
-        texts, refs, tokens, size = [], [], [], TextSize(0, 0)
+        texts, refs, tokens = [], [], []
 
-    for community in ordered:
+    for position in order:
+        community, communities[position] = communities[position], None
+        assert community is not None
         for ref, segment in split_community(community, skeleton_size, budget):
             formatted = part_header(ref.community_id, ref.part) + segment
-            part_size = TextSize.of(formatted)
-            joined = size + NEWLINE + part_size if texts else part_size
-            if (skeleton_size + NEWLINE + joined).tokens > budget:
-                flush()
-                joined = part_size
+            part_ascii, part_other = TextSize.of(formatted)
+            if texts:  # joined to the batch by a newline
+                size_ascii, size_other = size_ascii + 1 + part_ascii, size_other + part_other
+                if tokens_of(fixed_ascii + size_ascii, fixed_other + size_other) > budget:
+                    flush()
+                    size_ascii, size_other = part_ascii, part_other
+            else:
+                size_ascii, size_other = part_ascii, part_other
             texts.append(formatted)
             refs.append(ref)
-            tokens.append(part_size.tokens)
-            size = joined
+            tokens.append(tokens_of(part_ascii, part_other))
     flush()
     return batches

@@ -1,39 +1,37 @@
 """What the engine reads: communities with their claims and source excerpts.
 
-The store produces these; the engine never touches SQL.
+The store produces these; the engine never touches SQL. Claims and excerpts are named
+tuples, not pydantic models: a large store yields a million claims, and validating them
+would cost more than the rest of planning (the values come from the store's typed columns).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
+from typing import NamedTuple
 
 
-class Claim(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class Claim(NamedTuple):
     id: str
     leaf_id: str
     subject: str
-    object: str | None = None
     description: str
+    object: str | None = None
     chunk_id: str | None = None
 
 
-class Excerpt(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class Excerpt(NamedTuple):
     chunk_id: str
     content: str
 
 
-class CommunityContext(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommunityContext:
     """One selected community, expanded to its descendant leaves' claims and excerpts.
 
     `claims` are ordered by leaf id, then claim id; `excerpts` in the order their first
     claim appears, deduplicated by chunk id.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     summary: str

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import random as random_module
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timezone
 from typing import TypeVar
 
@@ -70,7 +70,7 @@ def plan_search(
     query: str,
     namespace: str,
     level: Level,
-    communities: Sequence[CommunityContext],
+    communities: Iterable[CommunityContext],
     options: SearchOptions,
     *,
     seed: int | None = None,
@@ -79,7 +79,8 @@ def plan_search(
     """Map texts and batches. An unseeded shuffled plan draws a seed so it can be replayed."""
     if shuffle and seed is None:
         seed = draw_seed()
-    texts = [CommunityText(id=c.id, text=map_text(c)) for c in communities]
+    texts: list[CommunityText | None] = [CommunityText(c.id, map_text(c)) for c in communities]
+    summary_count = len(texts)
     rng = random_module.Random(seed).random if shuffle else None
     batches = build_batches(texts, map_skeleton(query), options.map_prompt_budget, rng)
     return SearchPlan(
@@ -88,7 +89,7 @@ def plan_search(
         level=level,
         seed=seed if shuffle else None,
         options=options,
-        summary_count=len(communities),
+        summary_count=summary_count,
         batches=tuple(batches),
     )
 

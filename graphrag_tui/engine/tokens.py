@@ -23,8 +23,12 @@ class TextSize(NamedTuple):
 
     @property
     def tokens(self) -> int:
-        """ceil(non_ascii / 1.8 + ascii / 4), as that float expression; empty text is 0."""
-        return math.ceil(self.other / 1.8 + self.ascii / 4)
+        return tokens_of(self.ascii, self.other)
+
+
+def tokens_of(ascii_count: int, other_count: int) -> int:
+    """ceil(non_ascii / 1.8 + ascii / 4), as that float expression; empty text is 0."""
+    return math.ceil(other_count / 1.8 + ascii_count / 4)
 
 
 NEWLINE = TextSize(1, 0)

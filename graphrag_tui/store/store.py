@@ -7,13 +7,13 @@ rely on the indexes of `schema.py` being present.
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.store.schema import TABLES, create_schema
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Communities expanded per round of queries in `iter_communities`.
+_GROUP = 2000
+_LEAF_OF_ROW = itemgetter(1)
 
 # Columns the store reads; extra columns are ignored.
 _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -85,10 +88,11 @@ wanted(root, leaf) AS (
 """
 
 # Claims of the leaves whose ids are in a JSON array (:leaves), ordered by leaf id, then
-# claim id. Entity names are looked up separately (a dict beats two joins per claim).
+# claim id: id, leaf, subject entity id, description, object entity id, chunk id. Entity
+# names are looked up in Python: a dict beats two joins (four B-tree searches) per claim.
 _CLAIMS_SELECT = """
-SELECT c.id, c.community_summary_id, c.subject_entity_id, c.object_entity_id,
-       c.description, c.source_chunk_id, c.source_parent_id
+SELECT c.id, c.community_summary_id, c.subject_entity_id, c.description, c.object_entity_id,
+       c.source_chunk_id
 FROM rag_claims AS c
 WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
@@ -99,37 +103,6 @@ _CHUNKS_SELECT = (
     "SELECT id, coalesce(content, '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _builder(model: type[BaseModel]) -> Callable[[dict[str, Any]], Any]:
-    """A fast constructor for a model whose every field is always given.
-
-    It runs the model's own validator on a dict (quicker than keyword arguments), then
-    shares one fields-set between all instances: pydantic gives each instance its own set
-    (~700 bytes, more than the rest of a claim), which at a million claims costs ~0.7 GB.
-    The shared set is never mutated: the models are frozen, and `model_copy` copies it.
-    """
-    validate = model.__pydantic_validator__.validate_python
-    fields = set(model.model_fields)
-    set_attr = object.__setattr__
-
-    def build(values: dict[str, Any]) -> Any:
-        instance = validate(values)
-        set_attr(instance, "__pydantic_fields_set__", fields)
-        return instance
-
-    return build
 
 
 class NamespaceInfo(BaseModel):
@@ -409,6 +382,10 @@ class CommunityStore:
         return {int(level): n for level, n in rows}
 
     def select_communities(self, namespace: str, level: int | None) -> list[CommunityContext]:
+        """Every community `iter_communities` yields, as a list."""
+        return list(self.iter_communities(namespace, level))
+
+    def iter_communities(self, namespace: str, level: int | None) -> Iterator[CommunityContext]:
         """The communities global search maps over (SPEC §3.2), ordered by id.
 
         `level=None` selects every leaf of the namespace, an int every row at that level;
@@ -431,7 +408,7 @@ class CommunityStore:
             params,
         )
         if not selected:
-            return []
+            return
         if level is None:  # a leaf is its own single descendant: no walk needed
             leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
         else:
@@ -440,30 +417,25 @@ class CommunityStore:
             leaves_of = defaultdict(list)
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
-        leaf_ids = list({leaf: None for leaves in leaves_of.values() for leaf in leaves})
-
-        with _gc_paused():  # millions of small objects: the cyclic GC would dominate
-            claims_by_leaf, cited = self._leaf_claims(namespace, leaf_ids)
-            make_excerpt, make_context = _builder(Excerpt), _builder(CommunityContext)
-            chunks = {
-                chunk_id: make_excerpt({"chunk_id": chunk_id, "content": content})
-                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(list(cited)),))
-            }
-            del cited
-            result = []
-            for cid, summary in selected:
-                claims = [claim for leaf in leaves_of.get(cid, ())
-                          for claim in claims_by_leaf.get(leaf, ())]
-                excerpts: dict[str, Excerpt] = {}
-                for claim in claims:
-                    chunk_id = claim.chunk_id
-                    if chunk_id in chunks and chunk_id not in excerpts:
-                        excerpts[chunk_id] = chunks[chunk_id]
-                result.append(make_context({
-                    "id": cid, "summary": summary, "claims": tuple(claims),
-                    "excerpts": tuple(excerpts.values()),
-                }))
-        return result
+        names = self._entity_names(namespace)
+        chunks: dict[str, Excerpt] = {}  # every chunk fetched so far: groups share chunks
+        # A group of communities at a time: a few set-based queries per group, and only
+        # that group's claims in memory (a large store has millions).
+        for start in range(0, len(selected), _GROUP):
+            group = selected[start : start + _GROUP]
+            leaf_ids = json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
+            claims_by_leaf = self._leaf_claims(leaf_ids, names)
+            wanted = {c.chunk_id for claims in claims_by_leaf.values() for c in claims} - chunks.keys()
+            wanted.discard(None)  # type: ignore[arg-type]
+            chunks.update(
+                (chunk_id, Excerpt(chunk_id, content))
+                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(list(wanted)),))
+            )
+            for cid, summary in group:
+                claims = tuple(claim for leaf in leaves_of.get(cid, ()) for claim in claims_by_leaf.get(leaf, ()))
+                cited = dict.fromkeys(claim.chunk_id for claim in claims)
+                excerpts = tuple(chunks[chunk_id] for chunk_id in cited if chunk_id in chunks)
+                yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
     def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
         """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`
@@ -475,70 +447,26 @@ class CommunityStore:
             params,
         )
 
-    def _leaf_claims(
-        self, namespace: str, leaf_ids: list[str], documents: dict[str, str] | None = None
-    ) -> tuple[dict[str, list[Claim]], dict[str, str]]:
-        """Claims of the leaves as {leaf id: [Claim, ...]} (leaf, then claim id order),
-        and the cited chunk ids (a dict used as an ordered set). If `documents` is given,
-        it receives claim id -> source_parent_id.
-
-        Rows are streamed, not fetched all at once, and repeated strings (leaf ids, chunk
-        ids, entity names) are shared: at a million claims memory, not SQL, is the cost.
-        Entity names come from the namespace's entity table; ids not found there are
-        looked up afterwards, and an id that names no entity stays as the name.
-        """
-        names: dict[str, str] = dict(self._query(
-            "SELECT id, name FROM rag_entities WHERE namespace = ?", (namespace,)
-        ))
-        validate_claim = Claim.__pydantic_validator__.validate_python  # `_builder`, inlined
-        set_attr, shared_fields = object.__setattr__, set(Claim.model_fields)
-        claims_by_leaf: dict[str, list[Claim]] = {}
-        cited: dict[str, str] = {}
-        unnamed: dict[str, list[tuple[str, int]]] = defaultdict(list)  # id -> (leaf, index)
-        bucket: list[Claim] = []
-        current = None
-        with self._lock:
-            for cid, leaf, subject, obj, description, chunk_id, doc in self._conn.execute(
-                _CLAIMS_SELECT, {"leaves": json.dumps(leaf_ids)}
-            ):
-                if documents is not None and doc is not None:
-                    documents[cid] = doc
-                if leaf != current:
-                    current = leaf
-                    bucket = claims_by_leaf[leaf] = []
-                subject_name = names.get(subject)
-                if subject_name is None:
-                    unnamed[subject].append((current, len(bucket)))
-                    subject_name = subject
-                object_name = None
-                if obj is not None:
-                    object_name = names.get(obj)
-                    if object_name is None:
-                        unnamed[obj].append((current, len(bucket)))
-                        object_name = obj
-                if chunk_id is not None:
-                    chunk_id = cited.setdefault(chunk_id, chunk_id)
-                claim = validate_claim({
-                    "id": cid, "leaf_id": current, "subject": subject_name,
-                    "object": object_name, "description": description, "chunk_id": chunk_id,
-                })
-                set_attr(claim, "__pydantic_fields_set__", shared_fields)
-                bucket.append(claim)
-        if unnamed:  # entities of another namespace (odd, but allowed) or missing ones
-            found = dict(self._query(
+    def _leaf_claims(self, leaf_ids: str, names: dict[str, str]) -> dict[str, list[Claim]]:
+        """Claims of the leaves (a JSON array of ids) as {leaf id: [Claim, ...]}, in leaf,
+        then claim id order. `names` maps entity ids to names (the namespace's entities);
+        ids missing from it are looked up in any namespace and added to it, and an id that
+        names no entity at all stands for its own name."""
+        rows = self._query(_CLAIMS_SELECT, {"leaves": leaf_ids})
+        missing = {e for row in rows for e in (row[2], row[4]) if e is not None and e not in names}
+        if missing:
+            names.update(self._query(
                 "SELECT id, name FROM rag_entities WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(unnamed)),),
+                (json.dumps(list(missing)),),
             ))
-            for entity_id, name in found.items():
-                for leaf, index in unnamed[entity_id]:
-                    claim = claims_by_leaf[leaf][index]
-                    update = {}
-                    if claim.subject == entity_id:
-                        update["subject"] = name
-                    if claim.object == entity_id:
-                        update["object"] = name
-                    claims_by_leaf[leaf][index] = claim.model_copy(update=update)
-        return claims_by_leaf, cited
+        name = names.get
+        return {
+            leaf: [Claim(cid, leaf, name(s, s), d, None if o is None else name(o, o), ch) for cid, _, s, d, o, ch in group]
+            for leaf, group in groupby(rows, _LEAF_OF_ROW)
+        }
+
+    def _entity_names(self, namespace: str) -> dict[str, str]:
+        return dict(self._query("SELECT id, name FROM rag_entities WHERE namespace = ?", (namespace,)))
 
     def community(self, community_id: str) -> CommunityDetail | None:
         """The drill-down view of one community (any namespace), or None if no such id.
@@ -565,9 +493,14 @@ class CommunityStore:
         )]
         leaf_ids = [leaf for _, leaf in
                     self._descendant_leaves("roots(id) AS (SELECT :id)", params)]
-        documents: dict[str, str] = {}
-        claims_by_leaf, cited = self._leaf_claims(namespace, leaf_ids, documents)
+        leaves = json.dumps(leaf_ids)
+        claims_by_leaf = self._leaf_claims(leaves, self._entity_names(namespace))
         claims = [claim for leaf in leaf_ids for claim in claims_by_leaf.get(leaf, ())]
+        documents = dict(self._query(
+            "SELECT id, source_parent_id FROM rag_claims "
+            "WHERE community_summary_id IN (SELECT value FROM json_each(?))", (leaves,)
+        ))
+        cited = dict.fromkeys(claim.chunk_id for claim in claims if claim.chunk_id is not None)
         found = {
             row[0]: ChunkDetail(id=row[0], content=row[1], parent_id=row[2], parent_title=row[3])
             for row in self._query(
@@ -581,7 +514,7 @@ class CommunityStore:
             id=cid, namespace=namespace, name=name, level=int(level), parent_id=parent,
             parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
             is_leaf=not children, summary=summary or "", members=_parse_members(members),
-            claims=[ClaimDetail(**claim.model_dump(), source_parent_id=documents.get(claim.id))
+            claims=[ClaimDetail(**claim._asdict(), source_parent_id=documents.get(claim.id))
                     for claim in claims],
             chunks=[found[c] for c in cited if c in found],
         )

@@ -40,9 +40,9 @@ def prepare_plan(
     shuffle: bool,
 ) -> SearchPlan:
     query = normalize_query(query)
-    namespaces = {info.name: info for info in store.namespaces()}
-    chosen = choose_namespace(namespace, list(namespaces))
-    check_level(level, chosen, namespaces[chosen].levels)
+    levels = store.community_levels()
+    chosen = choose_namespace(namespace, list(levels))
+    check_level(level, chosen, levels[chosen])
     with _gc_paused():
         communities = store.iter_communities(chosen, None if level == "leaf" else level)
         return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)

@@ -98,6 +98,10 @@ WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 """
 
+# Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
+# and reading them all beats finding out which.
+_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities"
+
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (
     "SELECT id, coalesce(content, '') FROM rag_children "
@@ -372,6 +376,17 @@ class CommunityStore:
             if ns is not None
         ]
 
+    def community_levels(self) -> dict[str, dict[int, int]]:
+        """Namespace -> {level: communities}, for the namespaces that have communities (what
+        a search needs to check its request; cheaper than `namespaces()`)."""
+        result: dict[str, dict[int, int]] = {}
+        for namespace, level, count in self._query(
+            "SELECT namespace, level, count(*) FROM rag_community_summaries "
+            "GROUP BY namespace, level ORDER BY namespace COLLATE BINARY, level"
+        ):
+            result.setdefault(namespace, {})[int(level)] = count
+        return result
+
     def levels(self, namespace: str) -> dict[int, int]:
         """Level -> number of communities of the namespace at that level, sorted by level."""
         rows = self._query(
@@ -417,25 +432,33 @@ class CommunityStore:
             leaves_of = defaultdict(list)
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
-        names = self._entity_names(namespace)
-        chunks: dict[str, Excerpt] = {}  # every chunk fetched so far: groups share chunks
+        names = self._entity_names()
+        # Nearly every chunk of the namespace is cited: one sequential read of them beats a
+        # lookup per cited id. A chunk of another namespace (odd, but allowed) is looked up.
+        chunks: dict[str, Excerpt | None] = {chunk_id: Excerpt(chunk_id, content) for chunk_id, content in self._query(
+            "SELECT id, coalesce(content, '') FROM rag_children WHERE namespace = ?", (namespace,))}
         # A group of communities at a time: a few set-based queries per group, and only
         # that group's claims in memory (a large store has millions).
         for start in range(0, len(selected), _GROUP):
             group = selected[start : start + _GROUP]
             leaf_ids = json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
             claims_by_leaf = self._leaf_claims(leaf_ids, names)
-            wanted = {c.chunk_id for claims in claims_by_leaf.values() for c in claims} - chunks.keys()
-            wanted.discard(None)  # type: ignore[arg-type]
-            chunks.update(
-                (chunk_id, Excerpt(chunk_id, content))
-                for chunk_id, content in self._query(_CHUNKS_SELECT, (json.dumps(list(wanted)),))
-            )
             for cid, summary in group:
-                claims = tuple(claim for leaf in leaves_of.get(cid, ()) for claim in claims_by_leaf.get(leaf, ()))
+                leaves = leaves_of.get(cid, ())
+                claims = (tuple(claims_by_leaf.get(leaves[0], ())) if len(leaves) == 1 else
+                          tuple(claim for leaf in leaves for claim in claims_by_leaf.get(leaf, ())))
                 cited = dict.fromkeys(claim.chunk_id for claim in claims)
-                excerpts = tuple(chunks[chunk_id] for chunk_id in cited if chunk_id in chunks)
+                cited.pop(None, None)
+                if not cited.keys() <= chunks.keys():
+                    self._add_chunks(chunks, [c for c in cited if c not in chunks])
+                excerpts = tuple(e for e in map(chunks.get, cited) if e is not None)
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
+
+    def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
+        """Look chunks up by id (any namespace); an id with no row is recorded as None."""
+        rows = self._query(_CHUNKS_SELECT, (json.dumps(chunk_ids),))
+        chunks.update((chunk_id, Excerpt(chunk_id, content)) for chunk_id, content in rows)
+        chunks.update((chunk_id, None) for chunk_id in chunk_ids if chunk_id not in chunks)
 
     def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
         """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`
@@ -449,24 +472,18 @@ class CommunityStore:
 
     def _leaf_claims(self, leaf_ids: str, names: dict[str, str]) -> dict[str, list[Claim]]:
         """Claims of the leaves (a JSON array of ids) as {leaf id: [Claim, ...]}, in leaf,
-        then claim id order. `names` maps entity ids to names (the namespace's entities);
-        ids missing from it are looked up in any namespace and added to it, and an id that
-        names no entity at all stands for its own name."""
-        rows = self._query(_CLAIMS_SELECT, {"leaves": leaf_ids})
-        missing = {e for row in rows for e in (row[2], row[4]) if e is not None and e not in names}
-        if missing:
-            names.update(self._query(
-                "SELECT id, name FROM rag_entities WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(missing)),),
-            ))
-        name = names.get
+        then claim id order. `names` maps entity ids to names (`_entity_names`); an id that
+        names no entity stands for its own name."""
+        name, new = names.get, tuple.__new__  # tuple.__new__ skips the named tuple's Python-level __new__
         return {
-            leaf: [Claim(cid, leaf, name(s, s), d, None if o is None else name(o, o), ch) for cid, _, s, d, o, ch in group]
-            for leaf, group in groupby(rows, _LEAF_OF_ROW)
+            leaf: [new(Claim, (cid, leaf, name(s, s), d, None if o is None else name(o, o), ch))
+                   for cid, _, s, d, o, ch in group]
+            for leaf, group in groupby(self._query(_CLAIMS_SELECT, {"leaves": leaf_ids}), _LEAF_OF_ROW)
         }
 
-    def _entity_names(self, namespace: str) -> dict[str, str]:
-        return dict(self._query("SELECT id, name FROM rag_entities WHERE namespace = ?", (namespace,)))
+    def _entity_names(self) -> dict[str, str]:
+        """Entity id -> name, for every entity of the store."""
+        return dict(self._query(_ENTITY_NAMES_SELECT))
 
     def community(self, community_id: str) -> CommunityDetail | None:
         """The drill-down view of one community (any namespace), or None if no such id.
@@ -494,7 +511,7 @@ class CommunityStore:
         leaf_ids = [leaf for _, leaf in
                     self._descendant_leaves("roots(id) AS (SELECT :id)", params)]
         leaves = json.dumps(leaf_ids)
-        claims_by_leaf = self._leaf_claims(leaves, self._entity_names(namespace))
+        claims_by_leaf = self._leaf_claims(leaves, self._entity_names())
         claims = [claim for leaf in leaf_ids for claim in claims_by_leaf.get(leaf, ())]
         documents = dict(self._query(
             "SELECT id, source_parent_id FROM rag_claims "

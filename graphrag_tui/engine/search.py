@@ -42,7 +42,7 @@ T = TypeVar("T")
 ATTEMPTS = 2
 MAX_RETRY_WAIT = 60.0
 RETRY_AFTER_STATUSES = (429, 503)
-YIELD_EVERY = 0.001  # seconds
+TIME_SLICE = 0.002  # seconds of Map work between two rounds of the event loop
 
 
 class SearchPlan(BaseModel):
@@ -124,7 +124,7 @@ class GlobalSearch:
         self.clock = clock
         self.wall_clock = wall_clock
         self._start = 0.0
-        self._last_yield = time.perf_counter()
+        self._slice_open, self._slice_start = True, time.perf_counter()
         self._skeleton = map_skeleton(plan.query)
         self.batches = [
             BatchResult(
@@ -187,11 +187,17 @@ class GlobalSearch:
 
     async def _let_others_run(self) -> None:
         """A model that answers without awaiting (the extractive one) would keep the event
-        loop, and an app's keys and repaints, waiting for all of Map: yield every few ms."""
-        now = time.perf_counter()
-        if now - self._last_yield >= YIELD_EVERY:
-            self._last_yield = now
+        loop, and an app's keys and repaints, waiting for all of Map. So the workers share
+        time slices: once a slice is used up, every worker yields, and the slice reopens in
+        the loop's next round, after everything else that was waiting had its turn."""
+        if not self._slice_open or time.perf_counter() - self._slice_start >= TIME_SLICE:
+            if self._slice_open:
+                self._slice_open = False
+                asyncio.get_running_loop().call_soon(self._open_slice)
             await asyncio.sleep(0)
+
+    def _open_slice(self) -> None:
+        self._slice_open, self._slice_start = True, time.perf_counter()
 
     async def _run_batch(self, batch: MapBatch, worker: int) -> None:
         result = self.batches[batch.index]

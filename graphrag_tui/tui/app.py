@@ -154,6 +154,8 @@ class GraphRAGApp(App[int]):
         self.update_status()
 
     def repaint(self) -> None:
+        if not self.is_running:  # the timer can still fire while the app shuts down
+            return
         state = self.run_state
         if state.running:
             state.sample_in_flight()

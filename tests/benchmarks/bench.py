@@ -142,6 +142,8 @@ def bench_scheduling(repeats: int, batches: int = 200, concurrency: int = 16, la
     try:
         base_url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"  # type: ignore[union-attr]
         plan = synthetic_plan(batches, concurrency)
+        asyncio.run(engine_map_seconds(base_url, plan))  # warm up: imports, connections
+        asyncio.run(bare_client_seconds(base_url, plan))
         engine, bare = [], []
         for _ in range(repeats):  # alternate, so both see the same machine load
             engine.append(asyncio.run(engine_map_seconds(base_url, plan)))

@@ -8,6 +8,7 @@ a function from the received request to a `Reply`. Every request is recorded.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -160,3 +161,30 @@ class ScriptedChatServer:
         with self._lock:
             self.requests.append(received)
         return received
+
+
+def community_of(request: Received) -> str:
+    """The first community a Map request carries."""
+    match = re.search(r"\[Community ID: (\S+) \|", request.prompt)
+    assert match, request.prompt
+    return match.group(1)
+
+
+class Scripted:
+    """Map replies by community (a list is served attempt by attempt), one Reduce reply."""
+
+    def __init__(self, maps: dict[str, Reply | list[Reply]], reduce: Reply | None = None) -> None:
+        self.maps = maps
+        self.reduce = reduce or reduce_reply("The port authority funds it.")
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            return self.reduce
+        community = community_of(request)
+        with self.lock:
+            n = self.calls.get(community, 0)
+            self.calls[community] = n + 1
+        reply = self.maps[community]
+        return reply[min(n, len(reply) - 1)] if isinstance(reply, list) else reply

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import threading
@@ -14,38 +13,12 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.engine.tokens import estimate_tokens
-from tests.chat_server import Received, Reply, ScriptedChatServer, completion, map_reply, reduce_reply
+from tests.chat_server import Reply, Scripted, ScriptedChatServer, community_of, completion, map_reply
 from tests.cli_runner import EXECUTABLE, clean_env, run_cli
 from tests.stores import PAD, three_leaves
 
 QUESTION = "Who funds the bridge?"
 ONE_BATCH_EACH = ["--map-budget", "330", "--map-reserve", "0", "--no-shuffle", "--no-config"]
-
-
-def community_of(request: Received) -> str:
-    match = re.search(r"\[Community ID: (\S+) \|", request.prompt)
-    assert match, request.prompt
-    return match.group(1)
-
-
-class Scripted:
-    """Map replies by community (a list is served attempt by attempt), one Reduce reply."""
-
-    def __init__(self, maps: dict[str, Reply | list[Reply]], reduce: Reply | None = None) -> None:
-        self.maps = maps
-        self.reduce = reduce or reduce_reply("The port authority funds it.")
-        self.calls: dict[str, int] = {}
-        self.lock = threading.Lock()
-
-    def __call__(self, request: Received) -> Reply:
-        if request.stage == "reduce":
-            return self.reduce
-        community = community_of(request)
-        with self.lock:
-            n = self.calls.get(community, 0)
-            self.calls[community] = n + 1
-        reply = self.maps[community]
-        return reply[min(n, len(reply) - 1)] if isinstance(reply, list) else reply
 
 
 @pytest.fixture

@@ -220,7 +220,7 @@ async def app_seconds(store_path: Path, press_keys: bool) -> tuple[float, list[f
     app = TimedApp(AppSettings(store_path=store_path, options=INSTANT_OPTIONS, seed=1), model=InstantModel())
     handled: list[float] = []
     keys: list[float] = []
-    async with app.run_test(size=(140, 42)) as pilot:
+    async with app.run_test(size=(140, 42)):
         grid = app.screen.query_one(BatchGrid)
         original_move = grid.action_move
 

@@ -4,8 +4,6 @@ scripted model routed by community id, and helpers to wait for and read the pane
 from __future__ import annotations
 
 import os
-import re
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -20,7 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.models.factory import ModelSettings
 from graphrag_tui.tui.app import AppSettings, GraphRAGApp
-from tests.chat_server import Received, Reply, reduce_reply
+from tests.chat_server import Scripted, community_of  # noqa: F401 (shared with the TUI tests)
 
 QUESTION = "Who funds the bridge?"
 WALL_CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -82,32 +80,6 @@ def make_app(
     app.theme = "textual-dark"
     app.animation_level = "none"
     return app
-
-
-def community_of(request: Received) -> str:
-    match = re.search(r"\[Community ID: (\S+) \|", request.prompt)
-    assert match, request.prompt
-    return match.group(1)
-
-
-class Scripted:
-    """Map replies by community (a list is served attempt by attempt), one Reduce reply."""
-
-    def __init__(self, maps: dict[str, Reply | list[Reply]], reduce: Reply | None = None) -> None:
-        self.maps = maps
-        self.reduce = reduce or reduce_reply("The port authority funds it.")
-        self.calls: dict[str, int] = {}
-        self.lock = threading.Lock()
-
-    def __call__(self, request: Received) -> Reply:
-        if request.stage == "reduce":
-            return self.reduce
-        community = community_of(request)
-        with self.lock:
-            n = self.calls.get(community, 0)
-            self.calls[community] = n + 1
-        reply = self.maps[community]
-        return reply[min(n, len(reply) - 1)] if isinstance(reply, list) else reply
 
 
 # -- driving the app ------------------------------------------------------------------------

@@ -166,7 +166,9 @@ def _request(max_tokens: int | None = 200) -> ChatRequest:
 
 def test_answer_length_limit_fits_the_reply_tokens() -> None:
     assert answer_length_limit(None) is None
-    assert answer_length_limit(512) == 960
+    assert answer_length_limit(512) == 480  # one token per character at worst (digits)
+    assert answer_length_limit(512, "Harbour text " * 20) == 480
+    assert answer_length_limit(512, "港口的茶叶贸易 from 1873 " * 20) == 160  # CJK: up to 3 tokens a character
     assert answer_length_limit(10) == 16
 
 
@@ -176,7 +178,7 @@ def test_the_payload_is_json_schema_at_temperature_zero_with_a_seed_and_a_shorte
     assert body["temperature"] == 0 and body["seed"] == local_llm.SEED and body["max_tokens"] == 200
     schema = body["response_format"]["json_schema"]["schema"]
     assert body["response_format"]["type"] == "json_schema"
-    assert schema["properties"]["answer"]["maxLength"] == 336
+    assert schema["properties"]["answer"]["maxLength"] == 168
     # llama.cpp's grammar enforces bounds only on integers
     assert schema["properties"]["usefulness"] == {"type": "integer", "minimum": 0, "maximum": 100}
     assert MAP_REPLY_SCHEMA["properties"]["usefulness"]["type"] == "number"

@@ -21,7 +21,7 @@ import pytest
 from graphrag_tui.models import local_llm
 from graphrag_tui.models.local_llm import LocalLLM, LocalLLMError, LocalState
 from tests.cli_runner import EXECUTABLE, clean_env, run_cli
-from tests.stores import three_leaves
+from tests.stores import build_store, three_leaves
 
 if not local_llm.availability().installed:
     pytest.skip(
@@ -31,8 +31,10 @@ if not local_llm.availability().installed:
 SAMPLE_STORE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 QUESTION = "Who funds the bridge?"
 #: Small budgets and few batches keep the real model's run short on two cores.
-SMALL = ["--map-budget", "600", "--map-reserve", "128", "--reduce-budget", "1200", "--reduce-reserve", "256",
+SMALL = ["--map-reserve", "128", "--reduce-budget", "1200", "--reduce-reserve", "256",
          "--concurrency", "2", "--timeout", "90", "--no-config"]
+#: The sample store's English namespace at its top level: 4 communities, 4 small batches.
+SAMPLE_RUN = ["--namespace", "harbor-city", "--level", "3", "--seed", "1", "--map-budget", "1000"]
 MAX_BATCHES = 6
 PID_LINE = re.compile(r"local LLM server pid=(\d+)")
 
@@ -63,24 +65,25 @@ def server_pid(stderr: str) -> int:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """The sample store at level 0 when it plans into a few batches, else a tiny store."""
+    """The sample store's top level when it plans into a few batches, else a tiny store."""
     if SAMPLE_STORE.is_file():
-        run = run_cli("plan", str(SAMPLE_STORE), QUESTION, "--level", "0", "--seed", "1", "--json", "--local-llm", *SMALL)
+        run = run_cli("plan", str(SAMPLE_STORE), QUESTION, "--json", "--local-llm", *SMALL, *SAMPLE_RUN)
         if run.code == 0 and 2 <= run.json["batch_count"] <= MAX_BATCHES:
-            return SAMPLE_STORE, ["--level", "0", "--seed", "1"]
-    return three_leaves(tmp_path_factory.mktemp("local") / "harbour.db"), ["--no-shuffle"]
+            return SAMPLE_STORE, SAMPLE_RUN
+    return three_leaves(tmp_path_factory.mktemp("local") / "harbour.db"), ["--no-shuffle", "--map-budget", "600"]
 
 
 def test_plan_caps_the_budgets_to_one_slot_without_starting_a_server(store) -> None:
     path, extra = store
-    run = run_cli("plan", str(path), QUESTION, "--local-llm", "--no-config", "--json", *extra)
+    namespace = extra[extra.index("--namespace"):][:2] if "--namespace" in extra else []
+    run = run_cli("plan", str(path), QUESTION, "--local-llm", "--no-config", "--json", *namespace)
     assert run.code == 0, run.stderr
     options = run.json["options"]
     window = local_llm.model_context_window()
     assert options["concurrency"] == 1
     assert options["map_budget"] == min(2048, window * 80 // 100)
     too_big = run_cli("plan", str(path), QUESTION, "--local-llm", "--no-config", "--concurrency", "4",
-                      "--map-budget", str(window // 4))
+                      "--map-budget", str(window // 4), *namespace)
     assert too_big.code == 2 and too_big.stdout == ""
     assert "--map-budget" in too_big.stderr and f"at most {window // 4 - local_llm.TEMPLATE_TOKENS}" in too_big.stderr
     assert "Traceback" not in too_big.stderr
@@ -197,3 +200,24 @@ async def test_a_server_that_cannot_start_fails_with_one_line_and_no_process(tmp
     assert "\n" not in message and local_llm.INSTALL_COMMANDS in message
     assert llm.state == LocalState.FAILED and llm.message == message
     assert llm.pid is not None and wait_gone(llm.pid, 2.0)
+
+
+def test_a_chinese_prompt_over_the_slot_by_real_tokens_is_never_sent(tmp_path: Path) -> None:
+    """estimate_tokens undercounts Chinese ~3.4x for this model: the batch fits the estimated
+    budget, but the server's tokenizer shows it cannot fit a slot, so each attempt fails
+    cleanly without a chat completion (and the run, with its only batch failed, fails)."""
+    text = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(600))  # ~334 estimated tokens
+    path = build_store(tmp_path / "zh.db", [{"id": "zh/1", "summary_content": text}])
+    run = run_cli("query", str(path), "茶从哪里来？", "--local-llm", "--no-config", "--concurrency", "8",
+                  "--map-budget", "1000", "--map-reserve", "128", "--json", "-v", timeout=60)
+    assert run.code == 1, run.stderr
+    result = run.json
+    assert result["status"] == "failed" and result["batch_count"] == 1
+    batch = result["batches"][0]
+    assert batch["prompt_tokens"] < 872  # fits the estimated map prompt budget
+    assert [a["error_kind"] for a in batch["attempts"]] == ["http", "http"]
+    for attempt in batch["attempts"]:
+        assert "not sent" in attempt["error"] and "--map-budget" in attempt["error"]
+        assert attempt["raw_response"] is None
+    assert "/v1/chat/completions" not in run.stderr  # -v logs every request: none was a completion
+    assert wait_gone(server_pid(run.stderr), 2.0)

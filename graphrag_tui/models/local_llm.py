@@ -466,15 +466,21 @@ class LocalLLM:
 
 #: Reply tokens that are not the answer's text: braces, keys, the usefulness number.
 REPLY_OVERHEAD_TOKENS = 32
-#: Characters of answer per reply token, on the safe side (English runs ~4; digits ~1.5).
-ANSWER_CHARS_PER_TOKEN = 2
+#: Tokens one answer character can take at worst: 1 for ASCII (SmolLM2 splits digits one per
+#: token, and the small model does loop on digits: measured), 3 for CJK (byte-level tokens).
+TOKENS_PER_CHAR_ASCII = 1
+TOKENS_PER_CHAR_CJK = 3
 
 
-def answer_length_limit(max_tokens: int | None) -> int | None:
-    """The answer's maxLength (characters) that fits in `max_tokens` reply tokens."""
+def answer_length_limit(max_tokens: int | None, source_text: str = "") -> int | None:
+    """The answer's maxLength (characters) that fits in `max_tokens` reply tokens, even when
+    the model spends one token per character; three per character when the source text is
+    largely non-ASCII (the answer will likely be too)."""
     if not max_tokens:
         return None
-    return max(16, (max_tokens - REPLY_OVERHEAD_TOKENS) * ANSWER_CHARS_PER_TOKEN)
+    non_ascii = sum(1 for ch in source_text if ord(ch) >= 128)
+    per_char = TOKENS_PER_CHAR_CJK if source_text and non_ascii * 5 > len(source_text) else TOKENS_PER_CHAR_ASCII
+    return max(16, (max_tokens - REPLY_OVERHEAD_TOKENS) // per_char)
 
 
 class LocalChatModel(OpenAIChatModel):
@@ -516,7 +522,7 @@ class LocalChatModel(OpenAIChatModel):
             for name, prop in properties.items():
                 if isinstance(prop, dict) and prop.get("type") == "number" and ("minimum" in prop or "maximum" in prop):
                     properties[name] = {**prop, "type": "integer"}
-            limit = answer_length_limit(request.max_tokens)
+            limit = answer_length_limit(request.max_tokens, request.content)
             answer = properties.get("answer")
             if limit is not None and isinstance(answer, dict):
                 current = answer.get("maxLength")

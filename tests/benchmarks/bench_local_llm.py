@@ -1,15 +1,17 @@
 """Benchmark of the embedded local LLM (SmolLM2-135M on llama.cpp, CPU).
 
-    python tests/benchmarks/bench_local_llm.py [--store PATH] [--batches 3]
-        [--run-level 0] [--run-map-budget 2000]
+    python tests/benchmarks/bench_local_llm.py [--store PATH] [--namespace NS] [--batches 3]
+        [--run-level leaf] [--run-map-budget N]
 
 1. Map batches at map budgets 1k, 2k and 4k (one slot, concurrency 1): seconds per batch
    (the whole attempt: real-token check + chat completion), prompt tokens (real, by the
    model's tokenizer) and prompt tokens/s, generated tokens and generated tokens/s (the
    server's own timings). The largest batches of each plan are sent, one at a time.
-2. The whole store (one level) through GlobalSearch at concurrency 1 and 2, with the same map
-   budget for both so only the concurrency differs; the server gets one slot per worker.
-   Times the run only (server start-up is reported apart).
+2. The whole store (every namespace, or --namespace; one level, default leaf) through
+   GlobalSearch at concurrency 1 and 2 with the local model's default budgets (2048 at both
+   concurrencies) or --run-map-budget, so only the concurrency differs; the server gets one
+   slot per worker. Times the run only (server start-up is reported apart).
+   The Map batches of part 1 come from the first namespace (or --namespace), leaf level.
 
 The store defaults to sample_db/sample.db; when it is absent, the Christmas Carol GraphRAG
 output in /work/shared/graphrag-sample-data is imported into a temporary store.
@@ -58,12 +60,17 @@ def pick_store(path: Path | None) -> tuple[Path, str]:
     raise SystemExit("no store: pass --store PATH")
 
 
-def plan_for(store: Path, level, options, seed: int = 1):
+def plan_for(store: Path, namespace: str, level, options, seed: int = 1):
     with CommunityStore.open(store) as st:
-        return prepare_plan(st, QUESTION, namespace=None, level=level, options=options, seed=seed, shuffle=True)
+        return prepare_plan(st, QUESTION, namespace=namespace, level=level, options=options, seed=seed, shuffle=True)
 
 
-async def bench_batches(store: Path, batches: int) -> list[dict]:
+def namespaces_of(store: Path) -> list[str]:
+    with CommunityStore.open(store) as st:
+        return [n.name for n in st.namespaces()]
+
+
+async def bench_batches(store: Path, namespace: str, batches: int) -> list[dict]:
     rows = []
     llm = LocalLLM(slots=1)
     await llm.start()
@@ -71,7 +78,7 @@ async def bench_batches(store: Path, batches: int) -> list[dict]:
     try:
         for budget in BUDGETS:
             options = fit_local_options({"map_budget": budget, "concurrency": 1}, {}, llm.context_window or 0)
-            plan = plan_for(store, "leaf", options)
+            plan = plan_for(store, namespace, "leaf", options)
             chosen = sorted(plan.batches, key=plan.prompt_tokens, reverse=True)[:batches]
             seconds, failures = [], 0
             model.timings.clear()
@@ -107,13 +114,13 @@ async def bench_batches(store: Path, batches: int) -> list[dict]:
     return rows
 
 
-async def bench_run(store: Path, level, map_budget: int, concurrency: int) -> dict:
+async def bench_run(store: Path, namespace: str, level, map_budget: int | None, concurrency: int) -> dict:
     llm = LocalLLM(slots=concurrency)
     began = time.perf_counter()
     await llm.start()
     startup = time.perf_counter() - began
     options = fit_local_options({"map_budget": map_budget, "concurrency": concurrency}, {}, llm.context_window or 0)
-    plan = plan_for(store, level, options)
+    plan = plan_for(store, namespace, level, options)
     model = llm.chat_model(timeout=300)
     try:
         began = time.perf_counter()
@@ -125,11 +132,13 @@ async def bench_run(store: Path, level, map_budget: int, concurrency: int) -> di
     for batch in result.batches:
         for a in batch.attempts:
             if a.error_kind:
-                print(f"  concurrency {concurrency}: batch {batch.index} attempt {a.attempt}: {a.error_kind}: "
+                print(f"  {namespace}, concurrency {concurrency}: batch {batch.index} attempt {a.attempt}: {a.error_kind}: "
                       f"{(a.error or '')[:160]}", file=sys.stderr)
     maps = [x for x in model.timings if x["stage"] == "map"]
     attempts = [a for b in result.batches for a in b.attempts]
     return {
+        "namespace": namespace,
+        "budget": options.map_budget,
         "concurrency": concurrency,
         "batches": result.batch_count,
         "failed": result.failed_batch_count,
@@ -149,8 +158,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", type=Path)
     parser.add_argument("--batches", type=int, default=3, help="Map batches per budget (default 3)")
-    parser.add_argument("--run-level", default="0", help="level of the whole-store runs (default 0; 'leaf' allowed)")
-    parser.add_argument("--run-map-budget", type=int, default=2000)
+    parser.add_argument("--namespace", help="only this namespace (default: the first for part 1, all for part 2)")
+    parser.add_argument("--run-level", default="leaf", help="level of the whole-store runs (default leaf)")
+    parser.add_argument("--run-map-budget", type=int, default=None, help="default: the local model's default")
     parser.add_argument("--skip-runs", action="store_true", help="only the Map batches at 1k/2k/4k")
     parser.add_argument("--skip-batches", action="store_true", help="only the whole-store runs")
     args = parser.parse_args()
@@ -163,7 +173,11 @@ def main() -> None:
     print(f"store: {label}; question: {QUESTION!r}; {cores} cores, {default_threads()} llama.cpp thread(s), "
           f"load average before: {os.getloadavg()[0]:.2f}")
 
-    rows = [] if args.skip_batches else asyncio.run(bench_batches(store, args.batches))
+    namespaces = [args.namespace] if args.namespace else namespaces_of(store)
+    rows = [] if args.skip_batches else asyncio.run(bench_batches(store, namespaces[0], args.batches))
+    if rows:
+        print(f"Map batches of namespace {namespaces[0]}, leaf level, one slot:")
+        print()
     print()
     print("| map budget (reserve) | batches | estimated / real prompt tokens | s per Map batch | prompt tok/s | generated tokens | generated tok/s |")
     print("|---|---|---|---|---|---|---|")
@@ -174,16 +188,19 @@ def main() -> None:
               f"{r['generated']:.0f} | {r['gen_tps']:.1f} |")
     if args.skip_runs:
         return
-    runs = [asyncio.run(bench_run(store, level, args.run_map_budget, c)) for c in (1, 2)]
+    runs = [asyncio.run(bench_run(store, ns, level, args.run_map_budget, c)) for ns in namespaces for c in (1, 2)]
     print()
-    print(f"Whole store, level {level}, map budget {args.run_map_budget} (reserve {runs[0]['reserve']}):")
+    print(f"Whole store, level {level}:")
     print()
-    print("| concurrency (slots) | Map batches (failed) | attempts | status | run s | s per Map attempt | Map prompt tokens (real) | generated tokens | generated tok/s (server) | server start s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| namespace | concurrency (slots) | map budget (reserve) | Map batches (failed) | attempts | status | run s | s per Map attempt | Map prompt tokens (real, sent) | generated tokens | generated tok/s (server) | server start s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['concurrency']} | {r['batches']} ({r['failed']}) | {r['attempts']} | {r['status']} | {r['seconds']:.1f} | "
-              f"{r['s_per_batch']:.1f} | {r['prompt_tokens']} | {r['gen_tokens']} | {r['gen_tps']:.1f} | {r['startup']:.2f} |")
-    print(f"\nspeed-up at concurrency 2: {runs[0]['seconds'] / runs[1]['seconds']:.2f}x")
+        print(f"| {r['namespace']} | {r['concurrency']} | {r['budget']} ({r['reserve']}) | {r['batches']} ({r['failed']}) | {r['attempts']} | "
+              f"{r['status']} | {r['seconds']:.1f} | {r['s_per_batch']:.1f} | {r['prompt_tokens']} | {r['gen_tokens']} | "
+              f"{r['gen_tps']:.1f} | {r['startup']:.2f} |")
+    for ns in namespaces:
+        one, two = (r for r in runs if r["namespace"] == ns)
+        print(f"{ns}: speed-up at concurrency 2: {one['seconds'] / two['seconds']:.2f}x")
 
 
 if __name__ == "__main__":

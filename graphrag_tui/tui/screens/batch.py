@@ -12,7 +12,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, TextArea
 
 from ...engine.batcher import MapBatch
@@ -20,6 +19,7 @@ from ...engine.replies import js_number
 from ...engine.result import Attempt, BatchResult
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
+from .tabbed import TabbedScreen
 
 STATUS_STYLE = {"succeeded": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
 
@@ -47,7 +47,7 @@ def attempt_header(attempt: Attempt) -> Text:
     return text
 
 
-class BatchScreen(Screen[None]):
+class BatchScreen(TabbedScreen):
     """The batch view. Selecting a part row posts `OpenCommunity`."""
 
     BINDINGS = [Binding("escape", "close", "Back")]

@@ -13,13 +13,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
+from .tabbed import TabbedScreen
 
 
 #: The Sources tab shows at most this many chunks (one widget each); every chunk stays
@@ -55,7 +55,7 @@ def claim_text(claim: ClaimDetail) -> Text:
     return text
 
 
-class CommunityScreen(Screen[None]):
+class CommunityScreen(TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`."""
 
     BINDINGS = [Binding("escape", "close", "Back")]

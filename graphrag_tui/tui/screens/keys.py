@@ -20,6 +20,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+q", "quit (asks first while a run is going)"),
     ("tab / shift+tab", "move focus between fields and panels"),
     ("arrows / Enter", "move in a panel / open the selected batch or community"),
+    ("1 2 3 4", "show the first, second, third or fourth tab of the screen"),
 )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
 from ..run_state import RunState
@@ -17,9 +16,10 @@ from ..widgets.scores_panel import ScoresPanel
 from ..widgets.setup_form import SetupForm
 from ..widgets.status_line import StatusLine
 from ..widgets.workers_panel import WorkersPanel
+from .tabbed import TabbedScreen
 
 
-class MainScreen(Screen):
+class MainScreen(TabbedScreen):
     def __init__(self, setup: SetupForm) -> None:
         super().__init__()
         self.setup = setup

@@ -568,15 +568,8 @@ class LocalChatModel(OpenAIChatModel):
                 + (f", plus {reserve} reserved for the reply" if reserve else "")
                 + f", over its slot of {self.slot_context} tokens; lower --{request.stage}-budget",
             )
-        response = await self._send("POST", "/chat/completions", json_body=self.payload(request))
-        try:
-            data = response.json()
-            content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            content = None
-        if not isinstance(content, str):
-            raise ModelError("http", "unexpected response body", status=response.status_code, raw_response=response.text)
-        timings = data.get("timings") if isinstance(data, dict) else None
+        content, data = await self._chat(request)
+        timings = data.get("timings")
         if isinstance(timings, dict):
             self.timings.append({"stage": request.stage, "tokenized_prompt": tokens, **timings})
         return content

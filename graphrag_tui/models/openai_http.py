@@ -182,8 +182,11 @@ class OpenAIChatModel:
         return body
 
     async def complete(self, request: ChatRequest) -> str:
+        return (await self._chat(request))[0]
+
+    async def _chat(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
+        """The reply's text and the whole completion body."""
         response = await self._send("POST", "/chat/completions", json_body=self.payload(request))
-        text = self._mask(response.text)
         try:
             data = response.json()
             content = data["choices"][0]["message"]["content"]
@@ -194,9 +197,9 @@ class OpenAIChatModel:
                 "http",
                 "unexpected response body",
                 status=response.status_code,
-                raw_response=text,
+                raw_response=self._mask(response.text),
             )
-        return content
+        return content, data
 
     async def list_models(self) -> list[str]:
         """Model ids from `GET {base}/models` (`data[].id`), in the server's order."""

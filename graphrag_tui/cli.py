@@ -117,6 +117,14 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelS
     return options, model, seed
 
 
+def given_options(args: argparse.Namespace) -> frozenset[str]:
+    """The retrieval options set by flags or the config file (the others are defaults)."""
+    defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
+    return frozenset(
+        n for n in FALLBACK_DEFAULTS if getattr(args, n) is not None or defaults.retrieval.get(n) is not None
+    )
+
+
 def _plan(args: argparse.Namespace, options: SearchOptions, seed: int | None) -> SearchPlan:
     level = parse_level(args.level)
     with CommunityStore.open(args.store) as store:
@@ -272,6 +280,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             seed=seed,
             shuffle=not args.no_shuffle,
             model=settings,
+            given_options=given_options(args),
         )
     )
     app.run()

@@ -4,14 +4,17 @@ posts messages, and the App's handlers own the run state. Panels repaint at a bo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict
+from rich.text import Text
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,17 +22,26 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
 from ..engine.events import Event
-from ..engine.options import SearchOptions
+from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
 from ..engine.prompts import map_messages, prompt_text
 from ..engine.result import Level
 from ..engine.search import GlobalSearch, utc_now
 from ..errors import InputError
 from ..export import write_export
+from ..models import local_llm
 from ..models.base import ChatModel
 from ..models.factory import ModelSettings, open_model
 from ..planning import prepare_plan
 from ..store import CommunityStore
-from .messages import OpenBatch, OpenCommunity, RunEvents, RunFinished, RunPlanned, RunRejected
+from .messages import (
+    LocalModelState,
+    OpenBatch,
+    OpenCommunity,
+    RunEvents,
+    RunFinished,
+    RunPlanned,
+    RunRejected,
+)
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
@@ -40,10 +52,15 @@ from .screens.goto import GoToCommunityScreen
 from .screens.keys import KeysScreen
 from .screens.main import MainScreen
 from .widgets.batch_grid import BatchGrid
-from .widgets.setup_form import RunRequest, SetupForm
+from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm
 from .widgets.status_line import StatusLine
 
 EXTRACTIVE = "extractive, offline: not an LLM"
+#: The model picker's entries (the endpoint's is built from the settings).
+MODEL_LABELS = {
+    "extractive": "Built-in extractive (offline, not an LLM)",
+    "local": "Local LLM: SmolLM2-135M (llama.cpp, CPU)",
+}
 
 
 def palette_text(text: str) -> str:
@@ -65,6 +82,9 @@ class AppSettings(BaseModel):
     seed: int | None = None
     shuffle: bool = True
     model: ModelSettings = ModelSettings()
+    #: Retrieval options given by flags or the config file; the others are defaults, which
+    #: the local LLM caps to fit its context. None: those that differ from the defaults.
+    given_options: frozenset[str] | None = None
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -108,7 +128,19 @@ class GraphRAGApp(App[int]):
         self.cancel_event = asyncio.Event()
         #: The answering model, opened on the first run (or given, for tests and benchmarks).
         self._model: ChatModel | None = model
+        #: What the open model was opened for: (kind, local slots); slots None: any.
+        self._model_key: tuple[str, int | None] | None = (settings.model.kind, None) if model else None
         self._search: GlobalSearch | None = None
+        #: The picker's choice: extractive, local or http.
+        self.model_kind: str = settings.model.kind
+        given = settings.given_options
+        if given is None:
+            given = frozenset(n for n, v in FALLBACK_DEFAULTS.items() if getattr(settings.options, n) != v)
+        self.given_options: frozenset[str] = given
+        #: The local LLM's load state, as the worker reported it: stopped, starting, ready, failed.
+        self.local_state = "stopped"
+        self.local_detail = ""
+        self.local_slot_context: int | None = None
 
     # -- screens -------------------------------------------------------------------------
 
@@ -121,6 +153,8 @@ class GraphRAGApp(App[int]):
             options=s.options,
             seed=s.seed,
             shuffle=s.shuffle,
+            models=self.model_choices(),
+            model=self.model_kind,
             id="setup",
         )
         return MainScreen(setup)
@@ -137,7 +171,7 @@ class GraphRAGApp(App[int]):
         # After the first refresh: a tick before the main screen has composed its panels
         # would query widgets that do not exist yet.
         self.call_after_refresh(self.set_interval, self.repaint_interval, self.repaint)
-        self.call_after_refresh(self.update_status)
+        self.call_after_refresh(self.refresh_model_status)
 
     def update_status(self) -> None:
         form = self.setup_form
@@ -145,9 +179,106 @@ class GraphRAGApp(App[int]):
             store=self.settings.display_path or str(self.settings.store_path),
             namespace=form.namespace,
             level=str(form.level),
-            model=self.settings.display_model or describe_model(self.settings.model),
+            model=self.model_text(self.model_kind),
             phase=self.run_state.phase,
         )
+
+    # -- the model picker ----------------------------------------------------------------
+
+    def model_settings(self, kind: str, concurrency: int | None = None) -> ModelSettings:
+        """The settings that open the model of this kind (the others as configured)."""
+        base = self.settings.model
+        if kind == "local":
+            slots = concurrency or base.local_slots
+            return base.model_copy(update={"local_llm": True, "base_url": None, "local_slots": slots})
+        return base.model_copy(update={"local_llm": False, "base_url": base.base_url if kind == "http" else None})
+
+    def model_text(self, kind: str) -> str:
+        """What the header says answers."""
+        if self.settings.display_model and kind == self.settings.model.kind:
+            return self.settings.display_model
+        return describe_model(self.model_settings(kind))
+
+    def model_choices(self) -> list[tuple[Text, str]]:
+        choices = [(Text(MODEL_LABELS["extractive"]), "extractive"), (Text(MODEL_LABELS["local"]), "local")]
+        if self.settings.model.base_url:
+            choices.append((Text("Endpoint: " + one_line(self.model_text("http"))), "http"))
+        return choices
+
+    def local_status(self) -> str:
+        if self.local_state == "starting":
+            return "starting…"
+        if self.local_state == "ready":
+            return f"ready (context {self.local_slot_context} tokens per slot)"
+        if self.local_state == "failed":
+            return f"failed: {one_line(self.local_detail)}"
+        if not local_llm.availability().installed:
+            return f"not installed: {local_llm.INSTALL_COMMANDS}"
+        return "not started (starts on the first run)"
+
+    def model_status(self) -> Text:
+        """One line under the picker: what the chosen model is (and the local one's state)."""
+        if self.model_kind == "local":
+            state = self.local_status()
+            style = "bold red" if state.startswith(("failed", "not installed")) else "bold"
+            return Text.assemble("llama.cpp server: ", (state, style))
+        if self.model_kind == "http":
+            return Text("OpenAI-compatible HTTP API")
+        return Text("offline, deterministic; not an LLM")
+
+    def refresh_model_status(self) -> None:
+        self.setup_form.show_model_status(self.model_status())
+        self.update_status()
+
+    @on(SetupForm.ModelChanged)
+    async def _model_changed(self, message: SetupForm.ModelChanged) -> None:
+        if message.kind == self.model_kind:
+            return
+        self.model_kind = message.kind
+        if not self.run_state.running:  # the picker is locked during runs
+            await self._close_model()
+        self.setup_form.show_default_options(self.default_options(message.kind))
+        self.refresh_model_status()
+
+    async def _close_model(self) -> None:
+        """Close the open model (the local LLM's server stops)."""
+        model, self._model, self._model_key = self._model, None, None
+        self.local_state, self.local_detail, self.local_slot_context = "stopped", "", None
+        if model is not None:
+            await model.aclose()
+
+    def default_options(self, kind: str) -> SearchOptions:
+        """What the option fields show by default for this model: the given options, else
+        the defaults (for the local LLM, capped to fit one slot when that is possible)."""
+        given = {n: getattr(self.settings.options, n) for n in self.given_options}
+        if kind == "local":
+            try:
+                context_window = local_llm.model_context_window()
+            except InputError:
+                return resolve_options(given)  # not installed: Run says so
+            # A given option that does not fit is shown as given (Run says it does not fit).
+            concurrency = {n: v for n, v in given.items() if n == "concurrency"}
+            for request in (given, concurrency, {}):
+                try:
+                    return local_llm.fit_local_options(request, None, context_window).model_copy(update=given)
+                except InputError:
+                    continue
+        return resolve_options(given)
+
+    def local_options(self, request: RunRequest) -> SearchOptions:
+        """The run's options fitted to the local LLM, as `--local-llm` fits them: the options
+        the user gave (edited, or from flags or config) must fit one slot; defaults are capped
+        and the concurrency defaults to 1. Reads the GGUF header: call it off the event loop."""
+        given: dict[str, Any] = {
+            n: request.raw_options.get(n, getattr(request.options, n)) for n in request.edited | self.given_options
+        }
+        try:
+            return local_llm.fit_local_options(given, None, local_llm.model_context_window())
+        except InputError as error:
+            message = str(error)
+            for name, label in OPTION_LABELS.items():
+                message = message.replace(flag(name), label)
+            raise InputError(message) from None
 
     @on(SetupForm.ScopeChanged)
     def _scope_changed(self) -> None:
@@ -163,6 +294,9 @@ class GraphRAGApp(App[int]):
         if state.dirty:
             state.dirty = not self.main_screen.update_from(state, self.clock())
             self.update_status()
+        if self.local_state == "ready" and not getattr(getattr(self._model, "server", None), "is_running", True):
+            self.local_state, self.local_detail = "failed", "the llama.cpp server exited"
+            self.refresh_model_status()
 
     # -- running -------------------------------------------------------------------------
 
@@ -178,23 +312,27 @@ class GraphRAGApp(App[int]):
         self.cancel_event = asyncio.Event()
         self._search = None
         self.repaint()
-        self.run_worker(self._run(request), name="global-search", group="run", exit_on_error=False)
+        self.setup_form.lock_model(True)
+        self.run_worker(self._run(request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         self.main_screen.query_one(BatchGrid).focus()
 
-    async def _run(self, request: RunRequest) -> None:
+    async def _run(self, request: RunRequest, kind: str) -> None:
         try:
+            options = request.options
+            if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
+                options = await asyncio.to_thread(self.local_options, request)
             plan = await asyncio.to_thread(
                 prepare_plan,
                 self.store,
                 request.query,
                 namespace=request.namespace,
                 level=request.level,
-                options=request.options,
+                options=options,
                 seed=request.seed,
                 shuffle=request.shuffle,
             )
             self.post_message(RunPlanned(plan))
-            model = await self._get_model()
+            model = await self._get_model(self.model_settings(kind, options.concurrency))
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
@@ -216,13 +354,47 @@ class GraphRAGApp(App[int]):
         )
         self.post_message(RunFinished(await self._search.run()))
 
-    async def _get_model(self) -> ChatModel:
+    async def _get_model(self, settings: ModelSettings) -> ChatModel:
+        """The open model if it fits these settings, else the next one opened (the old one
+        closed). Runs in the worker: the local LLM's state goes to the App as messages."""
+        key = (settings.kind, settings.local_slots if settings.kind == "local" else None)
+        model = self._model
+        if model is not None and not self._model_fits(key, model):
+            self._model, self._model_key = None, None
+            await model.aclose()
+            if getattr(model, "server", None) is not None:
+                self.post_message(LocalModelState("stopped"))
         if self._model is None:
-            self._model = await open_model(self.settings.model, self.environ)
+            local = settings.kind == "local"
+            if local:
+                self.post_message(LocalModelState("starting"))
+            try:
+                model = await open_model(settings, self.environ)
+            except BaseException as error:
+                if local:
+                    failed = isinstance(error, InputError)
+                    self.post_message(LocalModelState("failed" if failed else "stopped", str(error)))
+                raise
+            self._model, self._model_key = model, key
+            if local:
+                self.post_message(LocalModelState("ready", slot_context=getattr(model, "slot_context", None)))
+        assert self._model is not None
         return self._model
+
+    def _model_fits(self, key: tuple[str, int | None], model: ChatModel) -> bool:
+        opened = self._model_key
+        if opened is None or opened[0] != key[0] or opened[1] not in (None, key[1]):
+            return False
+        return getattr(getattr(model, "server", None), "is_running", True)  # a crashed server restarts
+
+    def on_local_model_state(self, message: LocalModelState) -> None:
+        self.local_state, self.local_detail = message.state, message.detail
+        self.local_slot_context = message.slot_context
+        self.refresh_model_status()
 
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan)
+        self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
     def on_run_events(self, message: RunEvents) -> None:
         now = self.clock()
@@ -232,12 +404,14 @@ class GraphRAGApp(App[int]):
 
     def on_run_finished(self, message: RunFinished) -> None:
         self.run_state.finished(message.result)
+        self.setup_form.lock_model(False)
         self.repaint()
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
 
     def on_run_rejected(self, message: RunRejected) -> None:
         error = clean(message.error)  # it may name a namespace or community from the store
         self.run_state = RunState()
+        self.setup_form.lock_model(False)
         self.setup_form.show_error(error)
         self.repaint()
         self.notify(error, title="Cannot run", severity="error", markup=False)
@@ -263,6 +437,15 @@ class GraphRAGApp(App[int]):
 
     async def on_unmount(self) -> None:
         self.cancel_event.set()
+        # A run still going, perhaps starting the local LLM's server: cancelled and awaited
+        # here, so no server outlives the app (a cancelled start stops its server).
+        running = [w for w in self.workers if w.group == "run" and not w.is_finished]
+        for worker in running:
+            worker.cancel()
+        for worker in running:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), timeout=10)
+        self.local_state = "stopped"  # a last repaint must not take the stop for a crash
         if self._model is not None:
             await self._model.aclose()
         self.store.close()

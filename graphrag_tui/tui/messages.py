@@ -52,3 +52,14 @@ class RunRejected(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class LocalModelState(Message):
+    """The local LLM's server changed state while a run opened it: `starting`, `ready`
+    (`slot_context` tokens per slot) or `failed` (`detail`: one line)."""
+
+    def __init__(self, state: str, detail: str = "", slot_context: int | None = None) -> None:
+        super().__init__()
+        self.state = state
+        self.detail = detail
+        self.slot_context = slot_context

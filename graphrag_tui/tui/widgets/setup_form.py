@@ -1,8 +1,9 @@
-"""The setup sidebar: question, namespace, level and the retrieval options, checked as you type."""
+"""The setup sidebar: question, model, namespace, level and the retrieval options, checked as you type."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import on
@@ -11,7 +12,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from ...engine.options import FALLBACK_DEFAULTS, SearchOptions, parse_option, resolve_options
+from ...engine.options import (
+    FALLBACK_DEFAULTS,
+    SearchOptions,
+    parse_option,
+    resolve_options,
+)
 from ...engine.request import normalize_query
 from ...engine.result import Level
 from ...errors import InputError
@@ -35,6 +41,9 @@ class RunRequest:
     options: SearchOptions
     seed: int | None
     shuffle: bool
+    #: Every option field's text, and which of them the user edited (the rest show defaults).
+    raw_options: Mapping[str, str] = field(default_factory=dict)
+    edited: frozenset[str] = frozenset()
 
 
 def level_options(info: NamespaceInfo) -> list[tuple[Text, Level]]:
@@ -52,6 +61,13 @@ class SetupForm(VerticalScroll):
     class ScopeChanged(Message):
         """The namespace or level changed (the header shows them)."""
 
+    class ModelChanged(Message):
+        """The model picker changed: `kind` is extractive, local or http."""
+
+        def __init__(self, kind: str) -> None:
+            super().__init__()
+            self.kind = kind
+
     def __init__(
         self,
         namespaces: list[NamespaceInfo],
@@ -61,6 +77,8 @@ class SetupForm(VerticalScroll):
         options: SearchOptions,
         seed: int | None,
         shuffle: bool,
+        models: list[tuple[Text, str]] | None = None,
+        model: str = "extractive",
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -71,10 +89,18 @@ class SetupForm(VerticalScroll):
         self.initial_options = options
         self.initial_seed = seed
         self.initial_shuffle = shuffle
+        self.models = models or [(Text("Built-in extractive"), "extractive")]
+        self.initial_model = model if any(v == model for _, v in self.models) else self.models[0][1]
+        #: The text each option field shows by default (a field showing other text was edited).
+        self._default_texts = {name: str(getattr(options, name)) for name in FALLBACK_DEFAULTS}
 
     def compose(self) -> ComposeResult:
         yield Label("Question", classes="first")
         yield Input(placeholder="What are the main themes?", id="query")
+        with Horizontal(classes="option-row", id="model-row"):
+            yield Label("Model", classes="option-label", id="model-label")
+            yield Select(self.models, value=self.initial_model, allow_blank=False, compact=True, id="model")
+        yield Static("", id="model-status")
         yield Label("Namespace")
         yield Select(
             [(Text(f"{one_line(n.name)} ({n.community_count})"), n.name) for n in self.namespaces.values()],
@@ -114,6 +140,36 @@ class SetupForm(VerticalScroll):
     def level(self) -> Level:
         value = self.query_one("#level", Select).value
         return value if isinstance(value, int) or value == "leaf" else "leaf"  # type: ignore[return-value]
+
+    @property
+    def model(self) -> str:
+        value = self.query_one("#model", Select).value
+        return value if isinstance(value, str) else self.initial_model
+
+    def select_model(self, kind: str) -> None:
+        self.query_one("#model", Select).value = kind
+
+    def show_model_status(self, text: Text) -> None:
+        self.query_one("#model-status", Static).update(text)
+
+    def lock_model(self, locked: bool) -> None:
+        """No switching models while a run uses one."""
+        self.query_one("#model", Select).disabled = locked
+
+    def edited_options(self) -> frozenset[str]:
+        return frozenset(
+            name for name in FALLBACK_DEFAULTS
+            if self.query_one(f"#opt-{name}", Input).value.strip() != self._default_texts[name]
+        )
+
+    def show_default_options(self, options: SearchOptions) -> None:
+        """Show these values in the option fields the user has not edited."""
+        edited = self.edited_options()
+        for name in FALLBACK_DEFAULTS:
+            if name not in edited:
+                text = str(getattr(options, name))
+                self._default_texts[name] = text
+                self.query_one(f"#opt-{name}", Input).value = text
 
     def show_error(self, message: str) -> None:
         error = self.query_one("#form-error", Static)
@@ -177,6 +233,10 @@ class SetupForm(VerticalScroll):
     def _level_changed(self) -> None:
         self.post_message(self.ScopeChanged())
 
+    @on(Select.Changed, "#model")
+    def _model_changed(self) -> None:
+        self.post_message(self.ModelChanged(self.model))
+
     # -- submitting ------------------------------------------------------------------------
 
     @on(Input.Submitted)
@@ -195,7 +255,8 @@ class SetupForm(VerticalScroll):
         if self.namespace is None:
             self.show_error("The store has no namespace to search.")
             return
-        options = resolve_options({n: self.query_one(f"#opt-{n}", Input).value for n in FALLBACK_DEFAULTS})
+        raw = {n: self.query_one(f"#opt-{n}", Input).value for n in FALLBACK_DEFAULTS}
+        options = resolve_options(raw)
         seed_text = self.query_one("#opt-seed", Input).value.strip()
         self.show_error("")
         self.post_message(
@@ -207,6 +268,8 @@ class SetupForm(VerticalScroll):
                     options=options,
                     seed=int(seed_text) if seed_text else None,
                     shuffle=self.query_one("#shuffle", Checkbox).value,
+                    raw_options=raw,
+                    edited=self.edited_options(),
                 )
             )
         )

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import random as random_module
 import time
+from functools import lru_cache
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timezone
 from typing import TypeVar
@@ -59,7 +60,13 @@ class SearchPlan(BaseModel):
     batches: tuple[MapBatch, ...]
 
     def prompt_tokens(self, batch: MapBatch) -> int:
-        return (TextSize.of(map_skeleton(self.query)) + TextSize.of(batch.content)).tokens
+        return (_skeleton_size(self.query) + TextSize.of(batch.content)).tokens
+
+
+@lru_cache(maxsize=8)
+def _skeleton_size(query: str) -> TextSize:
+    """The Map prompt without content, measured once per query rather than once per batch."""
+    return TextSize.of(map_skeleton(query))
 
 
 def draw_seed() -> int:

@@ -142,10 +142,6 @@ class OpenAIChatModel:
     def base_url(self) -> str:
         return self._base
 
-    @property
-    def has_api_key(self) -> bool:
-        return self._key is not None
-
     def __repr__(self) -> str:
         key = "set" if self._key is not None else "none"
         return (

@@ -46,14 +46,15 @@ def test_graphrag_ts_example() -> None:
 
 def test_graphrag_ts_example_split_directly() -> None:
     parts = split_community(CommunityText(id="community-1", text=TS_TEXT), TextSize.of(TS_SKELETON), 80)
-    assert [ref.part for ref, _ in parts] == [1, 2, 3, 4, 5, 6, 7, 8]
-    assert [len(segment) for _, segment in parts] == [233] * 7 + [49]
+    assert [part.ref.part for part in parts] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [len(part.text) for part in parts] == [233] * 7 + [49]
+    assert [part.size for part in parts] == [TextSize(233, 0)] * 7 + [TextSize(49, 0)]
     # 35 (skeleton) + 1 + 51 (header sized for part 9999999) + 233 = 320 = 80 * 4: the longest fit.
 
 
 def test_text_that_fits_is_one_part() -> None:
     parts = split_community(CommunityText(id="c", text="short"), TextSize.of("Q"), 80)
-    assert parts == [(PartRef(community_id="c", part=1), "short")]
+    assert parts == [(PartRef(community_id="c", part=1), "short", TextSize(5, 0))]
 
 
 def test_split_counts_code_points_not_utf16_units() -> None:
@@ -61,7 +62,8 @@ def test_split_counts_code_points_not_utf16_units() -> None:
     # each astral code point adds 1/1.8: two fit in 12 (11.86), three do not (12.42).
     emoji = "\U0001f600"
     parts = split_community(CommunityText(id="e", text=emoji * 5), TextSize.of("Q"), 12)
-    assert [segment for _, segment in parts] == [emoji * 2, emoji * 2, emoji]
+    assert [part.text for part in parts] == [emoji * 2, emoji * 2, emoji]
+    assert [part.size for part in parts] == [TextSize(0, 2), TextSize(0, 2), TextSize(0, 1)]
     with pytest.raises(InputError, match="community e"):
         split_community(CommunityText(id="e", text=emoji), TextSize.of("Q"), 11)
 

@@ -303,7 +303,7 @@ def make_batch(status: str = "failed") -> tuple[BatchResult, MapBatch, str]:
     )
     content = ("[Community ID: ns/1 | summary part 1]\nHello\n"
                "[Community ID: ns/2 | summary part 1]\n" + EVIL)
-    map_batch = MapBatch(index=2, content=content, community_ids=("ns/1", "ns/2"),
+    map_batch = MapBatch(index=2, pieces=(content,), community_ids=("ns/1", "ns/2"),
                          parts=parts, part_tokens=(12, 30, 7))
     attempts = [
         Attempt(attempt=1, started_at="2026-01-01T00:00:00+00:00", duration_s=1.5,

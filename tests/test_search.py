@@ -49,7 +49,7 @@ def make_plan(batches: int, concurrency: int = 4, **options) -> SearchPlan:
         batches=tuple(
             MapBatch(
                 index=i,
-                content=f"[Community ID: c{i} | summary part 1]\nbatch-{i}",
+                pieces=(f"[Community ID: c{i} | summary part 1]\nbatch-{i}",),
                 community_ids=(f"c{i}",),
                 parts=(PartRef(community_id=f"c{i}", part=1),),
             )

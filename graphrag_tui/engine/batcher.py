@@ -27,16 +27,31 @@ class MapBatch(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     index: int
-    content: str
+    #: The batch text in pieces (part headers, segments, the newlines between parts), so
+    #: that planning a large store does not copy every text once more to join it.
+    pieces: tuple[str, ...]
     community_ids: tuple[str, ...]
     parts: tuple[PartRef, ...]
     #: Estimated tokens of each part (header included), in the order of `parts`.
     part_tokens: tuple[int, ...] = ()
 
+    @property
+    def content(self) -> str:
+        """The batch text: what the Map prompt carries."""
+        return "".join(self.pieces)
+
 
 class CommunityText(NamedTuple):
     id: str
     text: str
+
+
+class Part(NamedTuple):
+    """One segment of a community's text, with its size (header not included)."""
+
+    ref: PartRef
+    text: str
+    size: TextSize
 
 
 def fisher_yates(items: Sequence[T], random: Callable[[], float]) -> list[T]:
@@ -52,15 +67,14 @@ def part_header(community_id: str, part: int) -> str:
     return f"[Community ID: {community_id} | summary part {part}]\n"
 
 
-def split_community(
-    community: CommunityText, skeleton: TextSize, budget: int
-) -> list[tuple[PartRef, str]]:
+def split_community(community: CommunityText, skeleton: TextSize, budget: int) -> list[Part]:
     """Cut the text into the longest code-point segments that fit an otherwise empty batch."""
     text = community.text
     # skeleton + "\n" + header + segment must stay within the budget.
     fixed = skeleton + NEWLINE + TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
-    if (fixed + TextSize.of(text)).tokens <= budget:
-        return [(PartRef.model_construct(community_id=community.id, part=1), text)] if text else []
+    size = TextSize.of(text)
+    if (fixed + size).tokens <= budget:
+        return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
     # Prefix counts of ASCII code points make each probe O(1).
     ascii_prefix = [0] * (len(text) + 1)
     running = 0
@@ -72,7 +86,7 @@ def split_community(
         ascii_count = ascii_prefix[start + length] - ascii_prefix[start]
         return (fixed + (ascii_count, length - ascii_count)).tokens <= budget
 
-    parts: list[tuple[PartRef, str]] = []
+    parts: list[Part] = []
     offset = 0
     while offset < len(text):
         low, high, best = 1, len(text) - offset, 0
@@ -87,7 +101,9 @@ def split_community(
                 f"the map prompt budget ({budget} tokens) cannot fit even one character of "
                 f"community {community.id}: raise --map-budget or lower --map-reserve"
             )
-        parts.append((PartRef.model_construct(community_id=community.id, part=len(parts) + 1), text[offset : offset + best]))
+        ascii_count = ascii_prefix[offset + best] - ascii_prefix[offset]
+        ref = PartRef(community_id=community.id, part=len(parts) + 1)
+        parts.append(Part(ref, text[offset : offset + best], TextSize(ascii_count, best - ascii_count)))
         offset += best
     return parts
 
@@ -100,8 +116,8 @@ def build_batches(
 ) -> list[MapBatch]:
     """Shuffle (unless `random` is None), split, then pack greedily in that order.
 
-    The list is consumed: each entry is dropped once packed, so planning a large store
-    never holds its texts twice (once alone, once in the batches).
+    The list is consumed: each entry is dropped once packed, and the batches keep the
+    segments themselves, so planning a large store never holds its texts twice.
     """
     skeleton_size = TextSize.of(skeleton)
     if (skeleton_size + NEWLINE).tokens > budget:
@@ -113,7 +129,7 @@ def build_batches(
     if random is not None:
         order = fisher_yates(order, random)
     batches: list[MapBatch] = []
-    texts: list[str] = []
+    pieces: list[str] = []
     refs: list[PartRef] = []
     tokens: list[int] = []
     # The batch so far, in code points (ASCII, other); the fixed part is skeleton + "\n".
@@ -121,33 +137,36 @@ def build_batches(
     size_ascii = size_other = 0
 
     def flush() -> None:
-        nonlocal texts, refs, tokens
-        if texts:  # built here, not validated: every field comes from this function
+        nonlocal pieces, refs, tokens
+        if pieces:  # built here, not validated: every field comes from this function
             batches.append(
                 MapBatch.model_construct(
                     index=len(batches),
-                    content="\n".join(texts),
+                    pieces=tuple(pieces),
                     community_ids=tuple(dict.fromkeys(r.community_id for r in refs)),
                     parts=tuple(refs),
                     part_tokens=tuple(tokens),
                 )
             )
-        texts, refs, tokens = [], [], []
+        pieces, refs, tokens = [], [], []
 
     for position in order:
         community, communities[position] = communities[position], None
         assert community is not None
-        for ref, segment in split_community(community, skeleton_size, budget):
-            formatted = part_header(ref.community_id, ref.part) + segment
-            part_ascii, part_other = TextSize.of(formatted)
-            if texts:  # joined to the batch by a newline
+        for ref, segment, segment_size in split_community(community, skeleton_size, budget):
+            header = part_header(ref.community_id, ref.part)
+            header_ascii, header_other = TextSize.of(header)
+            part_ascii, part_other = header_ascii + segment_size[0], header_other + segment_size[1]
+            if pieces:  # joined to the batch by a newline
                 size_ascii, size_other = size_ascii + 1 + part_ascii, size_other + part_other
                 if tokens_of(fixed_ascii + size_ascii, fixed_other + size_other) > budget:
                     flush()
                     size_ascii, size_other = part_ascii, part_other
+                else:
+                    pieces.append("\n")
             else:
                 size_ascii, size_other = part_ascii, part_other
-            texts.append(formatted)
+            pieces += (header, segment)
             refs.append(ref)
             tokens.append(tokens_of(part_ascii, part_other))
     flush()

@@ -8,10 +8,11 @@ def map_text(community: CommunityContext) -> str:
     lines = [f"[Community summary]: {community.summary}"]
     if community.claims:
         lines.append("[Supporting claims]:")
-        for claim in community.claims:
-            subject = f"{claim.subject} (relates to {claim.object})" if claim.object else claim.subject
-            lines.append(f"- {subject}: {claim.description}")
+        lines += [
+            f"- {c.subject} (relates to {c.object}): {c.description}" if c.object else f"- {c.subject}: {c.description}"
+            for c in community.claims
+        ]
     if community.excerpts:
         lines.append("[Source excerpts]:")
-        lines.extend(f"- [Chunk {e.chunk_id}] {e.content}" for e in community.excerpts)
+        lines += [f"- [Chunk {chunk_id}] {content}" for chunk_id, content in community.excerpts]
     return "\n".join(lines)

@@ -15,6 +15,8 @@ class TextSize(NamedTuple):
 
     @classmethod
     def of(cls, text: str) -> TextSize:
+        if text.isascii():  # O(1): CPython marks pure-ASCII strings
+            return cls(len(text), 0)
         ascii_count = len(text.encode("ascii", "ignore"))
         return cls(ascii_count, len(text) - ascii_count)
 

@@ -11,8 +11,8 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
-from itertools import groupby
-from operator import itemgetter
+from itertools import chain, groupby, repeat
+from operator import attrgetter, itemgetter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Communities expanded per round of queries in `iter_communities`.
 _GROUP = 2000
 _LEAF_OF_ROW = itemgetter(1)
+_CHUNK_OF_CLAIM = attrgetter("chunk_id")
 
 # Columns the store reads; extra columns are ignored.
 _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -445,13 +446,13 @@ class CommunityStore:
             claims_by_leaf = self._leaf_claims(leaf_ids, names)
             for cid, summary in group:
                 leaves = leaves_of.get(cid, ())
-                claims = (tuple(claims_by_leaf.get(leaves[0], ())) if len(leaves) == 1 else
-                          tuple(claim for leaf in leaves for claim in claims_by_leaf.get(leaf, ())))
-                cited = dict.fromkeys(claim.chunk_id for claim in claims)
+                claims = (claims_by_leaf.get(leaves[0], ()) if len(leaves) == 1 else
+                          tuple(chain.from_iterable(map(claims_by_leaf.get, leaves, repeat(())))))
+                cited = dict.fromkeys(map(_CHUNK_OF_CLAIM, claims))
                 cited.pop(None, None)
                 if not cited.keys() <= chunks.keys():
                     self._add_chunks(chunks, [c for c in cited if c not in chunks])
-                excerpts = tuple(e for e in map(chunks.get, cited) if e is not None)
+                excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
     def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
@@ -470,14 +471,13 @@ class CommunityStore:
             params,
         )
 
-    def _leaf_claims(self, leaf_ids: str, names: dict[str, str]) -> dict[str, list[Claim]]:
-        """Claims of the leaves (a JSON array of ids) as {leaf id: [Claim, ...]}, in leaf,
+    def _leaf_claims(self, leaf_ids: str, names: dict[str, str]) -> dict[str, tuple[Claim, ...]]:
+        """Claims of the leaves (a JSON array of ids) as {leaf id: (Claim, ...)}, in leaf,
         then claim id order. `names` maps entity ids to names (`_entity_names`); an id that
-        names no entity stands for its own name."""
+        names no entity stands for its own name (and a NULL object stays None)."""
         name, new = names.get, tuple.__new__  # tuple.__new__ skips the named tuple's Python-level __new__
         return {
-            leaf: [new(Claim, (cid, leaf, name(s, s), d, None if o is None else name(o, o), ch))
-                   for cid, _, s, d, o, ch in group]
+            leaf: tuple([new(Claim, (cid, leaf, name(s, s), d, name(o, o), ch)) for cid, _, s, d, o, ch in group])
             for leaf, group in groupby(self._query(_CLAIMS_SELECT, {"leaves": leaf_ids}), _LEAF_OF_ROW)
         }
 

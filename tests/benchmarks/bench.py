@@ -83,7 +83,7 @@ def bench_planning(sizes: list[int], workdir: Path) -> list[Row]:
 
 def synthetic_plan(batches: int, concurrency: int) -> SearchPlan:
     made = tuple(
-        MapBatch(index=i, content=f"[Community ID: c{i} | summary part 1]\nText of community {i}.",
+        MapBatch(index=i, pieces=(f"[Community ID: c{i} | summary part 1]\nText of community {i}.",),
                  community_ids=(f"c{i}",), parts=(PartRef(community_id=f"c{i}", part=1),))
         for i in range(batches)
     )

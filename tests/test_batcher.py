@@ -146,6 +146,13 @@ def test_greedy_packing_at_the_boundary() -> None:
     ]
 
 
+def test_batch_size_is_the_size_of_its_content() -> None:
+    texts = [CommunityText(id="甲", text="中文 text"), CommunityText(id="b", text="plain")]
+    (batch,) = build_batches(texts, "Q", 100, None)
+    assert batch.content == "[Community ID: 甲 | summary part 1]\n中文 text\n[Community ID: b | summary part 1]\nplain"
+    assert batch.size == TextSize.of(batch.content) == TextSize(80, 3)
+
+
 def test_greedy_packing_flushes_when_the_next_part_does_not_fit() -> None:
     batches = build_batches(_abc(), "Q", 28, None)
     assert [b.content for b in batches] == [PART_B, PART_A, PART_C]

@@ -40,6 +40,15 @@ class MapBatch(BaseModel):
         """The batch text: what the Map prompt carries."""
         return "".join(self.pieces)
 
+    @property
+    def size(self) -> TextSize:
+        """The size of `content`, without joining it."""
+        ascii_count = other_count = 0
+        for piece in self.pieces:
+            piece_ascii, piece_other = TextSize.of(piece)
+            ascii_count, other_count = ascii_count + piece_ascii, other_count + piece_other
+        return TextSize(ascii_count, other_count)
+
 
 class CommunityText(NamedTuple):
     id: str

@@ -60,7 +60,7 @@ class SearchPlan(BaseModel):
     batches: tuple[MapBatch, ...]
 
     def prompt_tokens(self, batch: MapBatch) -> int:
-        return (_skeleton_size(self.query) + TextSize.of(batch.content)).tokens
+        return (_skeleton_size(self.query) + batch.size).tokens
 
 
 @lru_cache(maxsize=8)

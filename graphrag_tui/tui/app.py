@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +57,8 @@ from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm
 from .widgets.status_line import StatusLine
 
 EXTRACTIVE = "extractive, offline: not an LLM"
+#: How long a run may plan before the panels show it (see `start_run`).
+PLANNING_QUIET_PERIOD = 0.1
 #: The model picker's entries (the endpoint's is built from the settings).
 MODEL_LABELS = {
     "extractive": "Built-in extractive (offline, not an LLM)",
@@ -131,6 +134,8 @@ class GraphRAGApp(App[int]):
         #: What the open model was opened for: (kind, local slots); slots None: any.
         self._model_key: tuple[str, int | None] | None = (settings.model.kind, None) if model else None
         self._search: GlobalSearch | None = None
+        #: Whether the panels show the current run yet (see `start_run`).
+        self._run_shown = False
         #: The picker's choice: extractive, local or http.
         self.model_kind: str = settings.model.kind
         given = settings.given_options
@@ -172,6 +177,15 @@ class GraphRAGApp(App[int]):
         # would query widgets that do not exist yet.
         self.call_after_refresh(self.set_interval, self.repaint_interval, self.repaint)
         self.call_after_refresh(self.refresh_model_status)
+        self.call_after_refresh(self._freeze_start_up_objects)
+
+    @staticmethod
+    def _freeze_start_up_objects() -> None:
+        """Move what start-up built (modules, the DOM, the stylesheet: objects that live as
+        long as the app) out of the garbage collector's sight: otherwise every full
+        collection during a run walks them all, and a run makes many collections."""
+        gc.collect()
+        gc.freeze()
 
     def update_status(self) -> None:
         form = self.setup_form
@@ -288,7 +302,7 @@ class GraphRAGApp(App[int]):
         if not self.is_running:  # the timer can still fire while the app shuts down
             return
         state = self.run_state
-        if state.running:
+        if state.phase in ("map", "reduce"):  # the in-flight sparkline and the workers' timers move
             state.sample_in_flight()
             state.dirty = True
         if state.dirty:
@@ -308,12 +322,23 @@ class GraphRAGApp(App[int]):
         if self.run_state.running:
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
-        self.run_state = RunState(phase="planning")
+        self.run_state = RunState(phase="planning", dirty=False)  # painted by _show_run
         self.cancel_event = asyncio.Event()
         self._search = None
+        self._run_shown = False
+        self.run_worker(self._run(request, self.model_kind), name="global-search", group="run", exit_on_error=False)
+        # The panels switch to the run when its plan is ready, or after a moment if planning
+        # takes longer: a small plan is made without the screen's work competing for the CPU.
+        self.set_timer(PLANNING_QUIET_PERIOD, self._show_run)
+
+    def _show_run(self) -> None:
+        """The panels show the run (reset), the model is locked, focus goes to the batches."""
+        if self._run_shown or not self.run_state.running:
+            return
+        self._run_shown = True
+        self.run_state.dirty = True
         self.repaint()
         self.setup_form.lock_model(True)
-        self.run_worker(self._run(request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         self.main_screen.query_one(BatchGrid).focus()
 
     async def _run(self, request: RunRequest, kind: str) -> None:
@@ -394,6 +419,7 @@ class GraphRAGApp(App[int]):
 
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan)
+        self._show_run()
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
     def on_run_events(self, message: RunEvents) -> None:

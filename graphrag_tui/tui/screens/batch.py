@@ -12,13 +12,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, TextArea
+from textual.widgets import DataTable, Static, TabbedContent, TabPane, TextArea
 
 from ...engine.batcher import MapBatch
 from ...engine.replies import js_number
 from ...engine.result import Attempt, BatchResult
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
+from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
 
 STATUS_STYLE = {"succeeded": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
@@ -135,7 +136,7 @@ class BatchScreen(TabbedScreen):
                                                   style="dim italic"), classes="no-response")
                             else:
                                 yield _literal_area(attempt.raw_response, classes="raw-response")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#parts", DataTable)

@@ -13,12 +13,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
+from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
 
 
@@ -142,7 +143,7 @@ class CommunityScreen(TabbedScreen):
         detail = self.detail
         if detail is None:
             yield Static(self._missing_text(), id="community-missing")
-            yield Footer()
+            yield KeyFooter()
             return
         yield Static(self._header_text(detail), id="community-header")
         with TabbedContent(id="community-tabs"):
@@ -176,7 +177,7 @@ class CommunityScreen(TabbedScreen):
                         yield Static(Text(
                             f"… and {more} more chunks: select a claim in the Claims tab "
                             "to read the chunk it cites.", style="dim italic"))
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.detail is None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
 
 from ..run_state import RunState
 from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
+from ..widgets.footer import KeyFooter
 from ..widgets.reduce_panel import ReducePanel
 from ..widgets.retries_panel import RetriesPanel
 from ..widgets.scores_panel import ScoresPanel
@@ -49,7 +50,7 @@ class MainScreen(TabbedScreen):
                         yield ScoresPanel(id="scores-panel")
                     with TabPane("Retries", id="tab-retries"):
                         yield RetriesPanel(id="retries-panel")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#query").focus()

@@ -27,7 +27,7 @@ class AnswerPanel(VerticalScroll):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._shown: SearchResult | None = None
-        self._shown_phase: str | None = None
+        self._shown_phase = "idle"  # what compose shows
 
     def compose(self) -> ComposeResult:
         yield Static(Text("ready", style="dim"), id="answer-status")
@@ -41,12 +41,15 @@ class AnswerPanel(VerticalScroll):
         if result is None:
             if self._shown_phase == state.phase:
                 return
+            # The status line has a fixed height: a new word needs no layout.
+            self.query_one("#answer-status", Static).update(Text(PHASE_WORDS.get(state.phase, ""), style="dim"),
+                                                            layout=False)
+            if self._shown is not None:  # clear what the last result showed
+                self.query_one("#answer-meta", Static).update("")
+                self.query_one("#answer-text", Markdown).update("")
+                self.query_one("#citations", OptionList).clear_options()
+                self.set_class(False, "-has-citations")
             self._shown, self._shown_phase = None, state.phase
-            self.query_one("#answer-status", Static).update(Text(PHASE_WORDS.get(state.phase, ""), style="dim"))
-            self.query_one("#answer-meta", Static).update("")
-            self.query_one("#answer-text", Markdown).update("")
-            self.query_one("#citations", OptionList).clear_options()
-            self.set_class(False, "-has-citations")
             return
         if result is self._shown:
             return

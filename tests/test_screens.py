@@ -14,6 +14,7 @@ from graphrag_tui.engine.batcher import MapBatch, PartRef
 from graphrag_tui.engine.prompts import map_messages, prompt_text
 from graphrag_tui.engine.result import Attempt, BatchResult
 from graphrag_tui.store import CommunityStore
+from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.messages import OpenCommunity
 from graphrag_tui.tui.safe_text import clean
 from graphrag_tui.tui.screens.batch import BatchScreen
@@ -32,7 +33,9 @@ FORBIDDEN = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
 class Host(App[None]):
-    """Records what the screens ask the App to do."""
+    """Records what the screens ask the App to do; styled by the app's stylesheet."""
+
+    CSS_PATH = GraphRAGApp.CSS_PATH
 
     def __init__(self) -> None:
         super().__init__()

@@ -53,46 +53,6 @@ class BatchScreen(TabbedScreen):
 
     BINDINGS = [Binding("escape", "close", "Back")]
 
-    DEFAULT_CSS = """
-    BatchScreen #batch-header {
-        height: auto;
-        padding: 0 1;
-        background: $boost;
-    }
-    BatchScreen #batch-tabs {
-        height: 1fr;
-    }
-    BatchScreen TabPane {
-        padding: 0;
-    }
-    BatchScreen #parts {
-        height: 1fr;
-    }
-    BatchScreen #answer-scroll, BatchScreen #attempts {
-        height: 1fr;
-        padding: 0 1;
-    }
-    BatchScreen #prompt {
-        height: 1fr;
-    }
-    BatchScreen .attempt {
-        height: auto;
-    }
-    BatchScreen .attempt-header {
-        margin-top: 1;
-    }
-    BatchScreen .attempt-error {
-        color: $error;
-    }
-    BatchScreen .raw-response {
-        height: auto;
-        max-height: 20;
-    }
-    BatchScreen .label {
-        color: $text-muted;
-    }
-    """
-
     def __init__(
         self,
         batch: BatchResult,

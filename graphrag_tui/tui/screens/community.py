@@ -62,57 +62,6 @@ class CommunityScreen(TabbedScreen):
     BINDINGS = [Binding("escape", "close", "Back")]
     AUTO_FOCUS = "#hierarchy"
 
-    DEFAULT_CSS = """
-    CommunityScreen #community-header {
-        height: auto;
-        max-height: 4;
-        padding: 0 1;
-        background: $boost;
-    }
-    CommunityScreen #community-missing {
-        padding: 1 2;
-    }
-    CommunityScreen #community-tabs {
-        height: 1fr;
-    }
-    CommunityScreen TabPane {
-        padding: 0;
-    }
-    CommunityScreen #hierarchy {
-        width: 40;
-        height: 1fr;
-    }
-    CommunityScreen #overview-text {
-        width: 1fr;
-        height: 1fr;
-        padding: 0 1;
-    }
-    CommunityScreen .section-title {
-        margin-top: 1;
-        text-style: bold;
-    }
-    CommunityScreen #claims {
-        height: 1fr;
-    }
-    CommunityScreen #claim-detail-scroll {
-        height: 12;
-        border-top: solid $primary;
-        padding: 0 1;
-    }
-    CommunityScreen #sources {
-        height: 1fr;
-        padding: 0 1;
-    }
-    CommunityScreen .chunk {
-        margin-bottom: 1;
-        padding: 0 1;
-    }
-    CommunityScreen .chunk.-selected {
-        background: $accent 30%;
-        border-left: thick $accent;
-    }
-    """
-
     def __init__(
         self,
         store: CommunityStore,

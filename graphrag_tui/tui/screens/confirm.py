@@ -22,29 +22,6 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("escape", "answer(False)", "No", show=False),
     ]
 
-    DEFAULT_CSS = """
-    ConfirmScreen {
-        align: center middle;
-    }
-    ConfirmScreen #confirm-dialog {
-        width: 60;
-        height: auto;
-        border: thick $warning;
-        background: $surface;
-        padding: 1 2;
-    }
-    ConfirmScreen #confirm-question {
-        margin-bottom: 1;
-    }
-    ConfirmScreen #confirm-buttons {
-        height: auto;
-        align-horizontal: right;
-    }
-    ConfirmScreen Button {
-        margin-left: 2;
-    }
-    """
-
     def __init__(self, question: str, *, yes: str = "Yes", no: str = "No") -> None:
         super().__init__()
         self.question = question

@@ -34,29 +34,6 @@ class ExportScreen(ModalScreen[Path | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    DEFAULT_CSS = """
-    ExportScreen {
-        align: center middle;
-    }
-    ExportScreen #export-dialog {
-        width: 90;
-        height: auto;
-        border: thick $primary;
-        background: $surface;
-        padding: 1 2;
-    }
-    ExportScreen #export-title {
-        text-style: bold;
-    }
-    ExportScreen #export-error {
-        color: $error;
-        height: auto;
-    }
-    ExportScreen .hint {
-        color: $text-muted;
-    }
-    """
-
     def __init__(self, default: Path | str | int | None = None) -> None:
         super().__init__()
         if isinstance(default, (Path, str)):

@@ -27,29 +27,6 @@ class GoToCommunityScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    DEFAULT_CSS = """
-    GoToCommunityScreen {
-        align: center middle;
-    }
-    GoToCommunityScreen #goto-dialog {
-        width: 70;
-        height: auto;
-        border: thick $primary;
-        background: $surface;
-        padding: 1 2;
-    }
-    GoToCommunityScreen #goto-title {
-        text-style: bold;
-    }
-    GoToCommunityScreen #goto-error {
-        color: $error;
-        height: auto;
-    }
-    GoToCommunityScreen .hint {
-        color: $text-muted;
-    }
-    """
-
     def __init__(
         self,
         resolve: Callable[[str], str | None] | None = None,

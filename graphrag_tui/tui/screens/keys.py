@@ -41,27 +41,6 @@ class KeysScreen(ModalScreen[None]):
         Binding("question_mark", "close", "Close", show=False),
     ]
 
-    DEFAULT_CSS = """
-    KeysScreen {
-        align: center middle;
-    }
-    KeysScreen #keys-dialog {
-        width: 80;
-        height: auto;
-        border: thick $primary;
-        background: $surface;
-        padding: 1 2;
-    }
-    KeysScreen #keys-title {
-        text-style: bold;
-        margin-bottom: 1;
-    }
-    KeysScreen .hint {
-        color: $text-muted;
-        margin-top: 1;
-    }
-    """
-
     def compose(self) -> ComposeResult:
         with Vertical(id="keys-dialog"):
             yield Static(Text("Keys"), id="keys-title")

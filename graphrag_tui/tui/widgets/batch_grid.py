@@ -42,7 +42,6 @@ class BatchGrid(Widget, can_focus=True):
         Binding("down", "move_row(1)", show=False),
         Binding("enter", "open", "Open batch"),
     ]
-    DEFAULT_CSS = "BatchGrid { height: auto; }"
 
     cursor: reactive[int] = reactive(0)
 

@@ -162,8 +162,9 @@ def bench_scheduling(repeats: int, batches: int = 200, concurrency: int = 16, la
     e, b = statistics.median(engine), statistics.median(bare)
     label = f"Map {batches} batches, concurrency {concurrency}, {latency * 1000:.0f} ms latency"
     return [
-        (f"{label}: engine", f"{e:.3f} s ({ideal / e:.3f} of ideal {ideal:.2f} s)", "within 5 % of ideal",
-         "ok" if e <= ideal * 1.05 else "MISSED"),
+        # SPEC §7 judges the engine against the bare client, not the ideal: on a 2-core machine
+        # the loopback server shares the CPUs, and the bare client reaches only about 0.9.
+        (f"{label}: engine", f"{e:.3f} s ({ideal / e:.3f} of ideal {ideal:.2f} s)", "reference", ""),
         (f"{label}: bare asyncio + httpx", f"{b:.3f} s ({ideal / b:.3f} of ideal)", "reference", ""),
         ("engine throughput / bare client throughput", f"{b / e:.3f}", ">= 0.95", "ok" if b / e >= 0.95 else "MISSED"),
     ]

@@ -27,7 +27,7 @@ class KeyFooter(Footer):
             return
         if not self._check_pending:
             self._check_pending = True
-            self.call_after_refresh(self._recompose_if_changed)
+            self.call_later(self._recompose_if_changed)
 
     async def _recompose_if_changed(self) -> None:
         self._check_pending = False

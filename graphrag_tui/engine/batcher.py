@@ -43,11 +43,7 @@ class MapBatch(BaseModel):
     @property
     def size(self) -> TextSize:
         """The size of `content`, without joining it."""
-        ascii_count = other_count = 0
-        for piece in self.pieces:
-            piece_ascii, piece_other = TextSize.of(piece)
-            ascii_count, other_count = ascii_count + piece_ascii, other_count + piece_other
-        return TextSize(ascii_count, other_count)
+        return sum(map(TextSize.of, self.pieces), TextSize(0, 0))
 
 
 class CommunityText(NamedTuple):

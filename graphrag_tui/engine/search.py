@@ -132,7 +132,6 @@ class GlobalSearch:
         self.wall_clock = wall_clock
         self._start = 0.0
         self._slice_open, self._slice_start = True, time.perf_counter()
-        self._skeleton = map_skeleton(plan.query)
         self.batches = [
             BatchResult(
                 index=b.index,
@@ -208,12 +207,12 @@ class GlobalSearch:
 
     async def _run_batch(self, batch: MapBatch, worker: int) -> None:
         result = self.batches[batch.index]
-        messages = map_messages(self.plan.query, batch.content)
+        content = batch.content  # joined from its pieces: once per batch
         request = ChatRequest(
             stage="map",
-            messages=messages,
+            messages=map_messages(self.plan.query, content),
             query=self.plan.query,
-            content=batch.content,
+            content=content,
             max_tokens=self.plan.options.map_reserve or None,
             json_schema=MAP_REPLY_SCHEMA,
         )

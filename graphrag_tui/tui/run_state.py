@@ -5,6 +5,7 @@ Widgets read it on each repaint tick; they never reach into the engine.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -75,12 +76,12 @@ class RunState:
     def running(self) -> bool:
         return self.phase in ("planning", "map", "reduce")
 
-    def count(self, state: CellState) -> int:
-        return sum(1 for cell in self.cells if cell.state == state)
+    def cell_counts(self) -> Counter[CellState]:
+        """Batches per state, in one pass over the cells."""
+        return Counter(cell.state for cell in self.cells)
 
-    @property
-    def done_count(self) -> int:
-        return sum(1 for cell in self.cells if cell.state in ("succeeded", "failed"))
+    def count(self, state: CellState) -> int:
+        return self.cell_counts()[state]
 
     def planned(self, plan: SearchPlan) -> None:
         self.plan = plan

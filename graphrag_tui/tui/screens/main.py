@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
 
-from ..run_state import RunState
+from ..run_state import CellState, RunState
 from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.footer import KeyFooter
@@ -60,9 +62,10 @@ class MainScreen(TabbedScreen):
         until they are shown or the run ends: a table of thousands of rows is not free.
         Returns False while a table still has rows to add (the next repaint adds more)."""
         self.state = state
-        total = len(state.cells)
-        self.query_one("#progress", ProgressBar).update(total=max(total, 1), progress=state.done_count)
-        self.query_one("#batch-counts", Static).update(batch_counts(state), layout=False)
+        counts = state.cell_counts()
+        done = counts["succeeded"] + counts["failed"]
+        self.query_one("#progress", ProgressBar).update(total=max(len(state.cells), 1), progress=done)
+        self.query_one("#batch-counts", Static).update(batch_counts(state, counts), layout=False)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
         active = self.query_one(TabbedContent).active
@@ -85,7 +88,7 @@ TAB_PANELS = {
 }
 
 
-def batch_counts(state: RunState) -> Text:
+def batch_counts(state: RunState, counts: Counter[CellState]) -> Text:
     text = Text()
     parts = [
         ("queued", "#5f6b7a"),
@@ -96,7 +99,7 @@ def batch_counts(state: RunState) -> Text:
         ("cancelled", "#8a8f98"),
     ]
     for state_name, color in parts:
-        count = state.count(state_name)  # type: ignore[arg-type]
+        count = counts[state_name]  # type: ignore[index]
         if count or state_name in ("queued", "succeeded", "failed"):
             text.append("■ ", style=color)
             text.append(f"{state_name} {count}  ")

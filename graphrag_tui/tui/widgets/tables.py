@@ -18,7 +18,6 @@ ROWS_PER_PAINT = 200
 class LiteralTable(DataTable):
     """Rows are added as already-safe Text; untrusted strings go through `safe_line`."""
 
-
     def __init__(self, *columns: str, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self._column_names = columns

@@ -86,6 +86,9 @@ class RunState:
     def planned(self, plan: SearchPlan) -> None:
         self.plan = plan
         self.cells = [BatchCell() for _ in plan.batches]
+        # As the engine's Planned event will say; known now, the workers table is laid out
+        # with the grid, in the same frame.
+        self.worker_count = min(plan.options.concurrency, len(plan.batches))
         self.phase = "map"
         self.dirty = True
 

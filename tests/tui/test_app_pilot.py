@@ -15,8 +15,10 @@ from graphrag_tui.tui.screens.batch import BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.confirm import ConfirmScreen
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
+from graphrag_tui.tui.screens.keys import KeysScreen
 from graphrag_tui.tui.screens.main import MainScreen
 from graphrag_tui.tui.widgets.batch_grid import BatchGrid
+from graphrag_tui.tui.widgets.footer import KeyFooter
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.stores import three_leaves
 
@@ -331,6 +333,22 @@ async def test_g_then_a_bare_number_opens_that_community(store: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
+
+
+async def test_the_key_footer_follows_the_focus_and_a_click_presses_a_key(store: Path) -> None:
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        line = screen_text(app).splitlines()[-1]
+        assert line.split() == ["^q", "Quit", "^p", "palette"]  # letters go to the query field
+        app.screen.query_one(BatchGrid).focus()
+        await pilot.pause()
+        line = screen_text(app).splitlines()[-1]
+        assert line.split() == ["⏎", "Open", "batch", "^q", "Quit", "g", "Go", "to", "community",
+                                "e", "Export", "?", "Keys", "^p", "palette"]
+        await pilot.click(KeyFooter, offset=(line.index("? Keys"), 0))
+        await pilot.pause()
+        assert isinstance(app.screen, KeysScreen)
 
 
 async def test_ctrl_q_during_a_run_asks_first(store: Path) -> None:

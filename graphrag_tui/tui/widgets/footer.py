@@ -1,40 +1,78 @@
-"""The key footer, rebuilt only when the keys it shows change."""
+"""The key bar: the keys that work now, drawn as one line of text."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual.events import MouseDown
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
+
+DISABLED = Style(dim=True)
 
 
-class KeyFooter(Footer):
-    """Textual's Footer rebuilds all its keys on every bindings signal, and one focus move
-    sends several. Each rebuild mounts a dozen widgets and lays out the screen, which a
-    starting run pays for in CPU it needs. This footer checks at most once per refresh,
-    and rebuilds only when the keys it would show differ from those shown."""
+class KeyFooter(Widget):
+    """Textual's Footer mounts a widget per key and rebuilds them all on every bindings
+    signal (one focus move sends several), laying out the whole screen each time, which a
+    starting run pays for in CPU it needs. This footer shows the same keys as one line of
+    text: a change of keys is a redraw. Pressing the mouse on a key presses that key."""
 
-    _shown: tuple | None = None
-    _check_pending = False
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"key-footer--key", "key-footer--description"}
 
-    @staticmethod
-    def _keys(screen: Screen) -> tuple:
-        return tuple((binding, enabled, tooltip) for _, binding, enabled, tooltip in screen.active_bindings.values()
-                     if binding.show or binding.key == screen.app.COMMAND_PALETTE_BINDING)
+    def __init__(self) -> None:
+        super().__init__()
+        #: (first cell, end cell, key) of each key drawn, for the mouse.
+        self._spans: list[tuple[int, int, str]] = []
 
-    def bindings_changed(self, screen: Screen) -> None:
-        self._bindings_ready = True
-        if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
-            return
-        if not self._check_pending:
-            self._check_pending = True
-            self.call_later(self._recompose_if_changed)
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
 
-    async def _recompose_if_changed(self) -> None:
-        self._check_pending = False
-        if self.is_attached and self._keys(self.screen) != self._shown:  # not attached: its screen closed
-            await self.recompose()
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
-    def compose(self) -> ComposeResult:
-        if self._bindings_ready:
-            self._shown = self._keys(self.screen)
-        yield from super().compose()
+    def _bindings_changed(self, screen: Screen) -> None:
+        self.refresh()
+
+    def _keys(self) -> tuple[list[tuple[str, str, str, bool]], tuple[str, str, str, bool] | None]:
+        """(key, display, description, enabled) of the keys to show, one per action, and the
+        command palette's key (shown on the right)."""
+        app, shown, seen = self.app, [], set()
+        palette = None
+        for _, binding, enabled, _ in self.screen.active_bindings.values():
+            entry = (binding.key, app.get_key_display(binding), binding.description, enabled)
+            if binding.key == app.COMMAND_PALETTE_BINDING and app.ENABLE_COMMAND_PALETTE:
+                palette = entry
+            elif binding.show and binding.action not in seen:
+                seen.add(binding.action)
+                shown.append(entry)
+        return shown, palette
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("key-footer--key")
+        description_style = self.get_component_rich_style("key-footer--description")
+        shown, palette = self._keys()
+        text, spans = Text(no_wrap=True, overflow="crop"), []
+
+        def add(key: str, display: str, description: str, enabled: bool) -> None:
+            start = text.cell_len
+            text.append(f" {display} ", key_style if enabled else key_style + DISABLED)
+            text.append(f"{description} ", description_style)
+            spans.append((start, text.cell_len, key))
+
+        for entry in shown:
+            add(*entry)
+        if palette is not None:
+            key, display, description, enabled = palette
+            width = cell_len(f" {display} {description} ")
+            text.append(" " * max(1, self.size.width - text.cell_len - width))
+            add(key, display, description, enabled)
+        self._spans = spans
+        return text
+
+    def on_mouse_down(self, event: MouseDown) -> None:
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                self.app.simulate_key(key)
+                return

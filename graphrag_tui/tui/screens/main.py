@@ -6,7 +6,7 @@ from collections import Counter
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
 
 from ..run_state import CellState, RunState
@@ -38,8 +38,7 @@ class MainScreen(TabbedScreen):
                         batches.border_title = "Batches"
                         yield ProgressBar(total=1, show_eta=False, id="progress")
                         yield Static(id="batch-counts")
-                        with VerticalScroll(id="grid-scroll"):
-                            yield BatchGrid(id="batch-grid")
+                        yield BatchGrid(id="batch-grid")
                     workers = WorkersPanel(id="workers-panel", classes="panel")
                     workers.border_title = "Workers"
                     yield workers

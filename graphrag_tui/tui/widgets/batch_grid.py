@@ -5,9 +5,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.segment import Segment
 from textual.binding import Binding
-from textual.events import Click
-from textual.containers import ScrollableContainer
-from textual.geometry import Region, Size
+from textual.events import Click, MouseScrollDown, MouseScrollUp
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
@@ -35,6 +33,9 @@ def cell_style(cell: BatchCell) -> Style:
 
 
 class BatchGrid(Widget, can_focus=True):
+    """Fills its place and scrolls its rows itself: a grid that grows to thousands of cells
+    only redraws, it never makes the screen lay itself out again."""
+
     BINDINGS = [
         Binding("left", "move(-1)", "Previous", show=False),
         Binding("right", "move(1)", "Next", show=False),
@@ -48,20 +49,24 @@ class BatchGrid(Widget, can_focus=True):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.cells: list[BatchCell] = []
+        #: The first row shown.
+        self.top_row = 0
 
     def set_cells(self, cells: list[BatchCell]) -> None:
-        resized = len(cells) != len(self.cells)
         self.cells = cells
         self.cursor = min(self.cursor, max(len(cells) - 1, 0))
-        self.refresh(layout=resized)
+        self.top_row = min(self.top_row, self._last_top_row())
+        self.refresh()
 
     @property
     def columns(self) -> int:
         return max(1, self.size.width // len(CELL))
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        columns = max(1, width // len(CELL))
-        return max(1, -(-len(self.cells) // columns))
+    def _rows(self) -> int:
+        return -(-len(self.cells) // self.columns)
+
+    def _last_top_row(self) -> int:
+        return max(0, self._rows() - self.size.height)
 
     def render_line(self, y: int) -> Strip:
         """One row of cells, as a few segments (runs of one style), so a grid of thousands of
@@ -69,7 +74,7 @@ class BatchGrid(Widget, can_focus=True):
         if not self.cells:
             return Strip([Segment("No batches yet: type a question and press Enter.", Style(dim=True))]) if y == 0 else Strip.blank(0)
         columns = self.columns
-        start = y * columns
+        start = (y + self.top_row) * columns
         segments: list[Segment] = []
         run_style: Style | None = None
         run_length = 0
@@ -87,6 +92,20 @@ class BatchGrid(Widget, can_focus=True):
             segments.append(Segment(CELL * run_length, run_style))
         return Strip(segments)
 
+    def scroll_rows(self, rows: int) -> None:
+        top = max(0, min(self._last_top_row(), self.top_row + rows))
+        if top != self.top_row:
+            self.top_row = top
+            self.refresh()
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        event.stop()
+        self.scroll_rows(1)
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        event.stop()
+        self.scroll_rows(-1)
+
     def action_move(self, step: int) -> None:
         if self.cells:
             self.cursor = max(0, min(len(self.cells) - 1, self.cursor + step))
@@ -99,19 +118,25 @@ class BatchGrid(Widget, can_focus=True):
             self.post_message(OpenBatch(self.cursor))
 
     def on_click(self, event: Click) -> None:
-        index = event.y * self.columns + event.x // len(CELL)
+        index = (event.y + self.top_row) * self.columns + event.x // len(CELL)
         if 0 <= index < len(self.cells) and event.x < self.columns * len(CELL):
             self.cursor = index
             self.post_message(OpenBatch(index))
 
     def watch_cursor(self) -> None:
+        """Keep the cursor's row in sight."""
+        row = self.cursor // self.columns
+        if row < self.top_row:
+            self.top_row = row
+        elif row >= self.top_row + self.size.height:
+            self.top_row = row - self.size.height + 1
         self.refresh()
-        if isinstance(self.parent, ScrollableContainer) and self.cells:
-            row = self.cursor // self.columns
-            self.parent.scroll_to_region(Region(0, self.virtual_region.y + row, 1, 1), animate=False)
 
     def on_focus(self) -> None:
         self.refresh()
 
     def on_blur(self) -> None:
         self.refresh()
+
+    def on_resize(self) -> None:
+        self.top_row = min(self.top_row, self._last_top_row())

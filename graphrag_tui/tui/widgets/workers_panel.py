@@ -8,7 +8,6 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from ..run_state import RunState
-from .tables import LiteralTable
 
 
 BARS = " ▁▂▃▄▅▆▇█"
@@ -21,11 +20,24 @@ def in_flight_chart(history: list[int], limit: int) -> Text:
     return Text(bars or "no run yet", style="#4aa8ff" if bars else "dim")
 
 
+def workers_table(state: RunState, now: float) -> Text:
+    """One line per worker: its batch, attempt and running time (idle between batches)."""
+    text = Text.assemble((f"{'Worker':<7}{'Batch':<6}{'Attempt':<8}Running", "bold"), no_wrap=True, overflow="crop")
+    for worker in range(1, state.worker_count + 1):
+        slot = state.workers.get(worker)
+        text.append(f"\n{worker:<7}")
+        if slot is None:
+            text.append("idle", style="dim")
+        else:
+            text.append(f"{slot.batch_index:<6}{slot.attempt:<8}{now - slot.started:.1f} s")
+    return text
+
+
 class WorkersPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="workers-summary")
         yield Static(id="in-flight")
-        yield LiteralTable("Worker", "Batch", "Attempt", "Running", id="workers-table")
+        yield Static(id="workers-table")
 
     def update_from(self, state: RunState, now: float) -> None:
         limit = state.plan.options.concurrency if state.plan else 0
@@ -37,14 +49,5 @@ class WorkersPanel(Vertical):
         )
         history = state.in_flight_history[-max(self.content_size.width, 1) :]
         self.query_one("#in-flight", Static).update(in_flight_chart(history, limit), layout=False)
-        table = self.query_one("#workers-table", LiteralTable)
-        if table.row_count != state.worker_count:
-            table.clear()
-            for worker in range(1, state.worker_count + 1):
-                table.add_literal_row(["", "", "", ""], key=str(worker))
-        for worker in range(1, state.worker_count + 1):
-            slot = state.workers.get(worker)
-            cells = (worker, "idle", "", "") if slot is None else (
-                worker, slot.batch_index, slot.attempt, f"{now - slot.started:.1f} s")
-            for column, value in zip(table.columns, cells):
-                table.update_cell(str(worker), column, Text(str(value)))
+        # A fixed-height panel: a new table is a redraw, never a layout of the screen.
+        self.query_one("#workers-table", Static).update(workers_table(state, now), layout=False)

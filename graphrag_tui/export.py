@@ -11,6 +11,7 @@ from pathlib import Path
 from .engine.replies import js_number
 from .engine.result import SearchResult
 from .errors import InputError
+from .safe_text import clean, one_line
 from .store.store import CommunityDetail, CommunityStore
 
 #: How much of a community summary the report quotes.
@@ -18,26 +19,10 @@ SUMMARY_EXCERPT_CHARS = 600
 #: At most this many claims per community in the report (the JSON has no claims at all).
 MAX_CLAIMS = 50
 
-# Terminal control characters must not reach a file someone will `cat`: C0 controls other
-# than tab and newline become their Control Pictures, DEL too, C1 controls the replacement
-# character; bidirectional overrides and line/paragraph separators are removed.
-_CONTROL: dict[int, str | None] = {
-    code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)
-}
-_CONTROL[0x7F] = "\u2421"
-_CONTROL.update({code: "\ufffd" for code in range(0x80, 0xA0)})
-for _code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C,
-              0x2028, 0x2029):
-    _CONTROL[_code] = None
-
-
-def _clean(text: str | None) -> str:
-    return (text or "").translate(_CONTROL)
-
 
 def _inline(text: str | None, limit: int | None = None) -> str:
     """Cleaned and on one line (a heading or list item must not be split by the text)."""
-    flat = " ".join(_clean(text).split())
+    flat = one_line(text)
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
     return flat
@@ -46,7 +31,7 @@ def _inline(text: str | None, limit: int | None = None) -> str:
 def _quote(text: str | None) -> str:
     """The text as a Markdown blockquote: every line starts with "> ", so a heading, list
     or fence inside untrusted text stays inside the quote."""
-    lines = _clean((text or "").replace("\r\n", "\n")).split("\n")
+    lines = clean((text or "").replace("\r\n", "\n")).split("\n")
     return "\n".join(f"> {line}".rstrip() for line in lines)
 
 
@@ -77,7 +62,7 @@ def _community_section(
         f"- Level: {detail.level}{' (leaf)' if detail.is_leaf else ''}",
         "",
     ]
-    summary = _clean(detail.summary).strip()
+    summary = clean(detail.summary).strip()
     if len(summary) > SUMMARY_EXCERPT_CHARS:
         summary = summary[: SUMMARY_EXCERPT_CHARS - 1].rstrip() + "…"
     out += ["Summary:", "", _quote(summary) if summary else "> (empty)", ""]

@@ -273,9 +273,11 @@ def test_write_export_json_round_trip_and_markdown(store, tmp_path: Path) -> Non
         "prompt_tokens": 300,
         "attempts": [
             {"attempt": 1, "started_at": "2026-01-01T00:00:00+00:00", "duration_s": 1.25,
-             "error_kind": "invalid_json", "error": "not JSON", "raw_response": "oops \x1b"},
+             "error_kind": "invalid_json", "error": "not JSON", "raw_response": "oops \x1b",
+             "raw_response_bytes": None},
             {"attempt": 2, "started_at": "2026-01-01T00:00:02+00:00", "duration_s": 120.0,
-             "error_kind": "timeout", "error": "timed out", "raw_response": None},
+             "error_kind": "timeout", "error": "timed out", "raw_response": None,
+             "raw_response_bytes": None},
         ],
         "usefulness": None, "answer": None, "status": "failed",
     }

@@ -568,7 +568,7 @@ async def test_result_json_has_the_spec_fields() -> None:
         for part in batch["parts"]:
             assert set(part) == {"community_id", "part"}
         for attempt in batch["attempts"]:
-            assert set(attempt) == {"attempt", "started_at", "duration_s", "error_kind", "error", "raw_response"}
+            assert set(attempt) == {"attempt", "started_at", "duration_s", "error_kind", "error", "raw_response", "raw_response_bytes"}
     assert data["batches"][0]["parts"] == [{"community_id": "c0", "part": 1}]
     assert data["batches"][0]["community_ids"] == ["c0"]
     assert [b["status"] for b in data["batches"]] == ["failed", "succeeded", "succeeded"]

@@ -13,6 +13,18 @@ Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
 Decision = Literal["selected", "over_budget", "zero_usefulness"]
 Level = Literal["leaf"] | int
 
+#: How much of each raw response a result, an event or the app keeps, in UTF-8 bytes.
+RAW_RESPONSE_CAP = 65536
+
+
+def cap_raw_response(text: str) -> tuple[str, int]:
+    """The first RAW_RESPONSE_CAP bytes of `text` (cut at a character boundary) and the
+    whole text's size in UTF-8 bytes."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= RAW_RESPONSE_CAP:
+        return text, len(data)
+    return data[:RAW_RESPONSE_CAP].decode("utf-8", "ignore"), len(data)
+
 
 class Attempt(BaseModel):
     attempt: int
@@ -21,6 +33,9 @@ class Attempt(BaseModel):
     error_kind: ErrorKind | None = None
     error: str | None = None
     raw_response: str | None = None
+    #: The whole raw response's size in UTF-8 bytes; `raw_response` keeps at most the first
+    #: 64 KiB of it (RAW_RESPONSE_CAP), cut at a character boundary.
+    raw_response_bytes: int | None = None
 
 
 class BatchResult(BaseModel):

@@ -7,7 +7,10 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 Stage = Literal["map", "reduce"]
-ErrorKind = Literal["http", "timeout", "transport", "invalid_json", "invalid_fields"]
+#: `response_too_large`: the reply passed the size cap (--max-response-bytes) and was not read
+#: further; `internal`: an unexpected error while handling one call (a bug), which fails
+#: that batch or Reduce call, never the run.
+ErrorKind = Literal["http", "timeout", "transport", "invalid_json", "invalid_fields", "response_too_large", "internal"]
 
 
 class ChatMessage(BaseModel):

@@ -1,0 +1,24 @@
+"""Output files never overwrite inputs: a path that is, or links to, an input is refused."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .errors import InputError
+
+
+def is_same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file: the same path, a symlink to it, or a hard link."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either does not exist (yet)
+        return False
+
+
+def check_not_input(path: Path, inputs: Iterable[Path], label: str) -> None:
+    """InputError when `path` resolves to one of `inputs` (same path, symlink or hard link)."""
+    for source in inputs:
+        if is_same_file(path, source):
+            raise InputError(f"{label}: {path} is the input file {source}; choose another file")

@@ -1,0 +1,35 @@
+"""Untrusted strings (from the store, the model or the user) made safe for a terminal.
+
+One module for every human-readable output: the app, the CLI's text output and the
+exports. It removes what a terminal would act on: C0 control characters other than tab
+and newline (ESC starts ANSI and OSC sequences), DEL and C1 controls become visible
+symbols; bidirectional overrides and isolates, and the line/paragraph separators some
+terminals treat as newlines, are removed. Lone surrogates (which cannot be encoded)
+become U+FFFD. Markup is never parsed: the app renders these as `Text`/`Content`.
+"""
+
+from __future__ import annotations
+
+# C0 controls other than tab and newline become their visible Control Pictures (ESC -> ␛).
+_TABLE: dict[int, str | None] = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
+_TABLE[0x7F] = "\u2421"
+# C1 controls (0x80-0x9F) become the replacement character.
+_TABLE.update({code: "\ufffd" for code in range(0x80, 0xA0)})
+for _code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C, 0x2028, 0x2029):
+    _TABLE[_code] = None
+_TABLE.update({code: "\ufffd" for code in range(0xD800, 0xE000)})
+
+
+def clean(text: str | None) -> str:
+    """The text with every control character made visible or removed."""
+    if not text:
+        return ""
+    return text.translate(_TABLE)
+
+
+def one_line(text: str | None, limit: int | None = None) -> str:
+    """Clean, on one line (newlines and tabs become spaces), optionally cut with an ellipsis."""
+    flat = " ".join(clean(text).split())
+    if limit is not None and len(flat) > limit:
+        return flat[: max(limit - 1, 0)] + "…"
+    return flat

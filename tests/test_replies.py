@@ -1,8 +1,18 @@
 """SPEC §3.5/§3.6: parsing and validating model replies."""
 
+import json
+
 import pytest
 
-from graphrag_tui.engine.replies import ReplyError, extract_json, js_number, parse_map_reply, parse_reduce_reply
+from graphrag_tui.engine.prompts import MAP_INSTRUCTIONS, PLACEHOLDER_ANSWERS, REDUCE_INSTRUCTIONS
+from graphrag_tui.engine.replies import (
+    ReplyError,
+    extract_json,
+    js_number,
+    parse_map_reply,
+    parse_reduce_reply,
+    repair_text,
+)
 
 
 def kind_of(raw: str, parse=parse_map_reply) -> str:
@@ -138,3 +148,56 @@ def test_reduce_reply_invalid() -> None:
 )
 def test_js_number(value: float, text: str) -> None:
     assert js_number(value) == text
+
+
+# -- hostile replies (issue 9) ----------------------------------------------------------------------
+
+DEEP_ARRAY = "[" * 3000 + "]" * 3000
+DEEP_OBJECT = '{"a":' * 3000 + "1" + "}" * 3000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [DEEP_ARRAY, DEEP_OBJECT, f"Sure: {DEEP_ARRAY} ok", f"x {DEEP_OBJECT} y", f"```json\n{DEEP_OBJECT}\n```"],
+    ids=["array", "object", "array-in-prose", "object-in-prose", "fenced"],
+)
+def test_deep_nesting_is_invalid_json_not_a_recursion_error(raw: str) -> None:
+    assert kind_of(raw) == "invalid_json"
+    assert kind_of(raw, parse_reduce_reply) == "invalid_json"
+
+
+def test_nested_usefulness_is_named_not_printed() -> None:
+    nested = '{"answer": "a", "usefulness": ' + "[" * 900 + "]" * 900 + "}"
+    with pytest.raises(ReplyError) as info:
+        parse_map_reply(nested)
+    assert (info.value.kind, info.value.message) == ("invalid_fields", "`usefulness` must be a number, got an array")
+
+
+def test_lone_surrogates_in_answers_become_replacement_characters() -> None:
+    assert parse_map_reply('{"answer": "a\\ud800b\\udfff", "usefulness": 5}') == ("a\ufffdb\ufffd", 5)
+    assert parse_reduce_reply('{"answer": "\\udc00 end"}') == "\ufffd end"
+    assert parse_map_reply('{"answer": "pair \\ud83d\\ude00 kept", "usefulness": 5}') == ("pair \U0001f600 kept", 5)
+    assert repair_text("ok \ud800") == "ok \ufffd"
+    assert repair_text("ok é") == "ok é"
+
+
+@pytest.mark.parametrize("answer", ["string", " String ", "final answer text", "FINAL ANSWER TEXT", "answer", "a string", "a number"])
+def test_an_answer_copying_the_prompts_placeholder_is_invalid(answer: str) -> None:
+    assert kind_of(json.dumps({"answer": answer, "usefulness": 70})) == "invalid_fields"
+    assert kind_of(json.dumps({"answer": answer, "usefulness": 0})) == "invalid_fields"
+    assert kind_of(json.dumps({"answer": answer}), parse_reduce_reply) == "invalid_fields"
+
+
+def test_answers_merely_containing_a_placeholder_word_are_fine() -> None:
+    assert parse_map_reply('{"answer": "The answer is a string of islands.", "usefulness": 70}')[0] == "The answer is a string of islands."
+    assert parse_reduce_reply('{"answer": "The final answer text is here."}') == "The final answer text is here."
+
+
+def test_every_placeholder_is_in_the_prompts_format_lines_or_the_old_example() -> None:
+    format_lines = MAP_INSTRUCTIONS.splitlines()[-1] + REDUCE_INSTRUCTIONS.splitlines()[-1]
+    assert format_lines == (
+        'Return only a JSON object with two fields: "answer" (a string) and "usefulness" (a number).'
+        'Return only a JSON object with one field: "answer" (a string).'
+    )
+    assert {p for p in PLACEHOLDER_ANSWERS if p not in format_lines} == {"final answer text"}
+    assert "{" not in MAP_INSTRUCTIONS + REDUCE_INSTRUCTIONS  # no JSON example to copy

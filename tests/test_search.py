@@ -263,6 +263,8 @@ async def test_error_kinds_and_raw_responses_are_recorded() -> None:
     ]
     b0, b1, b2, b3 = result.batches
     assert [a.error for a in b0.attempts] == ["HTTP 500: boom", "connection refused"]
+    sizes = [[a.raw_response_bytes for a in b.attempts] for b in result.batches]
+    assert sizes == [[17, None], [None, None], [16, 35], [len(reply("ok", 70))]]
     assert all(a.error for a in b1.attempts + b2.attempts)
     assert b3.attempts[0].error is None
     for attempt in b1.attempts:
@@ -386,8 +388,7 @@ async def test_failed_when_every_map_batch_fails() -> None:
     result = await engine.run()
     assert result.status == "failed"
     assert result.failed_batch_count == 2
-    assert "batch 0: refused" in result.error
-    assert "batch 1: reply is not valid JSON" in result.error
+    assert result.error == "2 of 2 Map batches failed: transport (refused) ×1, invalid JSON ×1; see --json"
     assert model.reduce_requests() == []
     assert model.calls == {0: 2, 1: 2}
     assert events[-1].type == "finished" and events[-1].error == result.error
@@ -590,3 +591,187 @@ async def test_numeric_level_serializes_as_integer() -> None:
     engine, _ = run_search(plan, ScriptedModel())
     data = (await engine.run()).model_dump(mode="json")
     assert data["level"] == 2
+
+
+# -- trust: no reply and no exception aborts a run (issue 9) -------------------------------------
+
+
+async def test_an_exception_in_one_batch_fails_that_batch_not_the_run() -> None:
+    async def returns_none(request: ChatRequest) -> None:
+        return None
+
+    group = ExceptionGroup("two went wrong", [ValueError("a"), KeyError("b")])
+    model = ScriptedModel({1: [RuntimeError("model broke")], 2: [group, reply("two, second time", 40)], 3: [returns_none]})
+    engine, events = run_search(make_plan(5, concurrency=1), model)
+    result = await engine.run()
+    assert (result.status, result.failed_batch_count, result.answer) == ("partial", 2, "final answer")
+    assert [(b.status, b.answer) for b in result.batches] == [
+        ("succeeded", "answer-0"),
+        ("failed", None),
+        ("succeeded", "two, second time"),
+        ("failed", None),
+        ("succeeded", "answer-4"),
+    ]
+    assert [[(a.error_kind, a.error) for a in b.attempts] for b in result.batches[1:4]] == [
+        [("internal", "RuntimeError: model broke")] * 2,
+        [("internal", "ExceptionGroup: two went wrong (2 sub-exceptions)"), (None, None)],
+        [("internal", "TypeError: the model returned NoneType, not text")] * 2,
+    ]
+    assert [(e.batch_index, e.attempt, e.error_kind, e.will_retry) for e in events if isinstance(e, AttemptFailed)] == [
+        (1, 1, "internal", True),
+        (1, 2, "internal", False),
+        (2, 1, "internal", True),
+        (3, 1, "internal", True),
+        (3, 2, "internal", False),
+    ]
+    assert [e.batch_index for e in events if isinstance(e, BatchFailed)] == [1, 3]
+
+
+async def test_an_exception_while_recording_a_batch_fails_that_batch_not_the_run() -> None:
+    events: list = []
+
+    def listener(event) -> None:
+        if isinstance(event, BatchSucceeded) and event.batch_index == 0:
+            raise RuntimeError("listener broke")
+        events.append(event)
+
+    engine = GlobalSearch(make_plan(3, concurrency=1), ScriptedModel(), on_event=listener, wall_clock=lambda: WHEN)
+    result = await engine.run()
+    assert (result.status, result.failed_batch_count) == ("partial", 1)
+    b0 = result.batches[0]
+    assert (b0.status, b0.answer, b0.usefulness) == ("failed", None, None)
+    assert [(a.attempt, a.error_kind, a.error) for a in b0.attempts] == [(1, "internal", "RuntimeError: listener broke")]
+    assert [s.community_ids for s in result.selected_map_answers] == [("c1",), ("c2",)]
+    failures = [(type(e).__name__, e.batch_index, e.error) for e in events if isinstance(e, (AttemptFailed, BatchFailed))]
+    assert failures == [
+        ("AttemptFailed", 0, "RuntimeError: listener broke"),
+        ("BatchFailed", 0, "RuntimeError: listener broke"),
+    ]
+
+
+async def test_a_model_raising_in_reduce_fails_the_run_and_keeps_the_map_answers() -> None:
+    model = ScriptedModel(reduce_script=[RuntimeError("reduce broke"), ExceptionGroup("again", [OSError("x")])])
+    engine, events = run_search(make_plan(2), model)
+    result = await engine.run()
+    assert (result.status, result.answer) == ("failed", None)
+    assert result.error == "Reduce failed twice: ExceptionGroup: again (1 sub-exception)"
+    assert [(a.error_kind, a.error) for a in result.reduce.attempts] == [
+        ("internal", "RuntimeError: reduce broke"),
+        ("internal", "ExceptionGroup: again (1 sub-exception)"),
+    ]
+    assert [(b.status, b.answer) for b in result.batches] == [("succeeded", "answer-0"), ("succeeded", "answer-1")]
+    assert [s.answer for s in result.selected_map_answers] == ["answer-0", "answer-1"]
+
+
+async def test_an_exception_around_the_reduce_call_fails_the_run_and_keeps_the_map_answers() -> None:
+    def listener(event) -> None:
+        if isinstance(event, ReduceStarted):
+            raise RuntimeError("listener broke")
+
+    engine = GlobalSearch(make_plan(2), ScriptedModel(), on_event=listener, wall_clock=lambda: WHEN)
+    result = await engine.run()
+    assert (result.status, result.answer) == ("failed", None)
+    assert result.error == "Reduce failed: internal error: RuntimeError: listener broke"
+    assert [(b.status, b.answer) for b in result.batches] == [("succeeded", "answer-0"), ("succeeded", "answer-1")]
+    assert [s.answer for s in result.selected_map_answers] == ["answer-0", "answer-1"]
+
+
+async def test_deeply_nested_replies_are_invalid_json_attempts() -> None:
+    deep_array = "[" * 3000 + "]" * 3000
+    deep_object = '{"a":' * 3000 + "1" + "}" * 3000
+    model = ScriptedModel(
+        {0: [deep_array], 1: [deep_object, reply("fine", 30)], 2: [f"Here: {deep_array} done"]},
+        reduce_script=[deep_object, '{"answer": "merged"}'],
+    )
+    engine, _ = run_search(make_plan(3), model)
+    result = await engine.run()
+    assert (result.status, result.answer) == ("partial", "merged")
+    assert [[a.error_kind for a in b.attempts] for b in result.batches] == [
+        ["invalid_json", "invalid_json"],
+        ["invalid_json", None],
+        ["invalid_json", "invalid_json"],
+    ]
+    assert [a.error_kind for a in result.reduce.attempts] == ["invalid_json", None]
+    assert result.batches[0].attempts[0].error == f"reply is not valid JSON: {deep_array[:200] + '…'!r}"
+
+
+async def test_lone_surrogates_from_the_model_are_repaired() -> None:
+    model = ScriptedModel(
+        {0: ['{"answer": "bad \\ud800 text", "usefulness": 60}'], 1: [ModelError("http", "HTTP 500: \ud800", raw_response="x\udfff")]},
+        reduce_script=['{"answer": "sum \\udc00 up"}'],
+    )
+    engine, _ = run_search(make_plan(3), model)
+    result = await engine.run()
+    assert (result.status, result.answer) == ("partial", "sum \ufffd up")
+    assert result.batches[0].answer == "bad \ufffd text"
+    assert result.batches[0].attempts[0].raw_response == '{"answer": "bad \\ud800 text", "usefulness": 60}'
+    assert [(a.error, a.raw_response) for a in result.batches[1].attempts] == [("HTTP 500: \ufffd", "x\ufffd")] * 2
+    (reduce_request,) = model.reduce_requests()
+    assert "[Usefulness: 60; Community IDs: c0]\nbad \ufffd text" in reduce_request.content
+    reduce_request.content.encode("utf-8")
+    result.model_dump_json().encode("utf-8")
+
+    literal = ScriptedModel({0: ['{"answer": "raw \ud800 char", "usefulness": 60}']})
+    result = await run_search(make_plan(1), literal)[0].run()
+    assert result.batches[0].answer == "raw \ufffd char"
+    assert result.batches[0].attempts[0].raw_response == '{"answer": "raw \ufffd char", "usefulness": 60}'
+
+
+async def test_raw_responses_are_capped_and_a_long_one_goes_whole_to_the_hook() -> None:
+    head = '{"answer": "long é", "usefulness": 50, "pad": "'
+    long_reply = head + "x" * (200_000 - len(head.encode()) - 2) + '"}'
+    assert len(long_reply.encode()) == 200_000
+    long_error = "e" * 70_000
+    model = ScriptedModel(
+        {0: [long_reply], 1: [ModelError("http", "HTTP 500: " + long_error, status=500, raw_response=long_error), reply("ok", 10)]},
+        reduce_script=['{"answer": "' + "r" * 70_000 + '"}'],
+    )
+    seen: list[tuple[int | None, int, str]] = []
+    events: list = []
+    engine = GlobalSearch(
+        make_plan(2), model, on_event=events.append, wall_clock=lambda: WHEN,
+        on_long_response=lambda index, attempt, text: seen.append((index, attempt, text)),
+    )
+    result = await engine.run()
+    assert result.status == "completed" and result.batches[0].answer == "long é"
+    first = result.batches[0].attempts[0]
+    assert first.raw_response == long_reply.encode()[:65536].decode()
+    assert (len(first.raw_response.encode()), first.raw_response_bytes) == (65536, 200_000)
+    failed, retried = result.batches[1].attempts
+    assert (failed.raw_response, failed.raw_response_bytes) == ("e" * 65536, 70_000)
+    assert failed.error == ("HTTP 500: " + long_error)[:65536]
+    assert retried.raw_response_bytes == len(reply("ok", 10))
+    (reduce_attempt,) = result.reduce.attempts
+    assert reduce_attempt.raw_response_bytes == 70_000 + 14
+    assert sorted(seen, key=lambda s: (s[0] is None, s[0] or 0)) == [
+        (0, 1, long_reply),
+        (1, 1, long_error),
+        (None, 1, '{"answer": "' + "r" * 70_000 + '"}'),
+    ]
+    assert max(len(json.dumps(e.model_dump())) for e in events) < 66_000
+
+
+async def test_a_failing_long_response_hook_costs_nothing() -> None:
+    def hook(index, attempt, text) -> None:
+        raise RuntimeError("hook broke")
+
+    long_reply = reply("kept", 50)[:-1] + ', "pad": "' + "x" * 70_000 + '"}'
+    engine = GlobalSearch(make_plan(1), ScriptedModel({0: [long_reply]}), wall_clock=lambda: WHEN, on_long_response=hook)
+    result = await engine.run()
+    assert (result.status, result.batches[0].answer) == ("completed", "kept")
+
+
+async def test_a_reduce_answer_copying_the_prompt_placeholder_is_invalid() -> None:
+    model = ScriptedModel(
+        {0: ['{"answer": " String ", "usefulness": 80}', reply("real", 80)]},
+        reduce_script=['{"answer": "final answer text"}', '{"answer": "Final Answer Text "}'],
+    )
+    engine, _ = run_search(make_plan(1), model)
+    result = await engine.run()
+    assert [(a.error_kind, a.error) for a in result.batches[0].attempts] == [
+        ("invalid_fields", "Map reply's `answer` is the prompt's placeholder 'String', not an answer"),
+        (None, None),
+    ]
+    assert result.status == "failed"
+    assert result.error == "Reduce failed twice: Reduce reply's `answer` is the prompt's placeholder 'Final Answer Text', not an answer"
+    assert [a.error_kind for a in result.reduce.attempts] == ["invalid_fields", "invalid_fields"]

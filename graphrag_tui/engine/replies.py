@@ -8,6 +8,8 @@ import re
 from decimal import Decimal
 from typing import Any, Literal
 
+from .prompts import PLACEHOLDER_ANSWERS
+
 FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)```", re.IGNORECASE)
 FIRST_OPEN = re.compile(r"[\[{]")
 PREVIEW = 200
@@ -25,11 +27,42 @@ def _reject_constant(name: str) -> Any:
 
 
 def _loads(text: str) -> Any | None:
-    """JSON.parse semantics: NaN and Infinity are not JSON; `null` counts as no result."""
+    """JSON.parse semantics: NaN and Infinity are not JSON; `null` counts as no result.
+    Nesting deeper than the interpreter's recursion limit is not JSON either."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+
+
+_SURROGATES = {code: "\ufffd" for code in range(0xD800, 0xE000)}
+
+
+def repair_text(text: str) -> str:
+    """The text with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD.
+    A model can send one as a JSON escape (`"\\ud800"`); repaired, it cannot break a later
+    request, the JSON output or a file written from it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.translate(_SURROGATES)
+    return text
+
+
+def _describe(value: Any) -> str:
+    """A model's value in an error message, bounded (a nested value is named, not printed)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    text = json.dumps(value)
+    return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+def _check_not_placeholder(answer: str, stage: str) -> None:
+    """A small model may copy the prompt's own description of the reply instead of answering."""
+    if answer.casefold() in PLACEHOLDER_ANSWERS:
+        raise ReplyError("invalid_fields", f"{stage} reply's `answer` is the prompt's placeholder {answer!r}, not an answer")
 
 
 def extract_json(raw: str) -> Any:
@@ -56,7 +89,7 @@ def _is_number(value: Any) -> bool:
 
 
 def parse_map_reply(raw: str) -> tuple[str, int | float]:
-    """(answer, usefulness) of a valid Map reply; the answer is trimmed."""
+    """(answer, usefulness) of a valid Map reply; the answer is trimmed and repaired."""
     parsed = extract_json(raw)
     if not isinstance(parsed, dict) or "answer" not in parsed or "usefulness" not in parsed:
         raise ReplyError("invalid_fields", "Map reply must be an object with `answer` and `usefulness`")
@@ -64,13 +97,15 @@ def parse_map_reply(raw: str) -> tuple[str, int | float]:
     if not isinstance(answer, str):
         raise ReplyError("invalid_fields", f"`answer` must be a string, got {type(answer).__name__}")
     if not _is_number(usefulness):
-        raise ReplyError("invalid_fields", f"`usefulness` must be a number, got {json.dumps(usefulness)}")
+        raise ReplyError("invalid_fields", f"`usefulness` must be a number, got {_describe(usefulness)}")
     # The range check comes first: math.isfinite overflows on a huge JSON integer.
     if not 0 <= usefulness <= 100 or not math.isfinite(usefulness):
         raise ReplyError("invalid_fields", f"`usefulness` must be within 0..100, got {usefulness}")
     if usefulness > 0 and not answer.strip():
         raise ReplyError("invalid_fields", f"`answer` is empty but `usefulness` is {js_number(usefulness)}")
-    return answer.strip(), usefulness
+    answer = repair_text(answer.strip())
+    _check_not_placeholder(answer, "Map")
+    return answer, usefulness
 
 
 def parse_reduce_reply(raw: str) -> str:
@@ -80,7 +115,9 @@ def parse_reduce_reply(raw: str) -> str:
     answer = parsed["answer"]
     if not isinstance(answer, str) or not answer.strip():
         raise ReplyError("invalid_fields", "Reduce reply's `answer` must be a non-empty string")
-    return answer.strip()
+    answer = repair_text(answer.strip())
+    _check_not_placeholder(answer, "Reduce")
+    return answer
 
 
 def js_number(value: int | float) -> str:

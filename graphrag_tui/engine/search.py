@@ -17,6 +17,7 @@ from ..models.base import ChatModel, ChatRequest, ModelError
 from ..models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from .batcher import CommunityText, MapBatch, build_batches
 from .corpus import CommunityContext
+from .failures import map_failure_summary
 from .events import (
     AttemptFailed,
     BatchFailed,
@@ -33,8 +34,18 @@ from .maptext import map_text
 from .options import SearchOptions
 from .prompts import map_messages, map_skeleton, prompt_text, reduce_messages, reduce_skeleton
 from .reduce import select_for_reduce
-from .replies import ReplyError, js_number, parse_map_reply, parse_reduce_reply
-from .result import Attempt, BatchResult, Level, ReduceReport, SearchResult, SelectedAnswer, Status
+from .replies import ReplyError, js_number, parse_map_reply, parse_reduce_reply, repair_text
+from .result import (
+    RAW_RESPONSE_CAP,
+    Attempt,
+    BatchResult,
+    Level,
+    ReduceReport,
+    SearchResult,
+    SelectedAnswer,
+    Status,
+    cap_raw_response,
+)
 from .tokens import TextSize
 
 log = logging.getLogger("graphrag_tui.engine")
@@ -109,8 +120,28 @@ class _Cancelled(Exception):
     pass
 
 
+def error_text(text: str) -> str:
+    """An error message from a model or an exception, repaired and capped like a raw response."""
+    return cap_raw_response(repair_text(text))[0]
+
+
+def internal_error(error: Exception) -> str:
+    """`TypeName: message` of an unexpected exception (a bug, or a model object misbehaving)."""
+    message = error_text(str(error))
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+#: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
+#: every attempt whose raw response is longer than RAW_RESPONSE_CAP, which results keep.
+LongResponseHook = Callable[[int | None, int, str], None]
+
+
 class GlobalSearch:
-    """One run of a plan against a model. Events go to `on_event` as they happen."""
+    """One run of a plan against a model. Events go to `on_event` as they happen.
+
+    No reply and no exception while handling one batch ends the run: it fails that attempt
+    or batch (`internal` for an unexpected exception), and Reduce likewise. Text from the
+    model enters with lone surrogates repaired (U+FFFD); raw responses are kept capped."""
 
     def __init__(
         self,
@@ -122,6 +153,7 @@ class GlobalSearch:
         timeout: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
+        on_long_response: LongResponseHook | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -130,6 +162,7 @@ class GlobalSearch:
         self.timeout = timeout
         self.clock = clock
         self.wall_clock = wall_clock
+        self.on_long_response = on_long_response
         self._start = 0.0
         self._slice_open, self._slice_start = True, time.perf_counter()
         self.batches = [
@@ -172,9 +205,12 @@ class GlobalSearch:
             len(failed),
         )
         if len(failed) == len(self.batches):
-            errors = "; ".join(f"batch {b.index}: {b.attempts[-1].error}" for b in failed)
-            return self._finish("failed", error=f"every Map batch failed: {errors}")
-        return await self._reduce_phase()
+            return self._finish("failed", error=map_failure_summary(self.batches))
+        try:
+            return await self._reduce_phase()
+        except Exception as error:  # a bug in Reduce must not lose the Map answers
+            log.exception("Reduce failed unexpectedly")
+            return self._finish("failed", error=f"Reduce failed: internal error: {internal_error(error)}")
 
     async def _map_phase(self, workers: int) -> None:
         next_index = 0
@@ -207,6 +243,34 @@ class GlobalSearch:
 
     async def _run_batch(self, batch: MapBatch, worker: int) -> None:
         result = self.batches[batch.index]
+        try:
+            await self._map_batch(batch, worker, result)
+        except Exception as error:  # a bug handling one batch fails that batch, not the run
+            log.exception("Map batch %d failed unexpectedly", batch.index)
+            self._fail_internally(result, worker, error)
+
+    def _fail_internally(self, result: BatchResult, worker: int, error: Exception) -> None:
+        message = internal_error(error)
+        if not result.attempts or result.attempts[-1].error_kind is not None:
+            result.attempts.append(Attempt(attempt=len(result.attempts) + 1, started_at=self.wall_clock().isoformat(), duration_s=0.0))
+        attempt = result.attempts[-1]
+        attempt.error_kind, attempt.error = "internal", message
+        result.answer, result.usefulness, result.status = None, None, "failed"
+        try:
+            self._emit(
+                AttemptFailed,
+                batch_index=result.index,
+                worker=worker,
+                attempt=attempt.attempt,
+                error_kind="internal",
+                error=message,
+                will_retry=False,
+            )
+            self._emit(BatchFailed, batch_index=result.index, worker=worker, error=message)
+        except Exception:  # the listener itself fails: the result still says it all
+            log.exception("reporting Map batch %d's failure failed", result.index)
+
+    async def _map_batch(self, batch: MapBatch, worker: int, result: BatchResult) -> None:
         content = batch.content  # joined from its pieces: once per batch
         request = ChatRequest(
             stage="map",
@@ -221,7 +285,7 @@ class GlobalSearch:
             if retry_after:
                 await self._wait_retry_after(batch.index, retry_after)
             self._emit(BatchStarted, batch_index=batch.index, worker=worker, attempt=number)
-            attempt, parsed, retry_after = await self._attempt(request, number, result.attempts, parse_map_reply)
+            attempt, parsed, retry_after = await self._attempt(request, batch.index, number, result.attempts, parse_map_reply)
             if parsed is not None:
                 result.answer, result.usefulness = parsed
                 result.status = "succeeded"
@@ -242,6 +306,7 @@ class GlobalSearch:
     async def _attempt(
         self,
         request: ChatRequest,
+        batch_index: int | None,
         number: int,
         record: list[Attempt],
         parse: Callable[[str], T],
@@ -264,17 +329,38 @@ class GlobalSearch:
         except TimeoutError:
             attempt.error_kind, attempt.error = "timeout", f"no reply within {self.timeout:g} s"
         except ModelError as error:
-            attempt.error_kind, attempt.error, attempt.raw_response = error.kind, error.message, error.raw_response
+            attempt.error_kind, attempt.error = error.kind, error_text(str(error.message))
+            if error.raw_response is not None:
+                self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
             if error.status in RETRY_AFTER_STATUSES:
                 retry_after = error.retry_after
+        except Exception as error:  # from the model object: this attempt fails, not the run
+            log.exception("model call failed unexpectedly")
+            attempt.error_kind, attempt.error = "internal", internal_error(error)
         else:
-            attempt.raw_response = raw
             try:
+                if not isinstance(raw, str):
+                    raise TypeError(f"the model returned {type(raw).__name__}, not text")
+                raw = repair_text(raw)
+                self._keep_raw_response(attempt, batch_index, raw)
                 parsed = parse(raw)
             except ReplyError as error:
                 attempt.error_kind, attempt.error = error.kind, error.message
+            except Exception as error:
+                log.exception("handling a reply failed unexpectedly")
+                attempt.error_kind, attempt.error = "internal", internal_error(error)
         attempt.duration_s = round(self.clock() - began, 6)
         return attempt, parsed, retry_after
+
+    def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
+        """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole
+        to `on_long_response` (so a user can save it), never to the result or an event."""
+        attempt.raw_response, attempt.raw_response_bytes = cap_raw_response(raw)
+        if attempt.raw_response_bytes > RAW_RESPONSE_CAP and self.on_long_response is not None:
+            try:
+                self.on_long_response(batch_index, attempt.attempt, raw)
+            except Exception:  # the listener's failure must not cost the reply
+                log.exception("on_long_response failed")
 
     async def _wait_retry_after(self, batch_index: int | None, seconds: float) -> None:
         wait = min(max(seconds, 0.0), MAX_RETRY_WAIT)
@@ -329,7 +415,7 @@ class GlobalSearch:
         for number in range(1, ATTEMPTS + 1):
             if retry_after:
                 await self._wait_retry_after(None, retry_after)
-            attempt, answer, retry_after = await self._attempt(request, number, self.reduce.attempts, parse_reduce_reply)
+            attempt, answer, retry_after = await self._attempt(request, None, number, self.reduce.attempts, parse_reduce_reply)
             if answer is not None:
                 return answer
             self._emit(

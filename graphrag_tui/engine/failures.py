@@ -1,0 +1,66 @@
+"""The one-line error of a run whose every Map batch failed: the failures counted by kind and
+reason, most frequent first, so 1,959 failed batches make a line, not 100 KB. The details
+stay in each batch's attempts."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ..safe_text import one_line
+from .result import Attempt, BatchResult
+
+MAX_GROUPS = 5
+REASON_CHARS = 60
+
+_HTTP_STATUS = re.compile(r"HTTP (\d{3})\b")
+_TRAILING_CALL = re.compile(r"\s*\((?:GET|POST) [^()]*\)$")  # "(POST http://host/v1/...)"
+_ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
+_TYPE_AND_DETAIL = re.compile(r"^([A-Za-z_][\w.]*): (.*)$", re.DOTALL)
+
+
+def failure_reason(attempt: Attempt) -> str:
+    """A short label for what went wrong, the same for failures that differ only in detail
+    (a URL, an errno, a value the model sent, the body of an HTTP error)."""
+    kind, error = attempt.error_kind, one_line(attempt.error or "")
+    if kind == "http":
+        status = _HTTP_STATUS.match(error)
+        return f"HTTP {status.group(1)}" if status else f"HTTP ({_short(error)})"
+    if kind == "transport":
+        typed = _TYPE_AND_DETAIL.match(_TRAILING_CALL.sub("", error))
+        if typed is None:
+            return f"transport ({_short(error)})"
+        name, detail = typed.groups()
+        detail = _ERRNO.sub("", detail)
+        if "refused" in detail.lower():
+            detail = "connection refused"
+        return f"{name} ({_short(detail)})" if detail and detail != name else name
+    if kind == "timeout":
+        return "timeout"
+    if kind == "invalid_json":
+        return "invalid JSON"
+    if kind == "invalid_fields":
+        return f"invalid fields ({_short(error.split(', got ', 1)[0])})"
+    if kind == "response_too_large":
+        return "response too large"
+    if kind == "internal":
+        typed = _TYPE_AND_DETAIL.match(error)
+        return f"internal error ({typed.group(1) if typed else _short(error)})"
+    return _short(error) or "unknown error"
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    text = text[:1].lower() + text[1:] if text[:2].istitle() else text
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+def map_failure_summary(batches: list[BatchResult]) -> str:
+    """`3 of 3 Map batches failed: HTTP 500 ×2, timeout ×1; see --json`."""
+    failed = [b for b in batches if b.status == "failed"]
+    reasons = Counter(failure_reason(b.attempts[-1]) if b.attempts else "no attempt" for b in failed)
+    ranked = reasons.most_common()  # ties keep the order of first appearance
+    groups = [f"{reason} ×{count:,}" for reason, count in ranked[:MAX_GROUPS]]
+    if len(ranked) > MAX_GROUPS:
+        groups.append("…")
+    return f"{len(failed):,} of {len(batches):,} Map batches failed: {', '.join(groups)}; see --json"

@@ -146,8 +146,8 @@ def test_every_batch_failing_fails_the_run_without_a_reduce_call(store: Path) ->
     assert run.code == 1
     result = run.json
     assert result["status"] == "failed"
-    assert result["error"].startswith("every Map batch failed: batch 0: ")
-    assert result["error"].count("`usefulness` must be a number") == 3
+    assert result["error"] == "3 of 3 Map batches failed: invalid fields (`usefulness` must be a number) ×3; see --json"
+    assert [a["error"] for b in result["batches"] for a in b["attempts"]] == ['`usefulness` must be a number, got "80"'] * 6
     assert len(server.chat_requests()) == 6
     assert all(r.stage == "map" for r in server.chat_requests())
 
@@ -187,7 +187,7 @@ def test_reduce_skips_an_answer_over_budget_and_keeps_going(store: Path) -> None
 @pytest.mark.parametrize(
     ("budget", "message"),
     [
-        ("100", "cannot fit the Map prompt itself (128 tokens)"),
+        ("100", "cannot fit the Map prompt itself (130 tokens)"),
         ("135", "cannot fit even one character of community ns/1"),
     ],
 )

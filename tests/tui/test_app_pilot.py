@@ -144,8 +144,7 @@ async def test_failed_when_every_batch_fails(store: Path) -> None:
             assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ succeeded 0  ■ failed 3  "
             meta = text_of(pilot, "#answer-meta").split("\n")
             assert meta[0] == "3 of 3 batches failed · 0 answers selected · not shuffled"
-            assert meta[1].startswith("every Map batch failed: batch 0: ")
-            assert meta[1].count("`usefulness` must be a number") == 3
+            assert meta[1] == "3 of 3 Map batches failed: invalid fields (`usefulness` must be a number) ×3; see --json"
             retries = rows(pilot, "#retries-table")
             assert len(retries) == 6
             assert sorted((r[0], r[1], r[2], r[3]) for r in retries) == [
@@ -165,12 +164,12 @@ async def test_a_budget_too_small_is_shown_in_the_form_and_sends_nothing(store: 
             await ask(pilot)
             await wait_until(pilot, lambda: "cannot fit" in text_of(pilot, "#form-error"), what="the form error")
             error = text_of(pilot, "#form-error")
-            assert "cannot fit the Map prompt itself (128 tokens)" in error
+            assert "cannot fit the Map prompt itself (130 tokens)" in error
             assert app.screen.query_one("#form-error", Static).display
             assert app.run_state.phase == "idle" and app.run_state.result is None
             assert text_of(pilot, "#answer-status") == "ready"
             assert error == (
-                "the map prompt budget (100 tokens) cannot fit the Map prompt itself (128 tokens): "
+                "the map prompt budget (100 tokens) cannot fit the Map prompt itself (130 tokens): "
                 "raise --map-budget or lower --map-reserve"
             )
             shown = screen_text(app)

@@ -775,3 +775,25 @@ async def test_a_reduce_answer_copying_the_prompt_placeholder_is_invalid() -> No
     assert result.status == "failed"
     assert result.error == "Reduce failed twice: Reduce reply's `answer` is the prompt's placeholder 'Final Answer Text', not an answer"
     assert [a.error_kind for a in result.reduce.attempts] == ["invalid_fields", "invalid_fields"]
+
+
+async def test_the_every_batch_failed_summary_ranks_groups_and_stops_after_five() -> None:
+    def failing(i: int):
+        if i < 1100:
+            return ModelError("transport", f"ConnectError: [Errno 111] Connection refused (POST http://h{i}/v1/chat/completions)")
+        if i < 1150:
+            return ModelError("http", f"HTTP 502: gateway {i}", status=502)
+        if i < 1180:
+            return reply("x", f"{i}")  # invalid fields, each with another value
+        kinds = ["no JSON", ModelError("timeout", "no reply"), RuntimeError("bug"),
+                 ModelError("response_too_large", "over 8 MB"), ModelError("http", "unexpected response body", status=200)]
+        return kinds[(i - 1180) % 5]
+
+    plan = make_plan(1205, concurrency=8)
+    model = ScriptedModel({i: [failing(i)] for i in range(1205)})
+    result = await run_search(plan, model)[0].run()
+    assert result.error == (
+        "1,205 of 1,205 Map batches failed: ConnectError (connection refused) ×1,100, HTTP 502 ×50, "
+        "invalid fields (`usefulness` must be a number) ×30, invalid JSON ×5, timeout ×5, …; see --json"
+    )
+    assert result.batches[1182].attempts[-1].error == "RuntimeError: bug"

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..models.base import ChatModel, ChatRequest, ModelError
 from ..models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
+from ..safe_text import one_line
 from .batcher import CommunityText, MapBatch, build_batches
 from .corpus import CommunityContext
-from .failures import map_failure_summary
 from .events import (
     AttemptFailed,
     BatchFailed,
@@ -30,6 +30,7 @@ from .events import (
     ReduceStarted,
     RetryWaiting,
 )
+from .failures import map_failure_summary
 from .maptext import map_text
 from .options import SearchOptions
 from .prompts import map_messages, map_skeleton, prompt_text, reduce_messages, reduce_skeleton
@@ -131,6 +132,11 @@ def internal_error(error: Exception) -> str:
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
+def _for_log(error: Exception) -> str:
+    """An unexpected exception in a log line: one line, inert, short (never a traceback)."""
+    return one_line(internal_error(error), 300)
+
+
 #: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
 #: every attempt whose raw response is longer than RAW_RESPONSE_CAP, which results keep.
 LongResponseHook = Callable[[int | None, int, str], None]
@@ -209,7 +215,7 @@ class GlobalSearch:
         try:
             return await self._reduce_phase()
         except Exception as error:  # a bug in Reduce must not lose the Map answers
-            log.exception("Reduce failed unexpectedly")
+            log.info("Reduce failed unexpectedly: %s", _for_log(error))
             return self._finish("failed", error=f"Reduce failed: internal error: {internal_error(error)}")
 
     async def _map_phase(self, workers: int) -> None:
@@ -246,7 +252,7 @@ class GlobalSearch:
         try:
             await self._map_batch(batch, worker, result)
         except Exception as error:  # a bug handling one batch fails that batch, not the run
-            log.exception("Map batch %d failed unexpectedly", batch.index)
+            log.info("map batch %d failed unexpectedly: %s", batch.index, _for_log(error))
             self._fail_internally(result, worker, error)
 
     def _fail_internally(self, result: BatchResult, worker: int, error: Exception) -> None:
@@ -267,8 +273,8 @@ class GlobalSearch:
                 will_retry=False,
             )
             self._emit(BatchFailed, batch_index=result.index, worker=worker, error=message)
-        except Exception:  # the listener itself fails: the result still says it all
-            log.exception("reporting Map batch %d's failure failed", result.index)
+        except Exception as again:  # the listener itself fails: the result still says it all
+            log.info("reporting map batch %d's failure failed: %s", result.index, _for_log(again))
 
     async def _map_batch(self, batch: MapBatch, worker: int, result: BatchResult) -> None:
         content = batch.content  # joined from its pieces: once per batch
@@ -335,7 +341,7 @@ class GlobalSearch:
             if error.status in RETRY_AFTER_STATUSES:
                 retry_after = error.retry_after
         except Exception as error:  # from the model object: this attempt fails, not the run
-            log.exception("model call failed unexpectedly")
+            log.info("model call failed unexpectedly: %s", _for_log(error))
             attempt.error_kind, attempt.error = "internal", internal_error(error)
         else:
             try:
@@ -347,7 +353,7 @@ class GlobalSearch:
             except ReplyError as error:
                 attempt.error_kind, attempt.error = error.kind, error.message
             except Exception as error:
-                log.exception("handling a reply failed unexpectedly")
+                log.info("handling a reply failed unexpectedly: %s", _for_log(error))
                 attempt.error_kind, attempt.error = "internal", internal_error(error)
         attempt.duration_s = round(self.clock() - began, 6)
         return attempt, parsed, retry_after
@@ -359,8 +365,8 @@ class GlobalSearch:
         if attempt.raw_response_bytes > RAW_RESPONSE_CAP and self.on_long_response is not None:
             try:
                 self.on_long_response(batch_index, attempt.attempt, raw)
-            except Exception:  # the listener's failure must not cost the reply
-                log.exception("on_long_response failed")
+            except Exception as error:  # the listener's failure must not cost the reply
+                log.info("on_long_response failed: %s", _for_log(error))
 
     async def _wait_retry_after(self, batch_index: int | None, seconds: float) -> None:
         wait = min(max(seconds, 0.0), MAX_RETRY_WAIT)

@@ -229,7 +229,7 @@ async def test_an_input_error_naming_a_hostile_id_is_inert(tmp_path: Path) -> No
     """The engine's error names the community; the form and the toast show it cleaned."""
     store = build_store(tmp_path / "evil.db", [{"id": EVIL_ID, "summary_content": "Third " + PAD}])
     with ScriptedChatServer(Scripted({})) as server:
-        app = make_app(store, server.base_url, options=SearchOptions(map_budget=129, map_reserve=0))
+        app = make_app(store, server.base_url, options=SearchOptions(map_budget=131, map_reserve=0))
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await ask(pilot)
             form_error = app.screen.query_one("#form-error")

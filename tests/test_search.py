@@ -651,7 +651,7 @@ async def test_an_exception_while_recording_a_batch_fails_that_batch_not_the_run
 
 async def test_a_model_raising_in_reduce_fails_the_run_and_keeps_the_map_answers() -> None:
     model = ScriptedModel(reduce_script=[RuntimeError("reduce broke"), ExceptionGroup("again", [OSError("x")])])
-    engine, events = run_search(make_plan(2), model)
+    engine, _ = run_search(make_plan(2), model)
     result = await engine.run()
     assert (result.status, result.answer) == ("failed", None)
     assert result.error == "Reduce failed twice: ExceptionGroup: again (1 sub-exception)"

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import InputError
 from .result import Level
 
 
+def has_surrogates(text: str) -> bool:
+    """True when the text holds lone surrogates: bytes that were not UTF-8 (argv and the
+    environment arrive decoded with surrogateescape) or a bad escape; they cannot be sent."""
+    return re.search("[\ud800-\udfff]", text) is not None
+
+
 def normalize_query(query: str) -> str:
+    if has_surrogates(query):
+        raise InputError("the question is not valid UTF-8")
     query = query.strip()
     if not query:
         raise InputError("the question is empty: type what you want to know")
@@ -16,20 +25,29 @@ def normalize_query(query: str) -> str:
 
 
 def parse_level(text: str | int | None) -> Level:
-    """`leaf` (the default) or a non-negative integer."""
+    """`leaf` (the default) or a non-negative integer in ASCII digits."""
     if text is None:
         return "leaf"
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     elif isinstance(text, str) and text.strip().lower() == "leaf":
         return "leaf"
-    elif isinstance(text, str) and text.strip().isdigit():
+    elif isinstance(text, str) and re.fullmatch("[0-9]+", text.strip()):
         value = int(text.strip())
     else:
         raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
     if value < 0:
         raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
     return value
+
+
+def parse_seed(text: str | None) -> int | None:
+    """A seed of the shuffle: a non-negative integer in ASCII digits, or None (draw one)."""
+    if text is None:
+        return None
+    if not re.fullmatch("[0-9]+", text.strip()):
+        raise InputError(f"--seed must be a non-negative integer, got {text!r}")
+    return int(text.strip())
 
 
 def choose_namespace(requested: str | None, available: Sequence[str]) -> str:

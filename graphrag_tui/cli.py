@@ -52,8 +52,6 @@ EXIT_CODES = {"completed": 0, "partial": 0, "no_results": 0, "failed": 1, "cance
 #: The exit status when stdout's reader went away (`graphrag-tui plan ... | head -1`): what a
 #: shell reports for a tool that SIGPIPE ended, 128 + 13.
 EXIT_BROKEN_PIPE = 141
-#: Text settings given on the command line; bytes that are not UTF-8 cannot be sent or matched.
-TEXT_FLAGS = ("namespace", "base_url", "model", "api_key_env")
 EXTRACTIVE_NOTICE = (
     "note: the built-in extractive model answers (offline, deterministic): it is extractive, not an LLM. "
     "Use --base-url URL or --local-llm for an LLM."
@@ -153,9 +151,6 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelSettings | None, int | None]:
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
-    for name in TEXT_FLAGS:
-        if isinstance(getattr(args, name, None), str) and has_surrogates(getattr(args, name)):
-            raise InputError(f"{flag(name)} is not valid UTF-8")
     seed = parse_seed(args.seed)
     defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
     retrieval = {name: getattr(args, name) for name in FALLBACK_DEFAULTS}
@@ -376,16 +371,27 @@ def cmd_app(args: argparse.Namespace) -> int:
 COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import}
 
 
+def check_text_arguments(args: argparse.Namespace) -> None:
+    """Text arguments (not paths: a file name may be any bytes) must be UTF-8: argv arrives
+    decoded with surrogateescape, and such text can be neither sent nor stored."""
+    for name, value in vars(args).items():
+        if isinstance(value, str) and has_surrogates(value):
+            raise InputError(f"{'the question' if name == 'question' else flag(name)} is not valid UTF-8")
+
+
 def _run(argv: list[str]) -> int:
     app_parser, tool_parser = build_parsers()
     if argv and argv[0] in SUBCOMMANDS:
         args = tool_parser.parse_args(argv)
+        check_text_arguments(args)
         if getattr(args, "verbose", False):
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(_OneLineFormatter("%(name)s: %(message)s"))
             logging.basicConfig(level=logging.INFO, handlers=[handler])
         return COMMANDS[args.command](args)
-    return cmd_app(app_parser.parse_args(argv))
+    args = app_parser.parse_args(argv)
+    check_text_arguments(args)
+    return cmd_app(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,7 +29,7 @@ import platformdirs
 from pydantic import BaseModel
 
 from .engine.options import FALLBACK_DEFAULTS, parse_option
-from .engine.request import has_surrogates
+from .engine.request import has_surrogates, shown
 from .errors import InputError
 from .models.factory import parse_timeout
 from .models.openai_http import RESPONSE_FORMATS
@@ -91,10 +91,10 @@ def _read_file(path: Path, defaults: UserDefaults) -> None:
         raise InputError(f"config file {path} is not valid TOML: a value is nested too deeply or too long") from None
     for section, values in data.items():
         if section not in SECTIONS:
-            kind = "section" if isinstance(values, dict) else "key"
-            raise InputError(f"config file {path}: unknown {kind} {section!r} (known sections: [retrieval], [model])")
+            unknown = f"section [{section}]" if isinstance(values, dict) else f"key {section!r}"
+            raise InputError(f"config file {path}: unknown {unknown} (known sections: [retrieval], [model])")
         if not isinstance(values, dict):
-            raise InputError(f"config file {path}: {section} must be a section ([{section}] with its keys), got {_shown(values)}")
+            raise InputError(f"config file {path}: {section} must be a section ([{section}] with its keys), got {shown(values)}")
         for key, value in values.items():
             if key not in SECTIONS[section]:
                 raise InputError(f"config file {path}: unknown key {key!r} in [{section}]")
@@ -114,13 +114,8 @@ def _checked(key: str, value: Any, label: str) -> Any:
     if key == "timeout":
         return parse_timeout(value, label)
     if not isinstance(value, str):
-        raise InputError(f"{label} must be a string, got {_shown(value)}")
+        raise InputError(f"{label} must be a string, got {shown(value)}")
     if key == "response_format" and value not in RESPONSE_FORMATS:
-        raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {value!r}")
+        raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(value)}")
     return value
 
-
-def _shown(value: Any) -> str:
-    """A TOML value as a message shows it, at most 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"

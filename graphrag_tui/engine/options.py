@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InputError
+from .request import ascii_integer, shown
 
 FALLBACK_DEFAULTS: dict[str, int] = {
     "map_budget": 8000,
@@ -55,12 +55,12 @@ def parse_option(name: str, value: Any, label: str | None = None) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-        number = int(value.strip())
+    elif isinstance(value, str):
+        number = ascii_integer(value)
     if number is None or number < (1 if name in POSITIVE else 0):
-        raise InputError(f"{label} must be {kind}, got {value!r}")
+        raise InputError(f"{label} must be {kind}, got {shown(value)}")
     if name == "concurrency" and number > MAX_CONCURRENCY:
-        raise InputError(f"{label} must be at most {MAX_CONCURRENCY} (parallel model calls), got {number}")
+        raise InputError(f"{label} must be at most {MAX_CONCURRENCY} (parallel model calls), got {shown(number)}")
     return number
 
 
@@ -88,7 +88,11 @@ def resolve_options(
     options = SearchOptions(**values)
     for budget, reserve in (("map_budget", "map_reserve"), ("reduce_budget", "reduce_reserve")):
         if values[budget] <= values[reserve]:
+            where = names[budget].rpartition(": ")[0]  # "config file P" when from a config file
+            reserve_name = names[reserve]
+            if where and reserve_name.startswith(where + ": "):  # the same file: named once
+                reserve_name = reserve_name.removeprefix(where + ": ")
             raise InputError(
-                f"{names[budget]} ({values[budget]}) must exceed {names[reserve]} ({values[reserve]})"
+                f"{names[budget]} ({shown(values[budget])}) must exceed {reserve_name} ({shown(values[reserve])})"
             )
     return options

@@ -9,6 +9,21 @@ from ..errors import InputError
 from .result import Level
 
 
+def ascii_integer(text: str) -> int | None:
+    """The integer a string spells in ASCII digits (an optional sign, spaces around), else
+    None: "²" or "١" (which str.isdigit and int accept) and numbers too long to convert."""
+    text = text.strip()
+    if not re.fullmatch("[+-]?[0-9]+", text) or len(text) > 1000:
+        return None
+    return int(text)
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error message quotes it: its repr, cut to `limit` characters."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"a {len(str(value))}-digit number"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def has_surrogates(text: str) -> bool:
     """True when the text holds lone surrogates: bytes that were not UTF-8 (argv and the
     environment arrive decoded with surrogateescape) or a bad escape; they cannot be sent."""
@@ -32,12 +47,12 @@ def parse_level(text: str | int | None) -> Level:
         value = text
     elif isinstance(text, str) and text.strip().lower() == "leaf":
         return "leaf"
-    elif isinstance(text, str) and re.fullmatch("[0-9]+", text.strip()):
-        value = int(text.strip())
+    elif isinstance(text, str) and ascii_integer(text) is not None:
+        value = ascii_integer(text)
     else:
-        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
+        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
     if value < 0:
-        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
+        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
     return value
 
 
@@ -45,9 +60,10 @@ def parse_seed(text: str | None) -> int | None:
     """A seed of the shuffle: a non-negative integer in ASCII digits, or None (draw one)."""
     if text is None:
         return None
-    if not re.fullmatch("[0-9]+", text.strip()):
-        raise InputError(f"--seed must be a non-negative integer, got {text!r}")
-    return int(text.strip())
+    seed = ascii_integer(text)
+    if seed is None or seed < 0:
+        raise InputError(f"--seed must be a non-negative integer, got {shown(text)}")
+    return seed
 
 
 def choose_namespace(requested: str | None, available: Sequence[str]) -> str:

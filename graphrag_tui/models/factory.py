@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..engine.request import shown
 from ..errors import InputError
 from .base import ChatModel, ModelError
 from .extractive import ExtractiveModel
@@ -41,7 +42,7 @@ def parse_timeout(value: Any, label: str = "--timeout") -> float:
     elif isinstance(value, str) and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value.strip()):
         seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"{label} must be a positive number of seconds, got {value!r}")
+        raise InputError(f"{label} must be a positive number of seconds, got {shown(value)}")
     return seconds
 
 

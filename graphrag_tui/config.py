@@ -83,8 +83,10 @@ def _read_file(path: Path, defaults: UserDefaults) -> None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"config file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"config file {path} cannot be read: {error}") from None
+    except OSError as error:
+        raise InputError(f"config file {path} cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"config file {path} is not UTF-8 text (byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"config file {path} is not valid TOML: {error}") from None
     except (RecursionError, ValueError):  # arrays nested thousands deep; integers of thousands of digits

@@ -82,4 +82,4 @@ def choose_namespace(requested: str | None, available: Sequence[str]) -> str:
 def check_level(level: Level, namespace: str, levels: Mapping[int, int]) -> None:
     if level != "leaf" and level not in levels:
         present = ", ".join(str(n) for n in sorted(levels)) or "none"
-        raise InputError(f"namespace {namespace!r} has no communities at level {level}; levels present: {present}")
+        raise InputError(f"namespace {namespace!r} has no communities at level {shown(level)}; levels present: {present}")

@@ -91,6 +91,14 @@ def test_plan_shows_hostile_community_ids_inert(hostile_store: Path) -> None:
     assert as_json.json["batches"][0]["community_ids"] == [f"{NAMESPACE}/1{HOSTILE}", f"{NAMESPACE}/2"]
 
 
+def test_verbose_logs_are_inert(hostile_store: Path) -> None:
+    run = run_cli("query", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "-v")
+    assert run.code == 0
+    assert f"graphrag_tui.engine: map batch 0 communities={NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2" \
+        in run.stderr.splitlines()
+    assert_inert(run.stdout, run.stderr)
+
+
 def test_an_error_quoting_store_values_is_inert(hostile_store: Path) -> None:
     run = run_cli("plan", str(hostile_store), QUESTION, "--no-config", "--namespace", "other")
     assert (run.code, run.stdout) == (2, "")

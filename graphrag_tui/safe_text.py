@@ -42,11 +42,11 @@ def one_line(text: str | None, limit: int | None = None) -> str:
 _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _TABLE if code >= 0x20}
 
 
-def inert_json(value: object, *, ascii_only: bool = False) -> str:
+def inert_json(value: object, *, ascii_only: bool = False, indent: int | None = None) -> str:
     """`value` as exact JSON (what json.loads reads back is `value`) with no character a
     terminal acts on: DEL, C1, bidi controls and line separators are escaped, and so are
     lone surrogates, so the text always encodes as UTF-8. `ascii_only` escapes all of
     non-ASCII, for an output that is not UTF-8."""
     if ascii_only:
-        return json.dumps(value, ensure_ascii=True)
-    return json.dumps(value, ensure_ascii=False).translate(_JSON_ESCAPES)
+        return json.dumps(value, ensure_ascii=True, indent=indent)
+    return json.dumps(value, ensure_ascii=False, indent=indent).translate(_JSON_ESCAPES)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from graphrag_tui.safe_text import inert_json
 from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.cli_runner import EXECUTABLE, clean_env, run_cli
 from tests.graphrag_fixtures import write_index
@@ -169,6 +170,18 @@ def test_json_output_is_exact_and_inert_even_with_lone_surrogates(tmp_path: Path
         assert result["answer"] in (answer, answer.replace("\ud800", "\ufffd"))
     else:
         assert (run.code, result["status"], result["answer"]) == (1, "failed", None)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_inert_json_reads_back_exactly(indent: int | None) -> None:
+    value = {"text": HOSTILE + "\ud800 \u2028 \u2029 \u200e é 😀\t\n", "n": [1, 2.5, None, True]}
+    text = inert_json(value, indent=indent)
+    assert json.loads(text) == value
+    assert_inert(text)
+    assert "é 😀" in text  # other characters stay readable
+    assert text.encode("utf-8")  # no lone surrogate left to fail encoding
+    ascii_text = inert_json(value, ascii_only=True, indent=indent)
+    assert ascii_text.isascii() and json.loads(ascii_text) == value
 
 
 def test_import_report_is_inert(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .config import load_user_defaults
+from .config import default_config_path, load_user_defaults
 from .engine.events import Event
 from .engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
 from .engine.request import has_surrogates, parse_level, parse_seed
@@ -229,7 +229,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     options, settings, seed = resolve_search_args(args)
     assert settings is not None
     plan = _plan(args, options, seed)
-    events = EventsFile.open(args.events, inputs=[args.store, *([args.config] if args.config else [])])
+    events = EventsFile.open(args.events, inputs=input_files(args))
     try:
         result = asyncio.run(_run_query(plan, settings, events))
     finally:
@@ -240,6 +240,14 @@ def cmd_query(args: argparse.Namespace) -> int:
     else:
         print_result(result)
     return EXIT_CODES[result.status]
+
+
+def input_files(args: argparse.Namespace) -> list[Path]:
+    """What an output file must never be: the store with its SQLite companions (a WAL holds
+    committed rows) and the config file."""
+    store = args.store
+    companions = [store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+    return [store, *companions, args.config or default_config_path()]
 
 
 class EventsFile:

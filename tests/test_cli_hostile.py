@@ -238,14 +238,36 @@ def test_events_onto_the_store_is_refused_before_any_call(store: Path, tmp_path:
     assert sha256(store) == before
 
 
-def test_events_onto_the_config_file_is_refused(store: Path, tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
+@pytest.mark.parametrize("given", [True, False])
+def test_events_onto_the_config_file_is_refused(store: Path, tmp_path: Path, given: bool) -> None:
+    config = tmp_path / "graphrag-tui" / "config.toml"  # the user's default config file, under XDG_CONFIG_HOME
+    config.parent.mkdir()
     config.write_text("[retrieval]\nconcurrency = 2\n")
     before = sha256(config)
-    run = run_cli("query", str(store), QUESTION, "--config", str(config), "--events", str(config))
+    env = clean_env(XDG_CONFIG_HOME=str(tmp_path))
+    run = run_cli("query", str(store), QUESTION, *(["--config", str(config)] if given else []), "--events", str(config),
+                  env=env)
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr == f"graphrag-tui: error: --events: {config} is the input file {config}; choose another file\n"
     assert sha256(config) == before
+
+
+def test_events_onto_the_store_write_ahead_log_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = three_leaves(tmp_path / "wal.db")
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("UPDATE rag_community_summaries SET summary_content = 'committed in the WAL' WHERE id = 'ns/3'")
+    writer.commit()
+    wal = tmp_path / "wal.db-wal"
+    before = sha256(wal)
+    run = run_cli("query", str(path), QUESTION, "--no-config", "--events", str(wal))
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: --events: {wal} is the input file {wal}; choose another file\n"
+    assert sha256(wal) == before
+    writer.close()
 
 
 @pytest.mark.parametrize("as_json", [True, False])

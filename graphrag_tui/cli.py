@@ -316,7 +316,7 @@ def print_result(result: SearchResult) -> None:
     _say(f"status: {result.status}")
     if result.answer:
         _say()
-        _say(result.answer)
+        _say(result.answer.replace("\r\n", "\n"))  # a lone CR (it rewrites the line) is shown
         _say()
     for line in filter(None, (result.detail, result.error and f"error: {result.error}")):
         _say(one_line(line))

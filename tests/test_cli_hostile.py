@@ -110,7 +110,7 @@ def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_sto
     model = "evil-" + HOSTILE
     script = Scripted(
         {f"{NAMESPACE}/1{HOSTILE}": map_reply(f"Bridge {HOSTILE}", 80)},
-        reduce=reduce_reply(f"The answer\n{HOSTILE}\r\nends."),
+        reduce=reduce_reply(f"The answer\n{HOSTILE}\r\nends.\rnow"),
     )
     with ScriptedChatServer(script, models=[model]) as server:
         args = ("query", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "--base-url", server.base_url)
@@ -121,13 +121,13 @@ def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_sto
     assert run.stderr == f"note: evil-{HOSTILE_SHOWN} @ 127.0.0.1:{port} answers\n"
     assert run.stdout == (
         "status: completed\n\n"
-        f"The answer\n{HOSTILE_SHOWN}␍\nends.\n\n"
+        f"The answer\n{HOSTILE_SHOWN}\nends.␍now\n\n"
         "2 summaries, 1 Map batches (0 failed), 1 answers selected for Reduce, seed None\n"
         f"communities: {NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2\n"
     )
     assert_inert(run.stdout, run.stderr, as_json.stdout, as_json.stderr)
     result = as_json.json
-    assert result["answer"] == f"The answer\n{HOSTILE}\r\nends."  # exact in the JSON
+    assert result["answer"] == f"The answer\n{HOSTILE}\r\nends.\rnow"  # exact in the JSON
     assert {r.json["model"] for r in server.chat_requests()} == {model}
 
 

@@ -57,6 +57,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
         ("[model]\ntimeout = true\n", "[model] timeout must be a positive number of seconds, got True"),
         ("[model]\ntimeout = -1\n", "[model] timeout must be a positive number of seconds, got -1"),
         ("[model]\ntimeout = nan\n", "[model] timeout must be a positive number of seconds, got nan"),
+        ("[model]\ntimeout = 1" + "0" * 400 + "\n",
+         "[model] timeout must be a positive number of seconds, got a 401-digit number"),
         ('[model]\nresponse_format = "yaml"\n',
          "[model] response_format must be one of json_object, json_schema, text, got 'yaml'"),
         ("[retrieval]\nmap_budget = -3\n", "[retrieval] map_budget must be a positive integer, got -3"),

@@ -2,36 +2,90 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+
+def _interrupted_while_starting(kind: type[BaseException], value: BaseException, traceback: object) -> None:
+    """Ctrl+C while the modules below are still importing, outside main()'s handling: one
+    line and exit 130, as main() does, never a KeyboardInterrupt traceback."""
+    if not issubclass(kind, KeyboardInterrupt):
+        return sys.__excepthook__(kind, value, traceback)  # type: ignore[arg-type]
+    try:
+        sys.stderr.write("graphrag-tui: interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
+# Only when this process is the graphrag-tui command: a program importing this module keeps
+# its own handling of Ctrl+C.
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "graphrag-tui":
+    sys.excepthook = _interrupted_while_starting
+
+# The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse
 import asyncio
-import json
 import logging
-import os
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .config import load_user_defaults
+from .config import default_config_path, load_user_defaults
 from .engine.events import Event
-from .engine.options import FALLBACK_DEFAULTS, SearchOptions, resolve_options
-from .engine.request import parse_level
+from .engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
+from .engine.request import has_surrogates, parse_level, parse_seed
 from .engine.result import SearchResult
 from .engine.search import GlobalSearch, SearchPlan
 from .errors import InputError
 from .models.factory import ModelSettings, open_model, resolve_model_settings
+from .output_paths import check_not_input
 from .planning import prepare_plan
+from .safe_text import clean, inert_json, one_line
 from .store import CommunityStore
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag")
 SAMPLE_STORE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 EXIT_CODES = {"completed": 0, "partial": 0, "no_results": 0, "failed": 1, "cancelled": 130}
+#: The exit status when stdout's reader went away (`graphrag-tui plan ... | head -1`): what a
+#: shell reports for a tool that SIGPIPE ended, 128 + 13.
+EXIT_BROKEN_PIPE = 141
 EXTRACTIVE_NOTICE = (
     "note: the built-in extractive model answers (offline, deterministic): it is extractive, not an LLM. "
     "Use --base-url URL or --local-llm for an LLM."
 )
+
+
+# -- output: whatever came from outside (store, model, files) is made inert (safe_text) -------
+
+
+def _say(text: str = "") -> None:
+    """A line of human-readable output on stdout: control characters made visible."""
+    print(clean(text))
+
+
+def _say_json(value: object) -> None:
+    """Exact JSON on stdout, inert on a terminal (every non-ASCII character escaped when
+    stdout is not UTF-8)."""
+    encoding = (sys.stdout.encoding or "").lower().replace("-", "").replace("_", "")
+    print(inert_json(value, ascii_only=encoding != "utf8"))
+
+
+def _warn(text: str) -> None:
+    """One line on stderr. A stderr nobody reads any more cannot stop the run."""
+    try:
+        print(one_line(text), file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+class _OneLineFormatter(logging.Formatter):
+    """--verbose log lines name communities and models from outside: one inert line each."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return one_line(super().format(record))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,14 +151,10 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelSettings | None, int | None]:
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
-    seed = None
-    if args.seed is not None:
-        if not args.seed.strip().isdigit():
-            raise InputError(f"--seed must be a non-negative integer, got {args.seed!r}")
-        seed = int(args.seed)
+    seed = parse_seed(args.seed)
     defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
     retrieval = {name: getattr(args, name) for name in FALLBACK_DEFAULTS}
-    options = resolve_options(retrieval, defaults.retrieval)
+    options = resolve_options(retrieval, defaults.retrieval, defaults.labels)
     model = None
     if hasattr(args, "base_url"):
         flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "local_llm")}
@@ -141,13 +191,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = _plan(args, options, seed)
     report = plan_report(plan)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False))
+        _say_json(report)
         return 0
-    print(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches "
-          f"(namespace {plan.namespace}, level {plan.level}, seed {plan.seed}, map prompt budget {options.map_prompt_budget})")
+    _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
+         f"level {plan.level}, seed {plan.seed}, map prompt budget {options.map_prompt_budget})")
     for batch in report["batches"]:
-        ids = ", ".join(batch["community_ids"])
-        print(f"  batch {batch['index']:>4}: {batch['prompt_tokens']:>6} tokens, {len(batch['parts'])} parts: {ids}")
+        ids = ", ".join(one_line(cid) for cid in batch["community_ids"])
+        _say(f"  batch {batch['index']:>4}: {batch['prompt_tokens']:>6} tokens, {len(batch['parts'])} parts: {ids}")
     return 0
 
 
@@ -179,39 +229,78 @@ def cmd_query(args: argparse.Namespace) -> int:
     options, settings, seed = resolve_search_args(args)
     assert settings is not None
     plan = _plan(args, options, seed)
-    events_file = _open_events(args.events)
+    events = EventsFile.open(args.events, inputs=input_files(args))
     try:
-        result = asyncio.run(_run_query(plan, settings, events_file))
+        result = asyncio.run(_run_query(plan, settings, events))
     finally:
-        if events_file is not None:
-            events_file.close()
+        if events is not None:
+            events.close()
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False))
+        _say_json(result.model_dump(mode="json"))
     else:
         print_result(result)
     return EXIT_CODES[result.status]
 
 
-def _open_events(path: Path | None) -> IO[str] | None:
-    if path is None:
-        return None
-    try:
-        return path.open("w", encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"--events: cannot write {path}: {error.strerror}") from None
+def input_files(args: argparse.Namespace) -> list[Path]:
+    """What an output file must never be: the store with its SQLite companions (a WAL holds
+    committed rows) and the config file."""
+    store = args.store
+    companions = [store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+    return [store, *companions, args.config or default_config_path()]
 
 
-async def _run_query(plan: SearchPlan, settings: ModelSettings, events_file: IO[str] | None) -> SearchResult:
+class EventsFile:
+    """`--events`: one JSON line per event. Opened before the run (an input error if it
+    cannot be); a write that fails mid-run is reported once on stderr and writing stops,
+    while the run goes on and its result is printed as usual."""
+
+    def __init__(self, path: Path, file: IO[str]) -> None:
+        self.path, self.file = path, file
+        self.failed = False
+
+    @classmethod
+    def open(cls, path: Path | None, *, inputs: list[Path]) -> EventsFile | None:
+        if path is None:
+            return None
+        check_not_input(path, inputs, "--events")
+        try:
+            return cls(path, path.open("w", encoding="utf-8"))
+        except OSError as error:
+            raise InputError(f"--events: cannot write {path}: {error.strerror}") from None
+
+    def write(self, event: Event) -> None:  # type: ignore[valid-type]
+        if self.failed:
+            return
+        try:
+            self.file.write(inert_json(event.model_dump(mode="json")) + "\n")
+            self.file.flush()
+        except OSError as error:
+            self._give_up(error)
+
+    def close(self) -> None:
+        try:
+            self.file.close()
+        except OSError as error:
+            self._give_up(error)
+
+    def _give_up(self, error: OSError) -> None:
+        if not self.failed:
+            self.failed = True
+            _warn(f"graphrag-tui: warning: --events: cannot write {self.path}: {error.strerror or error}; "
+                  "the run goes on without its events")
+
+
+async def _run_query(plan: SearchPlan, settings: ModelSettings, events: EventsFile | None) -> SearchResult:
     model = await open_model(settings, os.environ)
     if settings.kind == "extractive":
-        print(EXTRACTIVE_NOTICE, file=sys.stderr)
+        _warn(EXTRACTIVE_NOTICE)
     else:
-        print(f"note: {model.description} answers", file=sys.stderr)
+        _warn(f"note: {model.description} answers")
 
     def on_event(event: Event) -> None:  # type: ignore[valid-type]
-        if events_file is not None:
-            events_file.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
-            events_file.flush()
+        if events is not None:
+            events.write(event)
 
     cancel = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -224,33 +313,33 @@ async def _run_query(plan: SearchPlan, settings: ModelSettings, events_file: IO[
 
 
 def print_result(result: SearchResult) -> None:
-    print(f"status: {result.status}")
+    _say(f"status: {result.status}")
     if result.answer:
-        print()
-        print(result.answer)
-        print()
+        _say()
+        _say(result.answer.replace("\r\n", "\n"))  # a lone CR (it rewrites the line) is shown
+        _say()
     for line in filter(None, (result.detail, result.error and f"error: {result.error}")):
-        print(line)
+        _say(one_line(line))
     selected = len(result.selected_map_answers)
-    print(
+    _say(
         f"{result.summary_count} summaries, {result.batch_count} Map batches ({result.failed_batch_count} failed), "
         f"{selected} answers selected for Reduce, seed {result.seed}"
     )
     if result.cited_community_ids:
-        print("communities: " + ", ".join(result.cited_community_ids))
+        _say("communities: " + ", ".join(one_line(cid) for cid in result.cited_community_ids))
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     with CommunityStore.open(args.store) as store:
         namespaces = store.namespaces()
     if args.json:
-        print(json.dumps({"store": str(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]}, ensure_ascii=False))
+        _say_json({"store": str(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
         return 0
-    print(f"{args.store}: {len(namespaces)} namespace(s)")
+    _say(f"{one_line(str(args.store))}: {len(namespaces)} namespace(s)")
     for n in namespaces:
         levels = ", ".join(f"level {level}: {count}" for level, count in n.levels.items())
-        print(f"  {n.name}: {n.community_count} communities ({n.leaf_count} leaves; {levels}), "
-              f"{n.claim_count} claims, {n.chunk_count} chunks, {n.document_count} documents, {n.entity_count} entities")
+        _say(f"  {one_line(n.name)}: {n.community_count} communities ({n.leaf_count} leaves; {levels}), "
+             f"{n.claim_count} claims, {n.chunk_count} chunks, {n.document_count} documents, {n.entity_count} entities")
     return 0
 
 
@@ -258,7 +347,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .importer import format_report, import_graphrag
 
     report = import_graphrag(args.source, args.store, args.namespace, args.text)
-    print(format_report(report))
+    _say(format_report(report))
     return 0
 
 
@@ -290,28 +379,57 @@ def cmd_app(args: argparse.Namespace) -> int:
 COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def check_text_arguments(args: argparse.Namespace) -> None:
+    """Text arguments (not paths: a file name may be any bytes) must be UTF-8: argv arrives
+    decoded with surrogateescape, and such text can be neither sent nor stored."""
+    for name, value in vars(args).items():
+        if isinstance(value, str) and has_surrogates(value):
+            raise InputError(f"{'the question' if name == 'question' else flag(name)} is not valid UTF-8")
+
+
+def _run(argv: list[str]) -> int:
     app_parser, tool_parser = build_parsers()
+    if argv and argv[0] in SUBCOMMANDS:
+        args = tool_parser.parse_args(argv)
+        check_text_arguments(args)
+        if getattr(args, "verbose", False):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(_OneLineFormatter("%(name)s: %(message)s"))
+            logging.basicConfig(level=logging.INFO, handlers=[handler])
+        return COMMANDS[args.command](args)
+    args = app_parser.parse_args(argv)
+    check_text_arguments(args)
+    return cmd_app(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    as_program = argv is None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if as_program:  # a character the terminal's encoding lacks is shown as "?", never a crash
+        for stream in (sys.stdout, sys.stderr):
+            if hasattr(stream, "reconfigure"):
+                stream.reconfigure(errors="replace")
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            args = tool_parser.parse_args(argv)
-            if getattr(args, "verbose", False):
-                logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-            return COMMANDS[args.command](args)
-        return cmd_app(app_parser.parse_args(argv))
+        code = _run(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below
+    except BrokenPipeError:  # `graphrag-tui plan ... | head -1`: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
+        code = EXIT_BROKEN_PIPE
     except InputError as error:
-        print(f"graphrag-tui: error: {error}", file=sys.stderr)
-        return 2
+        _warn(f"graphrag-tui: error: {error}")
+        code = 2
     except KeyboardInterrupt:
-        print("graphrag-tui: interrupted", file=sys.stderr)
-        return 130
+        _warn("graphrag-tui: interrupted")
+        code = 130
     except Exception as error:  # a bug: one line, the traceback only on request
         if os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
-        print(f"graphrag-tui: internal error: {type(error).__name__}: {error} "
-              "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)", file=sys.stderr)
-        return 1
+        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {error} "
+              "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
+        code = 1
+    if as_program:  # the work is done: a late Ctrl+C must not print a traceback from the exit
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
 
 
 if __name__ == "__main__":

@@ -28,8 +28,11 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel
 
-from .engine.options import FALLBACK_DEFAULTS
+from .engine.options import FALLBACK_DEFAULTS, parse_option
+from .engine.request import has_surrogates, shown
 from .errors import InputError
+from .models.factory import parse_timeout
+from .models.openai_http import RESPONSE_FORMATS
 
 APP_NAME = "graphrag-tui"
 ENV_PREFIX = "GRAPHRAG_TUI_"
@@ -39,9 +42,13 @@ SECTIONS = {"retrieval": RETRIEVAL_KEYS, "model": MODEL_KEYS}
 
 
 class UserDefaults(BaseModel):
+    """Checked values by section; `labels` names where each came from, for messages
+    (`config file P: [retrieval] map_budget` or `GRAPHRAG_TUI_MAP_BUDGET`)."""
+
     retrieval: dict[str, Any] = {}
     model: dict[str, Any] = {}
-    #: Where the values came from, for messages: the config file path, if one was read.
+    labels: dict[str, str] = {}
+    #: The config file path, if one was read.
     config_file: str | None = None
 
 
@@ -52,6 +59,8 @@ def default_config_path() -> Path:
 def load_user_defaults(
     config_path: Path | None, *, no_config: bool, environ: Mapping[str, str]
 ) -> UserDefaults:
+    """The config file's values, then the environment's over them; each checked here, so a
+    bad value is reported naming its file, section and key, or its variable."""
     if no_config:
         return UserDefaults()
     defaults = UserDefaults()
@@ -60,9 +69,12 @@ def load_user_defaults(
         _read_file(path, defaults)
     for section, keys in SECTIONS.items():
         for key in keys:
-            value = environ.get(ENV_PREFIX + key.upper())
+            name = ENV_PREFIX + key.upper()
+            value = environ.get(name)
             if value is not None and value != "":
-                getattr(defaults, section)[key] = value
+                if has_surrogates(value):
+                    raise InputError(f"{name} is not valid UTF-8")
+                _set(defaults, section, key, value, name)
     return defaults
 
 
@@ -71,15 +83,41 @@ def _read_file(path: Path, defaults: UserDefaults) -> None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"config file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"config file {path} cannot be read: {error}") from None
+    except OSError as error:
+        raise InputError(f"config file {path} cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"config file {path} is not UTF-8 text (byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"config file {path} is not valid TOML: {error}") from None
+    except (RecursionError, ValueError):  # arrays nested thousands deep; integers of thousands of digits
+        raise InputError(f"config file {path} is not valid TOML: a value is nested too deeply or too long") from None
     for section, values in data.items():
-        if section not in SECTIONS or not isinstance(values, dict):
-            raise InputError(f"config file {path}: unknown section [{section}] (known: retrieval, model)")
+        if section not in SECTIONS:
+            unknown = f"section [{section}]" if isinstance(values, dict) else f"key {section!r}"
+            raise InputError(f"config file {path}: unknown {unknown} (known sections: [retrieval], [model])")
+        if not isinstance(values, dict):
+            raise InputError(f"config file {path}: {section} must be a section ([{section}] with its keys), got {shown(values)}")
         for key, value in values.items():
             if key not in SECTIONS[section]:
                 raise InputError(f"config file {path}: unknown key {key!r} in [{section}]")
-            getattr(defaults, section)[key] = value
+            _set(defaults, section, key, value, f"config file {path}: [{section}] {key}")
     defaults.config_file = str(path)
+
+
+def _set(defaults: UserDefaults, section: str, key: str, value: Any, label: str) -> None:
+    getattr(defaults, section)[key] = _checked(key, value, label)
+    defaults.labels[key] = label
+
+
+def _checked(key: str, value: Any, label: str) -> Any:
+    """The value of one setting, checked; InputError naming `label` otherwise."""
+    if key in RETRIEVAL_KEYS:
+        return parse_option(key, value, label)
+    if key == "timeout":
+        return parse_timeout(value, label)
+    if not isinstance(value, str):
+        raise InputError(f"{label} must be a string, got {shown(value)}")
+    if key == "response_format" and value not in RESPONSE_FORMATS:
+        raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(value)}")
+    return value
+

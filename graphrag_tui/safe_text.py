@@ -10,6 +10,8 @@ become U+FFFD. Markup is never parsed: the app renders these as `Text`/`Content`
 
 from __future__ import annotations
 
+import json
+
 # C0 controls other than tab and newline become their visible Control Pictures (ESC -> ␛).
 _TABLE: dict[int, str | None] = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
 _TABLE[0x7F] = "\u2421"
@@ -33,3 +35,18 @@ def one_line(text: str | None, limit: int | None = None) -> str:
     if limit is not None and len(flat) > limit:
         return flat[: max(limit - 1, 0)] + "…"
     return flat
+
+
+# In JSON text, every character `clean` would change (other than the C0 controls, which
+# json.dumps escapes itself) becomes a \u escape: the same JSON value, inert on a terminal.
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _TABLE if code >= 0x20}
+
+
+def inert_json(value: object, *, ascii_only: bool = False, indent: int | None = None) -> str:
+    """`value` as exact JSON (what json.loads reads back is `value`) with no character a
+    terminal acts on: DEL, C1, bidi controls and line separators are escaped, and so are
+    lone surrogates, so the text always encodes as UTF-8. `ascii_only` escapes all of
+    non-ASCII, for an output that is not UTF-8."""
+    if ascii_only:
+        return json.dumps(value, ensure_ascii=True, indent=indent)
+    return json.dumps(value, ensure_ascii=False, indent=indent).translate(_JSON_ESCAPES)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from graphrag_tui.engine.options import FALLBACK_DEFAULTS, SearchOptions, resolve_options
+from graphrag_tui.engine.options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, resolve_options
+from graphrag_tui.engine.request import parse_level, parse_seed
 from graphrag_tui.errors import InputError
 
 NAMES = ["map_budget", "reduce_budget", "map_reserve", "reduce_reserve", "concurrency"]
@@ -96,9 +97,10 @@ def test_budget_must_exceed_reserve(budget: str, reserve: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_strings_from_env_or_config(name: str) -> None:
-    assert getattr(resolve_options({}, {name: "4000"}), name) == 4000
-    assert getattr(resolve_options({}, {name: " 2000 "}), name) == 2000
-    assert getattr(resolve_options({name: "4000"}), name) == 4000
+    big, small = (40, 20) if name == "concurrency" else (4000, 2000)
+    assert getattr(resolve_options({}, {name: str(big)}), name) == big
+    assert getattr(resolve_options({}, {name: f" {small} "}), name) == small
+    assert getattr(resolve_options({name: str(big)}), name) == big
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -117,3 +119,55 @@ def test_the_request_value_is_validated_even_if_defaults_are_fine() -> None:
 def test_unknown_option_rejected() -> None:
     with pytest.raises(InputError):
         resolve_options({"map_budgett": 10})
+
+
+def test_concurrency_is_capped_at_256_wherever_it_comes_from() -> None:
+    assert MAX_CONCURRENCY == 256
+    assert resolve_options({"concurrency": 256}).concurrency == 256
+    assert resolve_options({}, {"concurrency": "256"}).concurrency == 256
+    for request, defaults, labels, name in [
+        ({"concurrency": "257"}, {}, {}, "--concurrency"),
+        ({}, {"concurrency": 100000}, {"concurrency": "GRAPHRAG_TUI_CONCURRENCY"}, "GRAPHRAG_TUI_CONCURRENCY"),
+    ]:
+        with pytest.raises(InputError) as info:
+            resolve_options(request, defaults, labels)
+        got = request.get("concurrency", defaults.get("concurrency"))
+        assert str(info.value) == f"{name} must be at most 256 (parallel model calls), got {int(got)}"
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "٣٠٠٠", "1\u200b", "9" * 5000])
+def test_only_ascii_digits_are_numbers(value: str) -> None:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+    with pytest.raises(InputError) as info:
+        resolve_options({"map_budget": value})
+    assert str(info.value) == f"--map-budget must be a positive integer, got {shown}"
+
+
+def test_a_default_is_named_by_its_label_and_a_request_by_its_flag() -> None:
+    labels = {"map_budget": "config file c.toml: [retrieval] map_budget"}
+    with pytest.raises(InputError) as info:
+        resolve_options({}, {"map_budget": "x"}, labels)
+    assert str(info.value) == "config file c.toml: [retrieval] map_budget must be a positive integer, got 'x'"
+    with pytest.raises(InputError) as info:
+        resolve_options({"map_budget": "y"}, {"map_budget": 900}, labels)
+    assert str(info.value) == "--map-budget must be a positive integer, got 'y'"
+
+
+@pytest.mark.parametrize(
+    ("text", "level"), [(None, "leaf"), ("leaf", "leaf"), (" LEAF ", "leaf"), ("0", 0), (" 12 ", 12), ("+3", 3), (2, 2)]
+)
+def test_levels(text, level) -> None:
+    assert parse_level(text) == level
+
+
+@pytest.mark.parametrize("text", ["³", "١", "-1", "1.0", "top", "", "9" * 2000])
+def test_bad_levels(text: str) -> None:
+    with pytest.raises(InputError, match="^--level must be 'leaf' or a non-negative integer, got "):
+        parse_level(text)
+
+
+def test_seeds() -> None:
+    assert (parse_seed(None), parse_seed("0"), parse_seed(" 42 ")) == (None, 0, 42)
+    for text in ("²", "-1", "4.2", "x", "9" * 2000):
+        with pytest.raises(InputError, match="^--seed must be a non-negative integer, got "):
+            parse_seed(text)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InputError
+from .request import ascii_integer, shown
 
 FALLBACK_DEFAULTS: dict[str, int] = {
     "map_budget": 8000,
@@ -19,6 +19,9 @@ FALLBACK_DEFAULTS: dict[str, int] = {
 }
 POSITIVE = ("map_budget", "reduce_budget", "concurrency")
 NON_NEGATIVE = ("map_reserve", "reduce_reserve")
+#: Each Map worker holds a connection (a file descriptor) open: 100,000 of them exhaust the
+#: process's descriptors and fail batches with ConnectError, so a higher value is refused.
+MAX_CONCURRENCY = 256
 
 
 def flag(name: str) -> str:
@@ -44,40 +47,52 @@ class SearchOptions(BaseModel):
         return self.reduce_budget - self.reduce_reserve
 
 
-def parse_option(name: str, value: Any) -> int:
-    """One option's value as an int, or InputError naming the option."""
+def parse_option(name: str, value: Any, label: str | None = None) -> int:
+    """One option's value as an int (ASCII digits only), or InputError naming the option:
+    `label` (a config key or an environment variable), else its flag."""
+    label = label or flag(name)
     kind = "a positive integer" if name in POSITIVE else "a non-negative integer"
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-        number = int(value.strip())
+    elif isinstance(value, str):
+        number = ascii_integer(value)
     if number is None or number < (1 if name in POSITIVE else 0):
-        raise InputError(f"{flag(name)} must be {kind}, got {value!r}")
+        raise InputError(f"{label} must be {kind}, got {shown(value)}")
+    if name == "concurrency" and number > MAX_CONCURRENCY:
+        raise InputError(f"{label} must be at most {MAX_CONCURRENCY} (parallel model calls), got {shown(number)}")
     return number
 
 
 def resolve_options(
-    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None = None
+    request: Mapping[str, Any | None],
+    defaults: Mapping[str, Any | None] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> SearchOptions:
-    """Each option from the request, else the user's defaults, else the fallback; validated."""
+    """Each option from the request, else the user's defaults, else the fallback; validated.
+
+    `labels` names where a default came from (a config key, an environment variable), for
+    messages; a request value or a fallback is named by its flag."""
     defaults = defaults or {}
+    labels = labels or {}
     unknown = sorted(set(request) - set(FALLBACK_DEFAULTS)) + sorted(set(defaults) - set(FALLBACK_DEFAULTS))
     if unknown:
         raise InputError(f"unknown retrieval option {unknown[0]!r}")
     values: dict[str, int] = {}
+    names: dict[str, str] = {}
     for name, fallback in FALLBACK_DEFAULTS.items():
-        chosen = request.get(name)
-        if chosen is None:
-            chosen = defaults.get(name)
-        values[name] = fallback if chosen is None else parse_option(name, chosen)
+        chosen, names[name] = request.get(name), flag(name)
+        if chosen is None and defaults.get(name) is not None:
+            chosen, names[name] = defaults[name], labels.get(name, flag(name))
+        values[name] = fallback if chosen is None else parse_option(name, chosen, names[name])
     options = SearchOptions(**values)
-    if options.map_prompt_budget <= 0:
-        raise InputError(
-            f"--map-budget ({options.map_budget}) must exceed --map-reserve ({options.map_reserve})"
-        )
-    if options.reduce_prompt_budget <= 0:
-        raise InputError(
-            f"--reduce-budget ({options.reduce_budget}) must exceed --reduce-reserve ({options.reduce_reserve})"
-        )
+    for budget, reserve in (("map_budget", "map_reserve"), ("reduce_budget", "reduce_reserve")):
+        if values[budget] <= values[reserve]:
+            where = names[budget].rpartition(": ")[0]  # "config file P" when from a config file
+            reserve_name = names[reserve]
+            if where and reserve_name.startswith(where + ": "):  # the same file: named once
+                reserve_name = reserve_name.removeprefix(where + ": ")
+            raise InputError(
+                f"{names[budget]} ({shown(values[budget])}) must exceed {reserve_name} ({shown(values[reserve])})"
+            )
     return options

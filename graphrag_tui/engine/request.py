@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import InputError
 from .result import Level
 
 
+def ascii_integer(text: str) -> int | None:
+    """The integer a string spells in ASCII digits (an optional sign, spaces around), else
+    None: "²" or "١" (which str.isdigit and int accept) and numbers too long to convert."""
+    text = text.strip()
+    if not re.fullmatch("[+-]?[0-9]+", text) or len(text) > 1000:
+        return None
+    return int(text)
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error message quotes it: its repr, cut to `limit` characters."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"a {len(str(value))}-digit number"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def has_surrogates(text: str) -> bool:
+    """True when the text holds lone surrogates: bytes that were not UTF-8 (argv and the
+    environment arrive decoded with surrogateescape) or a bad escape; they cannot be sent."""
+    return re.search("[\ud800-\udfff]", text) is not None
+
+
 def normalize_query(query: str) -> str:
+    if has_surrogates(query):
+        raise InputError("the question is not valid UTF-8")
     query = query.strip()
     if not query:
         raise InputError("the question is empty: type what you want to know")
@@ -16,20 +40,30 @@ def normalize_query(query: str) -> str:
 
 
 def parse_level(text: str | int | None) -> Level:
-    """`leaf` (the default) or a non-negative integer."""
+    """`leaf` (the default) or a non-negative integer in ASCII digits."""
     if text is None:
         return "leaf"
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     elif isinstance(text, str) and text.strip().lower() == "leaf":
         return "leaf"
-    elif isinstance(text, str) and text.strip().isdigit():
-        value = int(text.strip())
+    elif isinstance(text, str) and ascii_integer(text) is not None:
+        value = ascii_integer(text)
     else:
-        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
+        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
     if value < 0:
-        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {text!r}")
+        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
     return value
+
+
+def parse_seed(text: str | None) -> int | None:
+    """A seed of the shuffle: a non-negative integer in ASCII digits, or None (draw one)."""
+    if text is None:
+        return None
+    seed = ascii_integer(text)
+    if seed is None or seed < 0:
+        raise InputError(f"--seed must be a non-negative integer, got {shown(text)}")
+    return seed
 
 
 def choose_namespace(requested: str | None, available: Sequence[str]) -> str:
@@ -48,4 +82,4 @@ def choose_namespace(requested: str | None, available: Sequence[str]) -> str:
 def check_level(level: Level, namespace: str, levels: Mapping[int, int]) -> None:
     if level != "leaf" and level not in levels:
         present = ", ".join(str(n) for n in sorted(levels)) or "none"
-        raise InputError(f"namespace {namespace!r} has no communities at level {level}; levels present: {present}")
+        raise InputError(f"namespace {namespace!r} has no communities at level {shown(level)}; levels present: {present}")

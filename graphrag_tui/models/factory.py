@@ -4,11 +4,13 @@ embedded local LLM. Settings come from flags, then the user's defaults."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..engine.request import shown
 from ..errors import InputError
 from .base import ChatModel, ModelError
 from .extractive import ExtractiveModel
@@ -32,13 +34,15 @@ class ModelSettings(BaseModel):
         return "local" if self.local_llm else "http" if self.base_url else "extractive"
 
 
-def parse_timeout(value: Any) -> float:
-    try:
+def parse_timeout(value: Any, label: str = "--timeout") -> float:
+    """Seconds: a number, or a decimal number in ASCII digits; `label` names the setting."""
+    seconds = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value.strip()):
         seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"--timeout must be a positive number of seconds, got {value!r}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"{label} must be a positive number of seconds, got {shown(value)}")
     return seconds
 
 

@@ -1,0 +1,412 @@
+"""The CLI against hostile input (issue 9): stores, model replies, output paths, argv,
+config and signals. Each test runs the real `graphrag-tui` against real files and the
+scripted chat-completions server on 127.0.0.1, and asserts exact outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.safe_text import inert_json
+from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, map_reply, reduce_reply
+from tests.cli_runner import EXECUTABLE, clean_env, run_cli
+from tests.graphrag_fixtures import write_index
+from tests.stores import PAD, build_store, three_leaves
+
+QUESTION = "Who funds the bridge?"
+#: What a terminal would act on: a window title (OSC 0), a hyperlink (OSC 8), a clipboard
+#: write (OSC 52), clear screen (CSI 2J), NUL, C1 CSI, DEL and a right-to-left override.
+HOSTILE = "A\x1b]0;title\x07B\x1b]8;;http://evil/\x1b\\C\x1b]52;c;cHduZWQ=\x07D\x1b[2JE\x00F\x9bG\x7fH\u202eI"
+#: The same, inert: C0 controls and DEL as visible Control Pictures, C1 as U+FFFD, bidi removed.
+HOSTILE_SHOWN = "A␛]0;title␇B␛]8;;http://evil/␛\\C␛]52;c;cHduZWQ=␇D␛[2JE␀F\ufffdG␡HI"
+NAMESPACE = "ns" + HOSTILE
+NAMESPACE_SHOWN = "ns" + HOSTILE_SHOWN
+#: No byte of these may reach a terminal: C0 but tab and newline, DEL, C1, bidi controls.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def assert_inert(*texts: str) -> None:
+    for text in texts:
+        assert UNSAFE.search(text) is None, repr(text)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def hostile_store(tmp_path: Path) -> Path:
+    """A namespace, community ids and summaries full of terminal control sequences."""
+    return build_store(
+        tmp_path / "hostile.db",
+        [
+            {"namespace": NAMESPACE, "id": f"{NAMESPACE}/1{HOSTILE}", "summary_content": f"Bridge {HOSTILE}. {PAD}"},
+            {"namespace": NAMESPACE, "id": f"{NAMESPACE}/2", "summary_content": f"Fleets {HOSTILE}. {PAD}"},
+        ],
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return three_leaves(tmp_path / "harbour.db")
+
+
+# -- 6. the terminal output is inert ----------------------------------------------------------
+
+
+def test_info_shows_hostile_names_inert(hostile_store: Path) -> None:
+    run = run_cli("info", str(hostile_store))
+    assert (run.code, run.stderr) == (0, "")
+    assert run.stdout == (
+        f"{hostile_store}: 1 namespace(s)\n"
+        f"  {NAMESPACE_SHOWN}: 2 communities (2 leaves; level 0: 2), 0 claims, 0 chunks, 0 documents, 0 entities\n"
+    )
+    assert_inert(run.stdout)
+    as_json = run_cli("info", str(hostile_store), "--json")
+    assert_inert(as_json.stdout)
+    assert as_json.json["namespaces"][0]["name"] == NAMESPACE  # the JSON keeps the exact text
+
+
+def test_plan_shows_hostile_community_ids_inert(hostile_store: Path) -> None:
+    run = run_cli("plan", str(hostile_store), QUESTION, "--no-config", "--no-shuffle")
+    assert (run.code, run.stderr) == (0, "")
+    lines = run.stdout.splitlines()
+    assert lines[0] == (
+        f"2 summaries in 1 Map batches (namespace {NAMESPACE_SHOWN}, level leaf, seed None, map prompt budget 7488)"
+    )
+    assert re.fullmatch(r"  batch    0: +\d+ tokens, 2 parts: (.*)", lines[1]).group(1) == (
+        f"{NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2"
+    )
+    assert len(lines) == 2
+    assert_inert(run.stdout)
+    as_json = run_cli("plan", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "--json")
+    assert_inert(as_json.stdout)
+    assert as_json.json["batches"][0]["community_ids"] == [f"{NAMESPACE}/1{HOSTILE}", f"{NAMESPACE}/2"]
+
+
+def test_verbose_logs_are_inert(hostile_store: Path) -> None:
+    run = run_cli("query", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "-v")
+    assert run.code == 0
+    assert f"graphrag_tui.engine: map batch 0 communities={NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2" \
+        in run.stderr.splitlines()
+    assert_inert(run.stdout, run.stderr)
+
+
+def test_an_error_quoting_store_values_is_inert(hostile_store: Path) -> None:
+    run = run_cli("plan", str(hostile_store), QUESTION, "--no-config", "--namespace", "other")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: unknown namespace 'other'; the store has: {NAMESPACE_SHOWN}\n"
+
+
+def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_store: Path) -> None:
+    model = "evil-" + HOSTILE
+    script = Scripted(
+        {f"{NAMESPACE}/1{HOSTILE}": map_reply(f"Bridge {HOSTILE}", 80)},
+        reduce=reduce_reply(f"The answer\n{HOSTILE}\r\nends.\rnow"),
+    )
+    with ScriptedChatServer(script, models=[model]) as server:
+        args = ("query", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "--base-url", server.base_url)
+        run = run_cli(*args)
+        as_json = run_cli(*args, "--json")
+        port = server.base_url.split(":")[2].split("/")[0]
+    assert run.code == 0
+    assert run.stderr == f"note: evil-{HOSTILE_SHOWN} @ 127.0.0.1:{port} answers\n"
+    assert run.stdout == (
+        "status: completed\n\n"
+        f"The answer\n{HOSTILE_SHOWN}\nends.␍now\n\n"
+        "2 summaries, 1 Map batches (0 failed), 1 answers selected for Reduce, seed None\n"
+        f"communities: {NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2\n"
+    )
+    assert_inert(run.stdout, run.stderr, as_json.stdout, as_json.stderr)
+    result = as_json.json
+    assert result["answer"] == f"The answer\n{HOSTILE}\r\nends.\rnow"  # exact in the JSON
+    assert {r.json["model"] for r in server.chat_requests()} == {model}
+
+
+def test_a_hostile_error_body_is_inert_in_text_output(store: Path) -> None:
+    script = Scripted(
+        {"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)},
+        reduce=Reply("boom " + HOSTILE, status=500),
+    )
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--no-config", "--no-shuffle", "--map-budget", "330",
+                      "--map-reserve", "0", "--base-url", server.base_url, "--model", "m1")
+    assert run.code == 1
+    assert run.stdout.splitlines() == [
+        "status: failed",
+        f"error: Reduce failed twice: HTTP 500: boom {HOSTILE_SHOWN}",
+        "3 summaries, 3 Map batches (0 failed), 1 answers selected for Reduce, seed None",
+        "communities: ns/1",
+    ]
+    assert_inert(run.stdout, run.stderr)
+
+
+def test_json_output_is_exact_and_inert_even_with_lone_surrogates(tmp_path: Path) -> None:
+    # valid JSON from the model, text that is not: a lone surrogate and every terminal control
+    answer = "left \ud800 right " + HOSTILE + " \u2028 end"
+    path = three_leaves(tmp_path / "s.db")
+    script = Scripted(
+        {"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)},
+        reduce=Reply(completion(json.dumps({"answer": answer}))),
+    )
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(path), QUESTION, "--no-config", "--no-shuffle", "--map-budget", "330",
+                      "--map-reserve", "0", "--base-url", server.base_url, "--model", "m1", "--json")
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    assert_inert(run.stdout)
+    assert "\u2028" not in run.stdout and "\ud800" not in run.stdout
+    result = run.json
+    # The engine keeps the text (the JSON escapes it exactly), repairs it with U+FFFD, or
+    # finds the reply invalid (the run fails); the CLI prints the result in every case.
+    if run.code == 0:
+        assert result["answer"] in (answer, answer.replace("\ud800", "\ufffd"))
+    else:
+        assert (run.code, result["status"], result["answer"]) == (1, "failed", None)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_inert_json_reads_back_exactly(indent: int | None) -> None:
+    value = {"text": HOSTILE + "\ud800 \u2028 \u2029 \u200e é 😀\t\n", "n": [1, 2.5, None, True]}
+    text = inert_json(value, indent=indent)
+    assert json.loads(text) == value
+    assert_inert(text)
+    assert "é 😀" in text  # other characters stay readable
+    assert text.encode("utf-8")  # no lone surrogate left to fail encoding
+    ascii_text = inert_json(value, ascii_only=True, indent=indent)
+    assert ascii_text.isascii() and json.loads(ascii_text) == value
+
+
+def test_import_report_is_inert(tmp_path: Path) -> None:
+    # A file name and an argument can hold neither NUL nor (in a name) "/"; the rest stays.
+    name = HOSTILE.replace("\x00", "").replace("/", "_")
+    shown = HOSTILE_SHOWN.replace("␀", "").replace("/", "_")
+    source = write_index(tmp_path / f"out{name}", "3.x")
+    store = tmp_path / "imported.db"
+    run = run_cli("import-graphrag", str(source), str(store), "--namespace", "imp" + name)
+    assert run.code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:2] == [
+        f"Imported GraphRAG 3.x index {tmp_path}/out{shown}",
+        f"  into new store {store}, namespace 'imp{shown}' (community text: summary)",
+    ]
+    assert_inert(run.stdout, run.stderr)
+
+
+def test_a_closed_pipe_ends_plan_quietly(tmp_path: Path) -> None:
+    # Far more output than a pipe holds, so the writer meets the closed pipe.
+    ids = [f"ns/{n:05d}-" + "x" * 90 for n in range(1500)]
+    path = build_store(tmp_path / "wide.db", [{"id": cid, "summary_content": "Short text."} for cid in ids])
+    process = subprocess.Popen(
+        [EXECUTABLE, "plan", str(path), QUESTION, "--no-config", "--no-shuffle"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"1500 summaries in ")
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=60) == 141
+    assert stderr == b""
+
+
+# -- 2. outputs never overwrite inputs; 8. output failures keep the result -------------------
+
+
+@pytest.mark.parametrize("kind", ["same path", "symlink", "hard link"])
+def test_events_onto_the_store_is_refused_before_any_call(store: Path, tmp_path: Path, kind: str) -> None:
+    target = store
+    if kind == "symlink":
+        target = tmp_path / "link.jsonl"
+        target.symlink_to(store)
+    elif kind == "hard link":
+        target = tmp_path / "hard.jsonl"
+        os.link(store, target)
+    before = sha256(store)
+    with ScriptedChatServer(Scripted({})) as server:
+        run = run_cli("query", str(store), QUESTION, "--no-config", "--base-url", server.base_url, "--model", "m1",
+                      "--events", str(target))
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: --events: {target} is the input file {store}; choose another file\n"
+    assert server.requests == []
+    assert sha256(store) == before
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_events_onto_the_config_file_is_refused(store: Path, tmp_path: Path, given: bool) -> None:
+    config = tmp_path / "graphrag-tui" / "config.toml"  # the user's default config file, under XDG_CONFIG_HOME
+    config.parent.mkdir()
+    config.write_text("[retrieval]\nconcurrency = 2\n")
+    before = sha256(config)
+    env = clean_env(XDG_CONFIG_HOME=str(tmp_path))
+    run = run_cli("query", str(store), QUESTION, *(["--config", str(config)] if given else []), "--events", str(config),
+                  env=env)
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: --events: {config} is the input file {config}; choose another file\n"
+    assert sha256(config) == before
+
+
+def test_events_onto_the_store_write_ahead_log_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = three_leaves(tmp_path / "wal.db")
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("UPDATE rag_community_summaries SET summary_content = 'committed in the WAL' WHERE id = 'ns/3'")
+    writer.commit()
+    wal = tmp_path / "wal.db-wal"
+    before = sha256(wal)
+    run = run_cli("query", str(path), QUESTION, "--no-config", "--events", str(wal))
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: --events: {wal} is the input file {wal}; choose another file\n"
+    assert sha256(wal) == before
+    writer.close()
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_events_write_failure_mid_run_keeps_the_result(store: Path, as_json: bool) -> None:
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--no-config", "--no-shuffle", "--map-budget", "330",
+                      "--map-reserve", "0", "--base-url", server.base_url, "--model", "m1", "--events", "/dev/full",
+                      *(["--json"] if as_json else []))
+        port = server.base_url.split(":")[2].split("/")[0]
+    assert run.code == 0
+    assert run.stderr == (
+        f"note: m1 @ 127.0.0.1:{port} answers\n"
+        "graphrag-tui: warning: --events: cannot write /dev/full: No space left on device; "
+        "the run goes on without its events\n"
+    )
+    if as_json:
+        assert run.json["status"] == "completed" and run.json["answer"] == "The port authority funds it."
+    else:
+        assert run.stdout.splitlines()[:3] == ["status: completed", "", "The port authority funds it."]
+    assert len(server.chat_requests()) == 4  # three Map batches and the Reduce: the run went on
+
+
+@pytest.mark.parametrize("target", ["folder", "missing folder"])
+def test_an_unwritable_events_file_is_an_input_error_before_the_run(store: Path, tmp_path: Path, target: str) -> None:
+    path = tmp_path / "events.jsonl"
+    if target == "folder":
+        path.mkdir()
+        reason = "Is a directory"
+    else:
+        path = tmp_path / "missing" / "events.jsonl"
+        reason = "No such file or directory"
+    with ScriptedChatServer(Scripted({})) as server:
+        run = run_cli("query", str(store), QUESTION, "--no-config", "--base-url", server.base_url, "--model", "m1",
+                      "--events", str(path))
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: --events: cannot write {path}: {reason}\n"
+    assert server.requests == []
+
+
+# -- 7. every invalid input is exit 2 with one line ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed", "²"], "--seed must be a non-negative integer, got '²'"),
+        (["--level", "³"], "--level must be 'leaf' or a non-negative integer, got '³'"),
+        (["--map-budget", "٣٠٠٠"], "--map-budget must be a positive integer, got '٣٠٠٠'"),
+        (["--timeout", "١٢"], "--timeout must be a positive number of seconds, got '١٢'"),
+        (["--seed", "9" * 5000], "--seed must be a non-negative integer, got '" + "9" * 38 + "…"),
+        (["--concurrency", "257"], "--concurrency must be at most 256 (parallel model calls), got 257"),
+        (["--concurrency", "100000"], "--concurrency must be at most 256 (parallel model calls), got 100000"),
+        (["--model", "m\udcff"], "--model is not valid UTF-8"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(store: Path, args: list[str], message: str) -> None:
+    run = run_cli("query", str(store), QUESTION, "--no-config", *args)
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+
+
+def test_a_question_that_is_not_utf8_is_an_input_error(store: Path) -> None:
+    # argv bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
+    done = subprocess.run([EXECUTABLE, "query", str(store), b"Who funds \xff?", "--no-config"],
+                          capture_output=True, env=clean_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (2, b"", b"graphrag-tui: error: the question is not valid UTF-8\n")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[model]\nbase_url = 5\n", "[model] base_url must be a string, got 5"),
+        ("[model]\nmodel = 5\n", "[model] model must be a string, got 5"),
+        ("[model]\napi_key_env = 5\n", "[model] api_key_env must be a string, got 5"),
+        ('[model]\ntimeout = "x"\n', "[model] timeout must be a positive number of seconds, got 'x'"),
+        ('[model]\nresponse_format = "yaml"\n',
+         "[model] response_format must be one of json_object, json_schema, text, got 'yaml'"),
+        ("[retrieval]\nmap_budget = -3\n", "[retrieval] map_budget must be a positive integer, got -3"),
+        ("[retrieval]\nconcurrency = 1000\n", "[retrieval] concurrency must be at most 256 (parallel model calls), got 1000"),
+        ("[retrieval]\nmap_budget = 500\nmap_reserve = 500\n",
+         "[retrieval] map_budget (500) must exceed [retrieval] map_reserve (500)"),
+        ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
+    ],
+)
+def test_config_errors_name_the_file_section_and_key(store: Path, tmp_path: Path, config: str, message: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(config)
+    run = run_cli("query", str(store), QUESTION, "--config", str(path))
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("GRAPHRAG_TUI_MAP_BUDGET", "-3", "GRAPHRAG_TUI_MAP_BUDGET must be a positive integer, got '-3'"),
+        ("GRAPHRAG_TUI_CONCURRENCY", "300", "GRAPHRAG_TUI_CONCURRENCY must be at most 256 (parallel model calls), got 300"),
+        ("GRAPHRAG_TUI_TIMEOUT", "soon", "GRAPHRAG_TUI_TIMEOUT must be a positive number of seconds, got 'soon'"),
+        ("GRAPHRAG_TUI_MODEL", "m\udcff", "GRAPHRAG_TUI_MODEL is not valid UTF-8"),
+    ],
+)
+def test_environment_errors_name_the_variable(store: Path, tmp_path: Path, variable: str, value: str, message: str) -> None:
+    env = clean_env(**{variable: value, "XDG_CONFIG_HOME": str(tmp_path)})  # no config file
+    run = run_cli("plan", str(store), QUESTION, env=env)
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+
+
+# -- 10. Ctrl+C during start-up -----------------------------------------------------------------
+
+
+def _maps_library(pid: int, name: str) -> bool:
+    try:
+        return name in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see the start-up from outside")
+def test_ctrl_c_during_start_up_is_one_line(store: Path) -> None:
+    """SIGINT at increasing delays once the interpreter runs graphrag-tui's own imports
+    (seen from outside: the process has mapped pydantic's compiled core, which the CLI's
+    imports load), through opening the store and planning."""
+    outcomes = set()
+    for step in range(10):
+        process = subprocess.Popen(
+            [EXECUTABLE, "plan", str(store), QUESTION, "--no-config"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(),
+        )
+        deadline = time.monotonic() + 30
+        while not _maps_library(process.pid, "_pydantic_core") and process.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        time.sleep(step * 0.12)  # the rest takes about 0.3 s on an idle machine, 1 s under load
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+        assert b"Traceback" not in stderr and b"KeyboardInterrupt" not in stderr, stderr
+        if process.returncode == 130:
+            assert (stdout, stderr) == (b"", b"graphrag-tui: interrupted\n")
+        else:  # the plan was done before the signal arrived
+            assert (process.returncode, stderr) == (0, b""), stderr
+            assert stdout.startswith(b"3 summaries in ")
+        outcomes.add(process.returncode)
+    assert 130 in outcomes

@@ -1,0 +1,136 @@
+"""The user's defaults: config.toml, then GRAPHRAG_TUI_* variables; every value checked when
+read, and every error naming the file, section and key, or the variable (issue 9, item 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.config import load_user_defaults
+from graphrag_tui.engine.options import resolve_options
+from graphrag_tui.errors import InputError
+
+
+def load(path: Path | None, **environ: str):
+    return load_user_defaults(path, no_config=False, environ=environ)
+
+
+def config(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "config.toml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def error_of(path: Path | None, **environ: str) -> str:
+    with pytest.raises(InputError) as info:
+        load(path, **environ)
+    return str(info.value)
+
+
+def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Path) -> None:
+    path = config(tmp_path, '[retrieval]\nmap_budget = 900\nconcurrency = "3"\n[model]\ntimeout = 30\nmodel = "m"\n')
+    defaults = load(path, GRAPHRAG_TUI_MAP_RESERVE="0", GRAPHRAG_TUI_TIMEOUT="2.5")
+    assert defaults.retrieval == {"map_budget": 900, "concurrency": 3, "map_reserve": 0}
+    assert defaults.model == {"timeout": 2.5, "model": "m"}
+    assert defaults.labels == {
+        "map_budget": f"config file {path}: [retrieval] map_budget",
+        "concurrency": f"config file {path}: [retrieval] concurrency",
+        "map_reserve": "GRAPHRAG_TUI_MAP_RESERVE",
+        "timeout": "GRAPHRAG_TUI_TIMEOUT",  # the variable overrides the file
+        "model": f"config file {path}: [model] model",
+    }
+    assert defaults.config_file == str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[model]\nbase_url = 5\n", "[model] base_url must be a string, got 5"),
+        ("[model]\nmodel = 5\n", "[model] model must be a string, got 5"),
+        ("[model]\napi_key_env = 5\n", "[model] api_key_env must be a string, got 5"),
+        ("[model]\napi_key_env = [\"A\"]\n", "[model] api_key_env must be a string, got ['A']"),
+        ('[model]\ntimeout = "x"\n', "[model] timeout must be a positive number of seconds, got 'x'"),
+        ("[model]\ntimeout = true\n", "[model] timeout must be a positive number of seconds, got True"),
+        ("[model]\ntimeout = -1\n", "[model] timeout must be a positive number of seconds, got -1"),
+        ("[model]\ntimeout = nan\n", "[model] timeout must be a positive number of seconds, got nan"),
+        ("[model]\ntimeout = 1" + "0" * 400 + "\n",
+         "[model] timeout must be a positive number of seconds, got a 401-digit number"),
+        ('[model]\nresponse_format = "yaml"\n',
+         "[model] response_format must be one of json_object, json_schema, text, got 'yaml'"),
+        ("[retrieval]\nmap_budget = -3\n", "[retrieval] map_budget must be a positive integer, got -3"),
+        ("[retrieval]\nmap_budget = 4.5\n", "[retrieval] map_budget must be a positive integer, got 4.5"),
+        ('[retrieval]\nmap_budget = "²"\n', "[retrieval] map_budget must be a positive integer, got '²'"),
+        ("[retrieval]\nreduce_reserve = -1\n", "[retrieval] reduce_reserve must be a non-negative integer, got -1"),
+        ("[retrieval]\nconcurrency = 257\n",
+         "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
+        ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
+        ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
+        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model])"),
+        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model])"),
+        ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
+    ],
+)
+def test_a_bad_file_value_names_the_file_section_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = config(tmp_path, text)
+    assert error_of(path) == f"config file {path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[retrieval\n", "is not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 11)"),
+        ("a = " + "[" * 3000 + "]" * 3000 + "\n", "is not valid TOML: a value is nested too deeply or too long"),
+        ("[retrieval]\nmap_budget = " + "9" * 5000 + "\n", "is not valid TOML: a value is nested too deeply or too long"),
+        (b"[retrieval]\nmap_budget = 1 # \xff\n", "is not UTF-8 text (byte 29)"),
+    ],
+)
+def test_an_unreadable_file_is_one_line(tmp_path: Path, text: str | bytes, message: str) -> None:
+    path = config(tmp_path, text)
+    assert error_of(path) == f"config file {path} {message}"
+
+
+def test_a_missing_or_unreadable_file(tmp_path: Path) -> None:
+    assert error_of(tmp_path / "absent.toml") == f"config file {tmp_path / 'absent.toml'} does not exist"
+    assert error_of(tmp_path) == f"config file {tmp_path} cannot be read: Is a directory"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("GRAPHRAG_TUI_MAP_BUDGET", "-3", "GRAPHRAG_TUI_MAP_BUDGET must be a positive integer, got '-3'"),
+        ("GRAPHRAG_TUI_MAP_BUDGET", "٣", "GRAPHRAG_TUI_MAP_BUDGET must be a positive integer, got '٣'"),
+        ("GRAPHRAG_TUI_CONCURRENCY", "1000",
+         "GRAPHRAG_TUI_CONCURRENCY must be at most 256 (parallel model calls), got 1000"),
+        ("GRAPHRAG_TUI_TIMEOUT", "soon", "GRAPHRAG_TUI_TIMEOUT must be a positive number of seconds, got 'soon'"),
+        ("GRAPHRAG_TUI_RESPONSE_FORMAT", "xml",
+         "GRAPHRAG_TUI_RESPONSE_FORMAT must be one of json_object, json_schema, text, got 'xml'"),
+        ("GRAPHRAG_TUI_BASE_URL", "http://h\udcff/v1", "GRAPHRAG_TUI_BASE_URL is not valid UTF-8"),
+    ],
+)
+def test_a_bad_variable_is_named(tmp_path: Path, variable: str, value: str, message: str) -> None:
+    assert error_of(config(tmp_path, ""), **{variable: value}) == message
+
+
+def test_budget_and_reserve_from_one_file_are_named_once(tmp_path: Path) -> None:
+    path = config(tmp_path, "[retrieval]\nmap_budget = 500\nmap_reserve = 500\n")
+    defaults = load(path)
+    with pytest.raises(InputError) as info:
+        resolve_options({}, defaults.retrieval, defaults.labels)
+    assert str(info.value) == f"config file {path}: [retrieval] map_budget (500) must exceed [retrieval] map_reserve (500)"
+    with pytest.raises(InputError) as info:
+        resolve_options({"map_reserve": "600"}, defaults.retrieval, defaults.labels)
+    assert str(info.value) == f"config file {path}: [retrieval] map_budget (500) must exceed --map-reserve (600)"
+    defaults = load(config(tmp_path, ""), GRAPHRAG_TUI_REDUCE_RESERVE="9000")
+    with pytest.raises(InputError) as info:
+        resolve_options({}, defaults.retrieval, defaults.labels)
+    assert str(info.value) == "--reduce-budget (8000) must exceed GRAPHRAG_TUI_REDUCE_RESERVE (9000)"
+
+
+def test_no_config_reads_nothing(tmp_path: Path) -> None:
+    path = config(tmp_path, "[retrieval]\nmap_budget = -3\n")
+    defaults = load_user_defaults(path, no_config=True, environ={"GRAPHRAG_TUI_MAP_BUDGET": "x"})
+    assert (defaults.retrieval, defaults.model, defaults.labels) == ({}, {}, {})

@@ -122,8 +122,12 @@ class GlobalSearch:
         timeout: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
+        on_long_response: Callable[[int | None, int, str], None] | None = None,
     ) -> None:
         self.plan = plan
+        #: Called with (batch index or None for Reduce, attempt number, the whole raw
+        #: response) for each response longer than the RAW_RESPONSE_CAP an Attempt keeps.
+        self.on_long_response = on_long_response
         self.model = model
         self.on_event = on_event or (lambda event: None)
         self.cancel = cancel or asyncio.Event()

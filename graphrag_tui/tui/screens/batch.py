@@ -7,6 +7,9 @@ The prompt and the responses are shown literally (cleaned of control characters 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,9 +20,13 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane, TextArea
 from ...engine.batcher import MapBatch
 from ...engine.replies import js_number
 from ...engine.result import Attempt, BatchResult
+from ...export import check_output_file, existing_files, write_files
+from ...errors import InputError
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
 from ..widgets.footer import KeyFooter
+from .confirm import ConfirmScreen
+from .save_response import SaveResponseScreen
 from .tabbed import TabbedScreen
 
 STATUS_STYLE = {"succeeded": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
@@ -32,6 +39,24 @@ def _literal_area(text: str, *, id: str | None = None, classes: str | None = Non
     )
     area.show_cursor = False
     return area
+
+
+def human_size(size: int) -> str:
+    """Bytes in words: `512 bytes`, `64 KiB`, `1.5 KiB`, `20.0 MB`."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        kib = size / 1024
+        return f"{kib:.0f} KiB" if size % 1024 == 0 else f"{kib:.1f} KiB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def hidden_part(attempt: Attempt) -> tuple[int, int] | None:
+    """(bytes shown, whole size) when the attempt keeps only the start of its response."""
+    if attempt.raw_response is None or attempt.raw_response_bytes is None:
+        return None
+    shown = len(attempt.raw_response.encode("utf-8", "surrogatepass"))
+    return (shown, attempt.raw_response_bytes) if attempt.raw_response_bytes > shown else None
 
 
 def attempt_header(attempt: Attempt) -> Text:
@@ -51,7 +76,10 @@ def attempt_header(attempt: Attempt) -> Text:
 class BatchScreen(TabbedScreen):
     """The batch view. Selecting a part row posts `OpenCommunity`."""
 
-    BINDINGS = [Binding("escape", "close", "Back")]
+    BINDINGS = [
+        Binding("escape", "close", "Back"),
+        Binding("s", "save_response", "Save whole response"),
+    ]
 
     def __init__(
         self,
@@ -59,6 +87,8 @@ class BatchScreen(TabbedScreen):
         map_batch: MapBatch,
         prompt: str,
         *,
+        whole_responses: Mapping[int, Path] | None = None,
+        inputs: Sequence[Path] = (),
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -67,6 +97,10 @@ class BatchScreen(TabbedScreen):
         self.batch = batch
         self.map_batch = map_batch
         self.prompt = prompt
+        #: Attempt number -> the file that keeps its whole raw response (see ResponseSpill).
+        self.whole_responses = dict(whole_responses or {})
+        #: Files a save may not overwrite (the store).
+        self.inputs = tuple(inputs)
 
     def compose(self) -> ComposeResult:
         batch = self.batch
@@ -95,8 +129,66 @@ class BatchScreen(TabbedScreen):
                                 yield Static(Text("(none: no response was received)",
                                                   style="dim italic"), classes="no-response")
                             else:
-                                yield _literal_area(attempt.raw_response, classes="raw-response")
+                                hidden = hidden_part(attempt)
+                                if hidden is not None:
+                                    yield Static(self._hidden_text(attempt, *hidden), classes="raw-hidden")
+                                yield _literal_area(attempt.raw_response, classes="raw-response",
+                                                    id=f"raw-response-{number}")
         yield KeyFooter()
+
+    def _hidden_text(self, attempt: Attempt, shown: int, whole: int) -> Text:
+        text = Text(f"showing {human_size(shown)} of {human_size(whole)}; ", style="bold yellow")
+        if attempt.attempt in self.whole_responses:
+            text.append("press s to save the whole response", style="")
+        else:
+            text.append("the rest was not kept", style="")
+        return text
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "save_response":
+            return self._attempt_to_save() is not None  # shown only when there is one
+        return True
+
+    def _attempt_to_save(self) -> Attempt | None:
+        """The attempt whose response has focus, else the first one kept whole on disk."""
+        savable = [a for a in self.batch.attempts if a.attempt in self.whole_responses]
+        focused = self.focused
+        for number, attempt in enumerate(self.batch.attempts):
+            if focused is not None and focused.id == f"raw-response-{number}" and attempt in savable:
+                return attempt
+        return savable[0] if savable else None
+
+    def action_save_response(self) -> None:
+        attempt = self._attempt_to_save()
+        if attempt is None:
+            return
+        source = self.whole_responses[attempt.attempt]
+        inputs = (*self.inputs, source)
+        default = Path.cwd() / f"graphrag-batch-{self.batch.index}-attempt-{attempt.attempt}.txt"
+        size = human_size(attempt.raw_response_bytes or 0)
+
+        def write(path: Path) -> None:
+            try:
+                write_files([(path, source)], inputs)
+            except InputError as error:
+                self.app.notify(one_line(str(error)), title="Not saved", severity="error", markup=False)
+                return
+            self.app.notify(one_line(f"Wrote {path} ({size})"), title="Saved", markup=False)
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            if not existing_files([path]):
+                write(path)
+                return
+            self.app.push_screen(
+                ConfirmScreen(f"{path} already exists. Overwrite it?", yes="Overwrite", no="Cancel"),
+                lambda overwrite: write(path) if overwrite else None,
+            )
+
+        self.app.push_screen(
+            SaveResponseScreen(default, size=size, check=lambda path: check_output_file(path, inputs)), chosen
+        )
 
     def on_mount(self) -> None:
         table = self.query_one("#parts", DataTable)

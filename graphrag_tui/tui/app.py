@@ -61,6 +61,9 @@ from .widgets.status_line import StatusLine
 EXTRACTIVE = "extractive, offline: not an LLM"
 #: How long a run may plan before the panels show it (see `start_run`).
 PLANNING_QUIET_PERIOD = 0.1
+#: What ends the worker itself (the app cancels it, or the process ends), not the run's errors:
+#: everything else that escapes a run ends it as `failed` (a BaseExceptionGroup included).
+NOT_RUN_ERRORS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 #: The model picker's entries (the endpoint's is built from the settings).
 MODEL_LABELS = {
     "extractive": "Built-in extractive (offline, not an LLM)",
@@ -381,7 +384,9 @@ class GraphRAGApp(App[int]):
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
-        except Exception as error:
+        except BaseException as error:
+            if isinstance(error, NOT_RUN_ERRORS):
+                raise
             self.post_message(RunFinished(failed_result(request, plan, None, error)))
             return
         pending: list[Event] = []  # type: ignore[valid-type]
@@ -403,7 +408,9 @@ class GraphRAGApp(App[int]):
                 on_long_response=self.spill.add,
             )
             result = await self._search.run()
-        except Exception as error:  # a bug, or a model that raised what it should not
+        except BaseException as error:  # a bug, or a model that raised what it should not
+            if isinstance(error, NOT_RUN_ERRORS):
+                raise
             result = failed_result(request, plan, self._search, error)
         self.post_message(RunFinished(result))
 

@@ -161,28 +161,28 @@ def write_export(
 MAX_NAME_BYTES = 255
 
 
-def check_output_file(target: Path, inputs: Iterable[Path] = ()) -> None:
+def check_output_file(target: Path, inputs: Iterable[Path] = (), action: str = "export") -> None:
     """InputError (one line) unless `target` can be written as a new or replaced regular
     file: its folder exists, its name is not too long, it is not an input, not a symlink
     (never written through), not a folder and not a device or pipe."""
     folder = target.parent
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
         raise InputError(
-            f"Cannot export: the file name is too long ({len(os.fsencode(target.name))} bytes; "
+            f"Cannot {action}: the file name is too long ({len(os.fsencode(target.name))} bytes; "
             f"at most {MAX_NAME_BYTES})"
         )
     try:
         if not folder.exists():
-            raise InputError(f"Cannot export: folder {folder} does not exist")
+            raise InputError(f"Cannot {action}: folder {folder} does not exist")
         if not folder.is_dir():
-            raise InputError(f"Cannot export: {folder} is not a folder")
-        check_not_input(target, inputs, "Cannot export")
+            raise InputError(f"Cannot {action}: {folder} is not a folder")
+        check_not_input(target, inputs, f"Cannot {action}")
         if target.is_symlink():
-            raise InputError(f"Cannot export: {target} is a symbolic link; it is never written through")
+            raise InputError(f"Cannot {action}: {target} is a symbolic link; it is never written through")
         if target.is_dir():
-            raise InputError(f"Cannot export: {target} is a folder")
+            raise InputError(f"Cannot {action}: {target} is a folder")
         if target.exists() and not target.is_file():
-            raise InputError(f"Cannot export: {target} is not a regular file")
+            raise InputError(f"Cannot {action}: {target} is not a regular file")
     except OSError as exc:  # e.g. a folder name too long, or a folder we may not search
         raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
 

@@ -187,7 +187,7 @@ class BatchScreen(TabbedScreen):
             )
 
         self.app.push_screen(
-            SaveResponseScreen(default, size=size, check=lambda path: check_output_file(path, inputs)), chosen
+            SaveResponseScreen(default, size=size, check=lambda path: check_output_file(path, inputs, "save")), chosen
         )
 
     def on_mount(self) -> None:

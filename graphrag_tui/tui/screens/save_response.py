@@ -18,12 +18,12 @@ class SaveResponseScreen(InputDialog[Path]):
     ENTER_DOES = "save"
 
     def __init__(self, default: Path, *, size: str, check: Callable[[Path], None]) -> None:
-        self.size = size
+        self.response_size = size
         self.check = check
         super().__init__(value=str(default))
 
     def hint(self) -> str:
-        return f"Writes the raw response as the model sent it ({self.size}) to this file."
+        return f"Writes the raw response as the model sent it ({self.response_size}) to this file."
 
     def accept(self, text: str) -> Path | None:
         if not text:

@@ -42,10 +42,11 @@ def _literal_area(text: str, *, id: str | None = None, classes: str | None = Non
 
 
 def human_size(size: int) -> str:
-    """Bytes in words: `512 bytes`, `64 KiB`, `1.5 KiB`, `20.0 MB`."""
+    """Bytes in words: `512 bytes`, `64 KiB` (the cap a result keeps, RAW_RESPONSE_CAP),
+    `68.4 KiB`, and from a million bytes on, megabytes: `1.0 MB`, `20.0 MB`."""
     if size < 1024:
         return f"{size} bytes"
-    if size < 1024 * 1024:
+    if size < 1_000_000:
         kib = size / 1024
         return f"{kib:.0f} KiB" if size % 1024 == 0 else f"{kib:.1f} KiB"
     return f"{size / 1_000_000:.1f} MB"

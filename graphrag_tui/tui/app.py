@@ -138,7 +138,7 @@ class GraphRAGApp(App[int]):
         self.repaint_interval = repaint_interval
         self.store = CommunityStore.open(settings.store_path)
         try:  # read now: a bad store is an input error before the app starts, not a traceback
-            self.namespaces = self.store.namespaces()
+            self.store_namespaces = self.store.namespaces()
         except BaseException:
             self.store.close()
             raise
@@ -170,7 +170,7 @@ class GraphRAGApp(App[int]):
     def get_default_screen(self) -> Screen:
         s = self.settings
         setup = SetupForm(
-            self.namespaces,
+            self.store_namespaces,
             namespace=s.namespace,
             level=s.level,
             options=s.options,

@@ -19,7 +19,7 @@ from graphrag_tui.store import CommunityStore
 from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.messages import OpenCommunity
 from graphrag_tui.tui.safe_text import clean
-from graphrag_tui.tui.screens.batch import BatchScreen
+from graphrag_tui.tui.screens.batch import SHOW_LIMIT, BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.confirm import ConfirmScreen
 from graphrag_tui.tui.screens.export import ExportScreen, default_export_path
@@ -407,25 +407,31 @@ def huge_attempt_batch(kept: str, whole_bytes: int) -> tuple[BatchResult, MapBat
     return batch.model_copy(update={"attempts": [first, batch.attempts[1]]}), map_batch, prompt
 
 
-async def test_batch_screen_opens_a_huge_response_at_once_and_says_what_is_hidden() -> None:
-    # The 64 KiB an attempt keeps of a 20 MB reply, in lines as a model would send them.
+async def test_batch_screen_opens_a_huge_response_at_once_and_says_what_is_hidden(tmp_path: Path) -> None:
+    # The 64 KiB an attempt keeps of a 20 MB reply (one line, as a model would send it).
     kept = ("{\"answer\": \"" + "word " * 13) * 1000
     kept = kept.encode()[:RAW_RESPONSE_CAP].decode()
     assert len(kept.encode()) == RAW_RESPONSE_CAP
     batch, map_batch, prompt = huge_attempt_batch(kept, 20_000_000)
     app = Host()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
         began = time.perf_counter()
         await push(app, pilot, BatchScreen(batch, map_batch, prompt))
         opened = time.perf_counter() - began
         assert opened < 1.0, f"the batch view took {opened:.2f} s to open"
-        assert app.screen.query_one("#raw-response-0", TextArea).text == kept
-        assert rendered(app, ".raw-hidden") == "showing 64 KiB of 20.0 MB; the rest was not kept"
-        assert "showing 64 KiB of 20.0 MB; the rest was not kept" in screen_text(app)
-        # Nothing kept whole: no save key.
+        assert app.screen.query_one("#raw-response-0", TextArea).text == kept[:SHOW_LIMIT]
+        note = "showing 8 KiB of 20.0 MB; press s to save the first 64 KiB (the rest was not kept)"
+        assert rendered(app, ".raw-hidden") == note
+        assert note in screen_text(app)
+        # Not kept whole: s saves what was kept.
         await pilot.press("s")
         await pilot.pause()
-        assert isinstance(app.screen, BatchScreen)
+        assert isinstance(app.screen, SaveResponseScreen)
+        app.screen.query_one("#save-response-input", Input).value = str(tmp_path / "kept.txt")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (tmp_path / "kept.txt").read_text(encoding="utf-8") == kept
+        assert [n.message for n in app._notifications][-1] == f"Wrote {tmp_path / 'kept.txt'} (64 KiB)"
 
 
 async def test_batch_screen_saves_the_whole_response_by_the_export_rules(tmp_path: Path) -> None:
@@ -439,7 +445,7 @@ async def test_batch_screen_saves_the_whole_response_by_the_export_rules(tmp_pat
     app = Host()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await push(app, pilot, BatchScreen(batch, map_batch, prompt, whole_responses={1: spilled}, inputs=(store_file,)))
-        assert rendered(app, ".raw-hidden") == "showing 64 KiB of 68.4 KiB; press s to save the whole response"
+        assert rendered(app, ".raw-hidden") == "showing 8 KiB of 68.4 KiB; press s to save the whole response"
         app.screen.query_one("#tab-attempts #raw-response-0", TextArea).focus()  # s works from the response too
         await pilot.press("s")
         await pilot.pause()

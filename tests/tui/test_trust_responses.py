@@ -13,7 +13,7 @@ from textual.widgets import Input, Markdown, Static, TabbedContent, TextArea
 
 from graphrag_tui.engine.result import RAW_RESPONSE_CAP
 from graphrag_tui.models.factory import ModelSettings
-from graphrag_tui.tui.screens.batch import BatchScreen
+from graphrag_tui.tui.screens.batch import SHOW_LIMIT, BatchScreen
 from graphrag_tui.tui.screens.main import MainScreen
 from graphrag_tui.tui.screens.save_response import SaveResponseScreen
 from graphrag_tui.tui.widgets.batch_grid import BatchGrid
@@ -63,9 +63,9 @@ async def test_a_1_mb_reply_is_shown_in_part_and_saved_whole(store: Path, tmp_pa
 
             screen = await open_batch(pilot, 2)
             assert [str(s.render()) for s in screen.query(".raw-hidden").results(Static)] == [
-                "showing 64 KiB of 1.0 MB; press s to save the whole response"
+                "showing 8 KiB of 1.0 MB; press s to save the whole response"
             ] * 2
-            assert [a.text for a in screen.query(".raw-response").results(TextArea)] == [whole[:RAW_RESPONSE_CAP]] * 2
+            assert [a.text for a in screen.query(".raw-response").results(TextArea)] == [whole[:SHOW_LIMIT]] * 2
             await pilot.press("s")
             await pilot.pause()
             assert isinstance(app.screen, SaveResponseScreen)

@@ -32,6 +32,12 @@ from .tabbed import TabbedScreen
 STATUS_STYLE = {"succeeded": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
 
 
+#: How much of a raw response the view shows, in UTF-8 bytes. A text area lays out and
+#: draws a long line whole, again on every layout, and a model reply is often one line:
+#: the 64 KiB a result keeps cost a third of a second per layout; this much, a twentieth.
+SHOW_LIMIT = 8192
+
+
 def _literal_area(text: str, *, id: str | None = None, classes: str | None = None) -> TextArea:
     area = TextArea(
         clean(text), read_only=True, soft_wrap=True, show_line_numbers=False,
@@ -52,12 +58,21 @@ def human_size(size: int) -> str:
     return f"{size / 1_000_000:.1f} MB"
 
 
-def hidden_part(attempt: Attempt) -> tuple[int, int] | None:
-    """(bytes shown, whole size) when the attempt keeps only the start of its response."""
-    if attempt.raw_response is None or attempt.raw_response_bytes is None:
-        return None
-    shown = len(attempt.raw_response.encode("utf-8", "surrogatepass"))
-    return (shown, attempt.raw_response_bytes) if attempt.raw_response_bytes > shown else None
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def first_bytes(text: str, limit: int) -> str:
+    """The start of `text`, at most `limit` UTF-8 bytes, cut at a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+def whole_size(attempt: Attempt) -> int:
+    """The size of the attempt's whole raw response (0: none)."""
+    if attempt.raw_response is None:
+        return 0
+    return attempt.raw_response_bytes or utf8_size(attempt.raw_response)
 
 
 def attempt_header(attempt: Attempt) -> Text:
@@ -130,43 +145,56 @@ class BatchScreen(TabbedScreen):
                                 yield Static(Text("(none: no response was received)",
                                                   style="dim italic"), classes="no-response")
                             else:
-                                hidden = hidden_part(attempt)
-                                if hidden is not None:
-                                    yield Static(self._hidden_text(attempt, *hidden), classes="raw-hidden")
-                                yield _literal_area(attempt.raw_response, classes="raw-response",
-                                                    id=f"raw-response-{number}")
+                                shown = first_bytes(attempt.raw_response, SHOW_LIMIT)
+                                if utf8_size(shown) < whole_size(attempt):
+                                    yield Static(self._hidden_text(attempt, shown), classes="raw-hidden")
+                                yield _literal_area(shown, classes="raw-response", id=f"raw-response-{number}")
         yield KeyFooter()
 
-    def _hidden_text(self, attempt: Attempt, shown: int, whole: int) -> Text:
-        text = Text(f"showing {human_size(shown)} of {human_size(whole)}; ", style="bold yellow")
-        if attempt.attempt in self.whole_responses:
-            text.append("press s to save the whole response", style="")
+    def _hidden_text(self, attempt: Attempt, shown: str) -> Text:
+        text = Text(f"showing {human_size(utf8_size(shown))} of {human_size(whole_size(attempt))}; ",
+                    style="bold yellow")
+        if self._is_whole(attempt):
+            text.append("press s to save the whole response")
         else:
-            text.append("the rest was not kept", style="")
+            kept = human_size(utf8_size(attempt.raw_response or ""))
+            text.append(f"press s to save the first {kept} (the rest was not kept)")
         return text
+
+    def _is_whole(self, attempt: Attempt) -> bool:
+        """Whether the app has the attempt's whole response (kept on disk, or not cut)."""
+        return attempt.attempt in self.whole_responses or utf8_size(attempt.raw_response or "") == whole_size(attempt)
+
+    def _cut_attempts(self) -> list[tuple[int, Attempt]]:
+        """(position, attempt) of the attempts whose response the view shows in part."""
+        return [
+            (number, a) for number, a in enumerate(self.batch.attempts)
+            if a.raw_response is not None and utf8_size(first_bytes(a.raw_response, SHOW_LIMIT)) < whole_size(a)
+        ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "save_response":
-            return self._attempt_to_save() is not None  # shown only when there is one
+            return bool(self._cut_attempts())  # the key shows only when there is one to save
         return True
 
     def _attempt_to_save(self) -> Attempt | None:
-        """The attempt whose response has focus, else the first one kept whole on disk."""
-        savable = [a for a in self.batch.attempts if a.attempt in self.whole_responses]
-        focused = self.focused
-        for number, attempt in enumerate(self.batch.attempts):
-            if focused is not None and focused.id == f"raw-response-{number}" and attempt in savable:
+        """The cut attempt whose response has focus, else the first cut one."""
+        cut = self._cut_attempts()
+        focused = self.focused.id if self.focused is not None else None
+        for number, attempt in cut:
+            if focused == f"raw-response-{number}":
                 return attempt
-        return savable[0] if savable else None
+        return cut[0][1] if cut else None
 
     def action_save_response(self) -> None:
         attempt = self._attempt_to_save()
-        if attempt is None:
+        if attempt is None or attempt.raw_response is None:
             return
-        source = self.whole_responses[attempt.attempt]
-        inputs = (*self.inputs, source)
+        spilled = self.whole_responses.get(attempt.attempt)
+        source: Path | str = spilled if spilled is not None else attempt.raw_response
+        inputs = (*self.inputs, spilled) if spilled is not None else self.inputs
         default = Path.cwd() / f"graphrag-batch-{self.batch.index}-attempt-{attempt.attempt}.txt"
-        size = human_size(attempt.raw_response_bytes or 0)
+        size = human_size(whole_size(attempt) if self._is_whole(attempt) else utf8_size(attempt.raw_response))
 
         def write(path: Path) -> None:
             try:

@@ -23,7 +23,7 @@ class SaveResponseScreen(InputDialog[Path]):
         super().__init__(value=str(default))
 
     def hint(self) -> str:
-        return f"Writes the raw response as the model sent it ({self.response_size}) to this file."
+        return f"Writes the raw response ({self.response_size}) as the model sent it to this file."
 
     def accept(self, text: str) -> Path | None:
         if not text:

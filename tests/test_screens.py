@@ -415,10 +415,12 @@ async def test_batch_screen_opens_a_huge_response_at_once_and_says_what_is_hidde
     batch, map_batch, prompt = huge_attempt_batch(kept, 20_000_000)
     app = Host()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        began = time.perf_counter()
+        # CPU time of this process (the app and the Pilot): what the app spends opening the
+        # view, whatever else the machine runs. Showing a 20 MB reply whole took 30 s.
+        began = time.process_time()
         await push(app, pilot, BatchScreen(batch, map_batch, prompt))
-        opened = time.perf_counter() - began
-        assert opened < 1.0, f"the batch view took {opened:.2f} s to open"
+        opened = time.process_time() - began
+        assert opened < 1.0, f"the batch view took {opened:.2f} s of CPU to open"
         assert app.screen.query_one("#raw-response-0", TextArea).text == kept[:SHOW_LIMIT]
         note = "showing 8 KiB of 20.0 MB; press s to save the first 64 KiB (the rest was not kept)"
         assert rendered(app, ".raw-hidden") == note

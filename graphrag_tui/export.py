@@ -5,12 +5,18 @@ No Textual imports: the TUI and scripts share this module.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from .engine.replies import js_number
 from .engine.result import SearchResult
 from .errors import InputError
+from .output_paths import check_not_input
 from .safe_text import clean, one_line
 from .store.store import CommunityDetail, CommunityStore
 
@@ -134,23 +140,106 @@ def markdown_report(result: SearchResult, store: CommunityStore) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def write_export(result: SearchResult, store: CommunityStore, path: Path) -> tuple[Path, Path]:
-    """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report).
+def write_export(
+    result: SearchResult, store: CommunityStore, path: Path, *, inputs: Iterable[Path] = ()
+) -> tuple[Path, Path]:
+    """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report), by the rules
+    of `write_files` (`inputs`: files the export must not overwrite, such as the store).
 
     Raises InputError (one line) when a file cannot be written."""
     json_path, md_path = export_paths(path)
-    folder = json_path.parent
-    if not folder.exists():
-        raise InputError(f"Cannot export: folder {folder} does not exist")
-    if not folder.is_dir():
-        raise InputError(f"Cannot export: {folder} is not a folder")
     payload = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    check_output_files((json_path, md_path), inputs)
     report = markdown_report(result, store)
-    for target, text in ((json_path, payload), (md_path, report)):
-        if target.is_dir():
-            raise InputError(f"Cannot export: {target} is a folder")
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
+    write_files(((json_path, payload), (md_path, report)), inputs)
     return json_path, md_path
+
+
+# -- safe writing --------------------------------------------------------------------------
+
+#: The longest file name most file systems accept, in bytes.
+MAX_NAME_BYTES = 255
+
+
+def check_output_file(target: Path, inputs: Iterable[Path] = (), action: str = "export") -> None:
+    """InputError (one line) unless `target` can be written as a new or replaced regular
+    file: its folder exists, its name is not too long, it is not an input, not a symlink
+    (never written through), not a folder and not a device or pipe."""
+    folder = target.parent
+    if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
+        raise InputError(
+            f"Cannot {action}: the file name is too long ({len(os.fsencode(target.name))} bytes; "
+            f"at most {MAX_NAME_BYTES})"
+        )
+    try:
+        if not folder.exists():
+            raise InputError(f"Cannot {action}: folder {folder} does not exist")
+        if not folder.is_dir():
+            raise InputError(f"Cannot {action}: {folder} is not a folder")
+        check_not_input(target, inputs, f"Cannot {action}")
+        if target.is_symlink():
+            raise InputError(f"Cannot {action}: {target} is a symbolic link; it is never written through")
+        if target.is_dir():
+            raise InputError(f"Cannot {action}: {target} is a folder")
+        if target.exists() and not target.is_file():
+            raise InputError(f"Cannot {action}: {target} is not a regular file")
+    except OSError as exc:  # e.g. a folder name too long, or a folder we may not search
+        raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
+
+
+def check_output_files(targets: Iterable[Path], inputs: Iterable[Path] = ()) -> None:
+    inputs = tuple(inputs)
+    for target in targets:
+        check_output_file(target, inputs)
+
+
+def existing_files(targets: Iterable[Path]) -> list[Path]:
+    """Those of `targets` that exist (a dangling symlink counts: it is there)."""
+    return [t for t in targets if os.path.lexists(t)]
+
+
+def _file_mode() -> int:
+    """What a plain `open(path, "w")` would give a new file (0o666 less the umask)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_files(files: Iterable[tuple[Path, str | bytes | Path]], inputs: Iterable[Path] = ()) -> None:
+    """Write each (path, content), replacing what is there, never through a symlink. The
+    content is text (written as UTF-8), bytes, or a file to copy (read in chunks).
+
+    Each file is written to a new temporary file beside it, then renamed over the target:
+    a rename replaces a directory entry and never follows a link, so a link that appears
+    after the checks is replaced, not written through, and a failed write leaves the old
+    file whole. Raises InputError (one line); nothing is renamed unless every file was
+    written."""
+    files = list(files)
+    check_output_files((path for path, _ in files), inputs)
+    written: list[tuple[str, Path]] = []
+    try:
+        for target, content in files:
+            try:
+                fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".graphrag-tui-", suffix=".tmp")
+            except OSError as exc:
+                raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
+            written.append((temp, target))
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    os.fchmod(out.fileno(), _file_mode())
+                    if isinstance(content, Path):
+                        with content.open("rb") as source:
+                            shutil.copyfileobj(source, out)
+                    else:
+                        out.write(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
+            except OSError as exc:
+                raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
+        for temp, target in written:
+            try:
+                os.replace(temp, target)
+            except OSError as exc:
+                raise InputError(f"Cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        for temp, _ in written:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -12,17 +14,18 @@ from textual.widgets import DataTable, Input, OptionList, Static, TextArea
 
 from graphrag_tui.engine.batcher import MapBatch, PartRef
 from graphrag_tui.engine.prompts import map_messages, prompt_text
-from graphrag_tui.engine.result import Attempt, BatchResult
+from graphrag_tui.engine.result import RAW_RESPONSE_CAP, Attempt, BatchResult
 from graphrag_tui.store import CommunityStore
 from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.messages import OpenCommunity
 from graphrag_tui.tui.safe_text import clean
-from graphrag_tui.tui.screens.batch import BatchScreen
+from graphrag_tui.tui.screens.batch import SHOW_LIMIT, BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.confirm import ConfirmScreen
 from graphrag_tui.tui.screens.export import ExportScreen, default_export_path
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
 from graphrag_tui.tui.screens.keys import KeysScreen
+from graphrag_tui.tui.screens.save_response import SaveResponseScreen
 
 from .stores import build_store
 
@@ -397,6 +400,94 @@ async def test_batch_screen_succeeded_batch() -> None:
         assert app.screen.query_one(".raw-response", TextArea).text == '{"answer": "x"}'
 
 
+def huge_attempt_batch(kept: str, whole_bytes: int) -> tuple[BatchResult, MapBatch, str]:
+    """A failed batch whose first attempt kept only `kept` of a `whole_bytes` response."""
+    batch, map_batch, prompt = make_batch("failed")
+    first = batch.attempts[0].model_copy(update={"raw_response": kept, "raw_response_bytes": whole_bytes})
+    return batch.model_copy(update={"attempts": [first, batch.attempts[1]]}), map_batch, prompt
+
+
+async def test_batch_screen_opens_a_huge_response_at_once_and_says_what_is_hidden(tmp_path: Path) -> None:
+    # The 64 KiB an attempt keeps of a 20 MB reply (one line, as a model would send it).
+    kept = ("{\"answer\": \"" + "word " * 13) * 1000
+    kept = kept.encode()[:RAW_RESPONSE_CAP].decode()
+    assert len(kept.encode()) == RAW_RESPONSE_CAP
+    batch, map_batch, prompt = huge_attempt_batch(kept, 20_000_000)
+    app = Host()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        # CPU time of this process (the app and the Pilot): what the app spends opening the
+        # view, whatever else the machine runs. Showing a 20 MB reply whole took 30 s.
+        began = time.process_time()
+        await push(app, pilot, BatchScreen(batch, map_batch, prompt))
+        opened = time.process_time() - began
+        assert opened < 1.0, f"the batch view took {opened:.2f} s of CPU to open"
+        assert app.screen.query_one("#raw-response-0", TextArea).text == kept[:SHOW_LIMIT]
+        note = "showing 8 KiB of 20.0 MB; press s to save the first 64 KiB (the rest was not kept)"
+        assert rendered(app, ".raw-hidden") == note
+        assert note in screen_text(app)
+        # Not kept whole: s saves what was kept.
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SaveResponseScreen)
+        app.screen.query_one("#save-response-input", Input).value = str(tmp_path / "kept.txt")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (tmp_path / "kept.txt").read_text(encoding="utf-8") == kept
+        assert [n.message for n in app._notifications][-1] == f"Wrote {tmp_path / 'kept.txt'} (64 KiB)"
+
+
+async def test_batch_screen_saves_the_whole_response_by_the_export_rules(tmp_path: Path) -> None:
+    whole = "x" * 70_000 + "\u00e9 end"  # 70,011 bytes
+    spilled = tmp_path / "spill.txt"
+    spilled.write_text(whole, encoding="utf-8")
+    store_file = tmp_path / "store.db"
+    store_file.write_bytes(b"store")
+    (tmp_path / "link.txt").symlink_to(store_file)
+    batch, map_batch, prompt = huge_attempt_batch(whole[:RAW_RESPONSE_CAP], len(whole.encode()))
+    app = Host()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await push(app, pilot, BatchScreen(batch, map_batch, prompt, whole_responses={1: spilled}, inputs=(store_file,)))
+        assert rendered(app, ".raw-hidden") == "showing 8 KiB of 68.4 KiB; press s to save the whole response"
+        app.screen.query_one("#tab-attempts #raw-response-0", TextArea).focus()  # s works from the response too
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SaveResponseScreen)
+        field = app.screen.query_one("#save-response-input", Input)
+        assert field.value == str(Path.cwd() / "graphrag-batch-2-attempt-1.txt")
+        for typed, error in (
+            (tmp_path / "link.txt", f"Cannot save: {tmp_path / 'link.txt'} is the input file {store_file}; "
+                                    "choose another file"),
+            (tmp_path / "missing" / "r.txt", f"Cannot save: folder {tmp_path / 'missing'} does not exist"),
+            (tmp_path / ("n" * 256), "Cannot save: the file name is too long (256 bytes; at most 255)"),
+        ):
+            field.value = str(typed)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert rendered(app, "#save-response-error") == error
+        field.value = str(tmp_path / "reply.txt")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (tmp_path / "reply.txt").read_bytes() == whole.encode()
+        assert [n.message for n in app._notifications][-1] == f"Wrote {tmp_path / 'reply.txt'} (68.4 KiB)"
+
+        # Again to the same file: asked first; No keeps it, Yes replaces it.
+        (tmp_path / "reply.txt").write_text("mine")
+        for answer, expected in (("n", b"mine"), ("y", whole.encode())):
+            await pilot.press("s")
+            await pilot.pause()
+            app.screen.query_one("#save-response-input", Input).value = str(tmp_path / "reply.txt")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            assert app.screen.question == f"{tmp_path / 'reply.txt'} already exists. Overwrite it?"
+            await pilot.press(answer)
+            await pilot.pause()
+            assert isinstance(app.screen, BatchScreen)
+            assert (tmp_path / "reply.txt").read_bytes() == expected
+        assert store_file.read_bytes() == b"store"
+        assert sorted(os.listdir(tmp_path)) == ["link.txt", "reply.txt", "spill.txt", "store.db"]
+
+
 # -- dialogs -----------------------------------------------------------------------------
 
 
@@ -493,6 +584,7 @@ async def test_keys_screen_lists_keys_and_closes() -> None:
             ("Esc", "cancel a running run; close a screen or dialog"),
             ("g", "go to a community by id or number"),
             ("e", "export the run (JSON and Markdown report)"),
+            ("s", "in a batch: save a response too long to show whole"),
             ("?", "this list of keys"),
             ("ctrl+p", "command palette"),
             ("ctrl+q", "quit (asks first while a run is going)"),

@@ -25,10 +25,10 @@ from textual.widgets import Input, TabbedContent
 from ..engine.events import Event
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
 from ..engine.prompts import map_messages, prompt_text
-from ..engine.result import Level
-from ..engine.search import GlobalSearch, utc_now
+from ..engine.result import Level, SearchResult
+from ..engine.search import GlobalSearch, SearchPlan, utc_now
 from ..errors import InputError
-from ..export import write_export
+from ..export import check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
 from ..models.base import ChatModel
 from ..models.factory import ModelSettings, open_model
@@ -43,6 +43,8 @@ from .messages import (
     RunPlanned,
     RunRejected,
 )
+from .response_spill import ResponseSpill
+from .run_failure import error_words, failed_result
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
@@ -59,11 +61,19 @@ from .widgets.status_line import StatusLine
 EXTRACTIVE = "extractive, offline: not an LLM"
 #: How long a run may plan before the panels show it (see `start_run`).
 PLANNING_QUIET_PERIOD = 0.1
+#: What ends the worker itself (the app cancels it, or the process ends), not the run's errors:
+#: everything else that escapes a run ends it as `failed` (a BaseExceptionGroup included).
+NOT_RUN_ERRORS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 #: The model picker's entries (the endpoint's is built from the settings).
 MODEL_LABELS = {
     "extractive": "Built-in extractive (offline, not an LLM)",
-    "local": "Local LLM: SmolLM2-135M (llama.cpp, CPU)",
+    "local": "Local LLM: SmolLM2-135M (tiny; to try the tool offline)",
 }
+#: What the local LLM can and cannot do, said wherever the app offers it.
+LOCAL_MODEL_LIMITS = (
+    "SmolLM2-135M: a tiny model for trying the tool offline; "
+    "its answers are often wrong or copied from the prompt"
+)
 
 
 def palette_text(text: str) -> str:
@@ -94,7 +104,7 @@ def describe_model(settings: ModelSettings) -> str:
     if settings.kind == "extractive":
         return EXTRACTIVE
     if settings.kind == "local":
-        return "local LLM: SmolLM2-135M on llama.cpp (offline)"
+        return "local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)"
     host = httpx.URL(settings.base_url or "").netloc.decode()
     return f"{settings.model or 'first listed model'} @ {host}"
 
@@ -127,6 +137,11 @@ class GraphRAGApp(App[int]):
         self.environ = os.environ if environ is None else environ
         self.repaint_interval = repaint_interval
         self.store = CommunityStore.open(settings.store_path)
+        try:  # read now: a bad store is an input error before the app starts, not a traceback
+            self.store_namespaces = self.store.namespaces()
+        except BaseException:
+            self.store.close()
+            raise
         self.run_state = RunState()
         self.cancel_event = asyncio.Event()
         #: The answering model, opened on the first run (or given, for tests and benchmarks).
@@ -134,6 +149,9 @@ class GraphRAGApp(App[int]):
         #: What the open model was opened for: (kind, local slots); slots None: any.
         self._model_key: tuple[str, int | None] | None = (settings.model.kind, None) if model else None
         self._search: GlobalSearch | None = None
+        self._request: RunRequest | None = None
+        #: The current run's raw responses too long for its result, kept whole on disk.
+        self.spill = ResponseSpill()
         #: Whether the panels show the current run yet (see `start_run`).
         self._run_shown = False
         #: The picker's choice: extractive, local or http.
@@ -152,7 +170,7 @@ class GraphRAGApp(App[int]):
     def get_default_screen(self) -> Screen:
         s = self.settings
         setup = SetupForm(
-            self.store.namespaces(),
+            self.store_namespaces,
             namespace=s.namespace,
             level=s.level,
             options=s.options,
@@ -241,7 +259,7 @@ class GraphRAGApp(App[int]):
         return Text("offline, deterministic; not an LLM")
 
     def refresh_model_status(self) -> None:
-        self.setup_form.show_model_status(self.model_status())
+        self.setup_form.show_model_status(self.model_status(), LOCAL_MODEL_LIMITS if self.model_kind == "local" else "")
         self.update_status()
 
     @on(SetupForm.ModelChanged)
@@ -326,6 +344,8 @@ class GraphRAGApp(App[int]):
         self.cancel_event = asyncio.Event()
         self._search = None
         self._run_shown = False
+        self.spill.clear()
+        self._request = request
         self.run_worker(self._run(request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
@@ -342,6 +362,9 @@ class GraphRAGApp(App[int]):
         self.main_screen.query_one(BatchGrid).focus()
 
     async def _run(self, request: RunRequest, kind: str) -> None:
+        """The run, from planning to the result. Whatever goes wrong ends it: bad input as
+        a rejected run, anything unexpected as a `failed` result that keeps what finished."""
+        plan: SearchPlan | None = None
         try:
             options = request.options
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
@@ -361,6 +384,11 @@ class GraphRAGApp(App[int]):
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
+        except BaseException as error:
+            if isinstance(error, NOT_RUN_ERRORS):
+                raise
+            self.post_message(RunFinished(failed_result(request, plan, None, error)))
+            return
         pending: list[Event] = []  # type: ignore[valid-type]
 
         def on_event(event: Event) -> None:  # type: ignore[valid-type]
@@ -368,16 +396,23 @@ class GraphRAGApp(App[int]):
             if len(pending) == 1:  # the first since the App took the last batch: post it
                 self.post_message(RunEvents(pending))
 
-        self._search = GlobalSearch(
-            plan,
-            model,
-            on_event=on_event,
-            cancel=self.cancel_event,
-            timeout=self.settings.model.timeout,
-            clock=self.clock,
-            wall_clock=self.wall_clock,
-        )
-        self.post_message(RunFinished(await self._search.run()))
+        try:
+            self._search = GlobalSearch(
+                plan,
+                model,
+                on_event=on_event,
+                cancel=self.cancel_event,
+                timeout=self.settings.model.timeout,
+                clock=self.clock,
+                wall_clock=self.wall_clock,
+                on_long_response=self.spill.add,
+            )
+            result = await self._search.run()
+        except BaseException as error:  # a bug, or a model that raised what it should not
+            if isinstance(error, NOT_RUN_ERRORS):
+                raise
+            result = failed_result(request, plan, self._search, error)
+        self.post_message(RunFinished(result))
 
     async def _get_model(self, settings: ModelSettings) -> ChatModel:
         """The open model if it fits these settings, else the next one opened (the old one
@@ -424,12 +459,33 @@ class GraphRAGApp(App[int]):
 
     def on_run_events(self, message: RunEvents) -> None:
         now = self.clock()
-        for event in message.events:
-            self.run_state.apply(event, now)
+        events = list(message.events)
         message.events.clear()
+        if not self.run_state.running:  # a run that already ended (see `_break_run`)
+            return
+        try:
+            for event in events:
+                self.run_state.apply(event, now)
+        except Exception as error:
+            self._break_run(error)
+
+    def _break_run(self, error: Exception) -> None:
+        """The App could not follow the run: stop it, and end it as failed with what the
+        engine has finished so far."""
+        self.cancel_event.set()
+        for worker in self.workers:
+            if worker.group == "run" and not worker.is_finished:
+                worker.cancel()
+        assert self._request is not None
+        self._finish_run(failed_result(self._request, self.run_state.plan, self._search, error))
 
     def on_run_finished(self, message: RunFinished) -> None:
-        self.run_state.finished(message.result)
+        if not self.run_state.running:  # the run was ended by `_break_run`
+            return
+        self._finish_run(message.result)
+
+    def _finish_run(self, result: SearchResult) -> None:
+        self.run_state.finished(result)
         self.setup_form.lock_model(False)
         self.repaint()
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
@@ -472,9 +528,12 @@ class GraphRAGApp(App[int]):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=10)
         self.local_state = "stopped"  # a last repaint must not take the stop for a crash
-        if self._model is not None:
-            await self._model.aclose()
-        self.store.close()
+        try:
+            if self._model is not None:
+                await self._model.aclose()
+        finally:
+            self.spill.close()
+            self.store.close()
 
     # -- drill-down ----------------------------------------------------------------------
 
@@ -484,7 +543,15 @@ class GraphRAGApp(App[int]):
         return True
 
     def on_open_community(self, message: OpenCommunity) -> None:
-        self.push_screen(CommunityScreen(self.store, message.community_id))
+        self.open_community(message.community_id)
+
+    def open_community(self, community_id: str) -> None:
+        try:
+            screen = CommunityScreen(self.store, community_id)  # reads the store
+        except InputError as error:
+            self.notify(one_line(str(error)), title="Cannot open the community", severity="error", markup=False)
+            return
+        self.push_screen(screen)
 
     def on_open_batch(self, message: OpenBatch) -> None:
         state = self.run_state
@@ -498,14 +565,15 @@ class GraphRAGApp(App[int]):
         else:
             return
         prompt = prompt_text(map_messages(state.plan.query, map_batch.content))
-        self.push_screen(BatchScreen(batch, map_batch, prompt))
+        whole = self.spill.of_batch(message.batch_index)
+        self.push_screen(BatchScreen(batch, map_batch, prompt, whole_responses=whole, inputs=self.input_files()))
 
     def action_goto(self) -> None:
         namespace = self.setup_form.namespace or ""
 
         def chosen(community_id: str | None) -> None:
             if community_id:
-                self.push_screen(CommunityScreen(self.store, community_id))
+                self.open_community(community_id)
 
         self.push_screen(
             GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
@@ -519,18 +587,44 @@ class GraphRAGApp(App[int]):
         if result is None:
             self.notify("No finished run to export yet.", severity="warning")
             return
+        inputs = self.input_files()
 
         def chosen(path: Path | None) -> None:
             if path is None:
                 return
-            try:
-                written = write_export(result, self.store, path)
-            except InputError as error:
-                self.notify(str(error), title="Export failed", severity="error", markup=False)
+            json_path, md_path = export_paths(path)
+            existing = existing_files((json_path, md_path))
+            if not existing:
+                self._write_export(result, path)
                 return
-            self.notify("Wrote " + " and ".join(str(p) for p in written), title="Exported", markup=False)
+            verb = "exists" if len(existing) == 1 else "exist"
+            question = (f"{' and '.join(str(p) for p in existing)} already {verb}.\n"
+                        f"Overwrite {json_path} and {md_path}?")
 
-        self.push_screen(ExportScreen(result.seed), chosen)
+            def answered(overwrite: bool | None) -> None:
+                if overwrite:
+                    self._write_export(result, path)
+
+            self.push_screen(ConfirmScreen(question, yes="Overwrite", no="Cancel"), answered)
+
+        self.push_screen(
+            ExportScreen(result.seed, check=lambda path: check_output_files(export_paths(path), inputs)), chosen
+        )
+
+    def input_files(self) -> tuple[Path, ...]:
+        """Files no output may overwrite."""
+        return (self.settings.store_path,)
+
+    def _write_export(self, result: SearchResult, path: Path) -> None:
+        try:
+            written = write_export(result, self.store, path, inputs=self.input_files())
+        except InputError as error:
+            self.notify(one_line(str(error)), title="Export failed", severity="error", markup=False)
+            return
+        except Exception as error:  # a bug must not cost the run
+            self.notify(error_words(error), title="Export failed", severity="error", markup=False)
+            return
+        self.notify(one_line("Wrote " + " and ".join(str(p) for p in written)), title="Exported", markup=False)
 
     # -- command palette -----------------------------------------------------------------
 

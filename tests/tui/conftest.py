@@ -59,6 +59,8 @@ def make_app(
     options: SearchOptions | None = None,
     repaint_interval: float = 0.25,
     display_path: str = "harbour.db",
+    environ: dict[str, str] | None = None,
+    model: Any = None,
     **settings: Any,
 ) -> GraphRAGApp:
     """The real app on `store`, answering through the scripted server at `base_url`."""
@@ -67,15 +69,16 @@ def make_app(
             store_path=store,
             display_path=display_path,
             display_model="m1 @ scripted",
-            model=ModelSettings(base_url=base_url, model="m1", timeout=20),
+            model=settings.pop("model_settings", None) or ModelSettings(base_url=base_url, model="m1", timeout=20),
             options=options or SearchOptions(map_budget=330, map_reserve=0),
             shuffle=False,
             **settings,
         ),
         clock=lambda: 0.0,
         wall_clock=lambda: WALL_CLOCK,
-        environ={},
+        environ=environ or {},
         repaint_interval=repaint_interval,
+        model=model,
     )
     app.theme = "textual-dark"
     app.animation_level = "none"

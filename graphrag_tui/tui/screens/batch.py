@@ -7,6 +7,9 @@ The prompt and the responses are shown literally (cleaned of control characters 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,12 +20,22 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane, TextArea
 from ...engine.batcher import MapBatch
 from ...engine.replies import js_number
 from ...engine.result import Attempt, BatchResult
+from ...export import check_output_file, existing_files, write_files
+from ...errors import InputError
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
 from ..widgets.footer import KeyFooter
+from .confirm import ConfirmScreen
+from .save_response import SaveResponseScreen
 from .tabbed import TabbedScreen
 
 STATUS_STYLE = {"succeeded": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
+
+
+#: How much of a raw response the view shows, in UTF-8 bytes. A text area lays out and
+#: draws a long line whole, again on every layout, and a model reply is often one line:
+#: the 64 KiB a result keeps cost a third of a second per layout; this much, a twentieth.
+SHOW_LIMIT = 8192
 
 
 def _literal_area(text: str, *, id: str | None = None, classes: str | None = None) -> TextArea:
@@ -32,6 +45,34 @@ def _literal_area(text: str, *, id: str | None = None, classes: str | None = Non
     )
     area.show_cursor = False
     return area
+
+
+def human_size(size: int) -> str:
+    """Bytes in words: `512 bytes`, `64 KiB` (the cap a result keeps, RAW_RESPONSE_CAP),
+    `68.4 KiB`, and from a million bytes on, megabytes: `1.0 MB`, `20.0 MB`."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        kib = size / 1024
+        return f"{kib:.0f} KiB" if size % 1024 == 0 else f"{kib:.1f} KiB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def first_bytes(text: str, limit: int) -> str:
+    """The start of `text`, at most `limit` UTF-8 bytes, cut at a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+def whole_size(attempt: Attempt) -> int:
+    """The size of the attempt's whole raw response (0: none)."""
+    if attempt.raw_response is None:
+        return 0
+    return attempt.raw_response_bytes or utf8_size(attempt.raw_response)
 
 
 def attempt_header(attempt: Attempt) -> Text:
@@ -51,7 +92,10 @@ def attempt_header(attempt: Attempt) -> Text:
 class BatchScreen(TabbedScreen):
     """The batch view. Selecting a part row posts `OpenCommunity`."""
 
-    BINDINGS = [Binding("escape", "close", "Back")]
+    BINDINGS = [
+        Binding("escape", "close", "Back"),
+        Binding("s", "save_response", "Save whole response"),
+    ]
 
     def __init__(
         self,
@@ -59,6 +103,8 @@ class BatchScreen(TabbedScreen):
         map_batch: MapBatch,
         prompt: str,
         *,
+        whole_responses: Mapping[int, Path] | None = None,
+        inputs: Sequence[Path] = (),
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -67,6 +113,10 @@ class BatchScreen(TabbedScreen):
         self.batch = batch
         self.map_batch = map_batch
         self.prompt = prompt
+        #: Attempt number -> the file that keeps its whole raw response (see ResponseSpill).
+        self.whole_responses = dict(whole_responses or {})
+        #: Files a save may not overwrite (the store).
+        self.inputs = tuple(inputs)
 
     def compose(self) -> ComposeResult:
         batch = self.batch
@@ -95,8 +145,79 @@ class BatchScreen(TabbedScreen):
                                 yield Static(Text("(none: no response was received)",
                                                   style="dim italic"), classes="no-response")
                             else:
-                                yield _literal_area(attempt.raw_response, classes="raw-response")
+                                shown = first_bytes(attempt.raw_response, SHOW_LIMIT)
+                                if utf8_size(shown) < whole_size(attempt):
+                                    yield Static(self._hidden_text(attempt, shown), classes="raw-hidden")
+                                yield _literal_area(shown, classes="raw-response", id=f"raw-response-{number}")
         yield KeyFooter()
+
+    def _hidden_text(self, attempt: Attempt, shown: str) -> Text:
+        text = Text(f"showing {human_size(utf8_size(shown))} of {human_size(whole_size(attempt))}; ",
+                    style="bold yellow")
+        if self._is_whole(attempt):
+            text.append("press s to save the whole response")
+        else:
+            kept = human_size(utf8_size(attempt.raw_response or ""))
+            text.append(f"press s to save the first {kept} (the rest was not kept)")
+        return text
+
+    def _is_whole(self, attempt: Attempt) -> bool:
+        """Whether the app has the attempt's whole response (kept on disk, or not cut)."""
+        return attempt.attempt in self.whole_responses or utf8_size(attempt.raw_response or "") == whole_size(attempt)
+
+    def _cut_attempts(self) -> list[tuple[int, Attempt]]:
+        """(position, attempt) of the attempts whose response the view shows in part."""
+        return [
+            (number, a) for number, a in enumerate(self.batch.attempts)
+            if a.raw_response is not None and utf8_size(first_bytes(a.raw_response, SHOW_LIMIT)) < whole_size(a)
+        ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "save_response":
+            return bool(self._cut_attempts())  # the key shows only when there is one to save
+        return True
+
+    def _attempt_to_save(self) -> Attempt | None:
+        """The cut attempt whose response has focus, else the first cut one."""
+        cut = self._cut_attempts()
+        focused = self.focused.id if self.focused is not None else None
+        for number, attempt in cut:
+            if focused == f"raw-response-{number}":
+                return attempt
+        return cut[0][1] if cut else None
+
+    def action_save_response(self) -> None:
+        attempt = self._attempt_to_save()
+        if attempt is None or attempt.raw_response is None:
+            return
+        spilled = self.whole_responses.get(attempt.attempt)
+        source: Path | str = spilled if spilled is not None else attempt.raw_response
+        inputs = (*self.inputs, spilled) if spilled is not None else self.inputs
+        default = Path.cwd() / f"graphrag-batch-{self.batch.index}-attempt-{attempt.attempt}.txt"
+        size = human_size(whole_size(attempt) if self._is_whole(attempt) else utf8_size(attempt.raw_response))
+
+        def write(path: Path) -> None:
+            try:
+                write_files([(path, source)], inputs)
+            except InputError as error:
+                self.app.notify(one_line(str(error)), title="Not saved", severity="error", markup=False)
+                return
+            self.app.notify(one_line(f"Wrote {path} ({size})"), title="Saved", markup=False)
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            if not existing_files([path]):
+                write(path)
+                return
+            self.app.push_screen(
+                ConfirmScreen(f"{path} already exists. Overwrite it?", yes="Overwrite", no="Cancel"),
+                lambda overwrite: write(path) if overwrite else None,
+            )
+
+        self.app.push_screen(
+            SaveResponseScreen(default, size=size, check=lambda path: check_output_file(path, inputs, "save")), chosen
+        )
 
     def on_mount(self) -> None:
         table = self.query_one("#parts", DataTable)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from ...errors import InputError
 from ...export import export_paths
 from .input_dialog import InputDialog
 
@@ -19,17 +21,21 @@ class ExportScreen(InputDialog[Path]):
     `<stem>.json` and `<stem>.md` (see `graphrag_tui.export.write_export`).
 
     `default` is the prefilled path, or the run's seed (an int, or None for an unseeded
-    run) to prefill `graphrag-run-<seed>.json` in the working directory."""
+    run) to prefill `graphrag-run-<seed>.json` in the working directory. `check` raises
+    InputError for a path that cannot be written (shown in the dialog, which stays open)."""
 
     NAME = "export"
     HEADING = "Export the run"
     ENTER_DOES = "export"
 
-    def __init__(self, default: Path | str | int | None = None) -> None:
+    def __init__(
+        self, default: Path | str | int | None = None, *, check: Callable[[Path], None] | None = None
+    ) -> None:
         if isinstance(default, (Path, str)):
             self.default = Path(default)
         else:
             self.default = default_export_path(default)
+        self.check = check
         super().__init__(value=str(self.default))
 
     def hint(self) -> str:
@@ -41,7 +47,18 @@ class ExportScreen(InputDialog[Path]):
             return None
         path = Path(text).expanduser()
         json_path, _ = export_paths(path)
-        if not json_path.parent.is_dir():
+        try:
+            folder_exists = json_path.parent.is_dir()
+        except OSError as error:  # e.g. a folder name too long
+            self.show_error(f"Cannot use {json_path.parent}: {error.strerror or error}")
+            return None
+        if not folder_exists:
             self.show_error(f"Folder {json_path.parent} does not exist.")
             return None
+        if self.check is not None:
+            try:
+                self.check(path)
+            except InputError as error:
+                self.show_error(str(error))
+                return None
         return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...errors import InputError
 from ..safe_text import one_line
 from .input_dialog import InputDialog
 
@@ -40,7 +41,11 @@ class GoToCommunityScreen(InputDialog[str]):
             return None
         if self.resolve is None:
             return text
-        community_id = self.resolve(text)
+        try:
+            community_id = self.resolve(text)
+        except InputError as error:  # a bad row in the store
+            self.show_error(str(error))
+            return None
         if community_id is None:
             where = f" in namespace {self.namespace}" if self.namespace else ""
             self.show_error(f"No community {text}{where}.")

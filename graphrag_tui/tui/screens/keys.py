@@ -15,6 +15,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "cancel a running run; close a screen or dialog"),
     ("g", "go to a community by id or number"),
     ("e", "export the run (JSON and Markdown report)"),
+    ("s", "in a batch: save a response too long to show whole"),
     ("?", "this list of keys"),
     ("ctrl+p", "command palette"),
     ("ctrl+q", "quit (asks first while a run is going)"),

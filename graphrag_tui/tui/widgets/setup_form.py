@@ -101,6 +101,7 @@ class SetupForm(VerticalScroll):
             yield Label("Model", classes="option-label", id="model-label")
             yield Select(self.models, value=self.initial_model, allow_blank=False, compact=True, id="model")
         yield Static("", id="model-status")
+        yield Static("", id="model-note")
         yield Label("Namespace")
         yield Select(
             [(Text(f"{one_line(n.name)} ({n.community_count})"), n.name) for n in self.namespaces.values()],
@@ -149,8 +150,12 @@ class SetupForm(VerticalScroll):
     def select_model(self, kind: str) -> None:
         self.query_one("#model", Select).value = kind
 
-    def show_model_status(self, text: Text) -> None:
+    def show_model_status(self, text: Text, note: str = "") -> None:
+        """The chosen model's state, and what it can and cannot do (`note`; "": hidden)."""
         self.query_one("#model-status", Static).update(text)
+        model_note = self.query_one("#model-note", Static)
+        model_note.update(Text(note))
+        model_note.display = bool(note)
 
     def lock_model(self, locked: bool) -> None:
         """No switching models while a run uses one."""

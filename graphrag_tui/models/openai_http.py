@@ -59,12 +59,14 @@ def key_pattern(key: str) -> re.Pattern[str]:
     \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times)
     and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
     mix. Masking with it before the engine parses a reply means no escape can decode back to
-    the key."""
+    the key. A match starts a run of backslashes only at its first one, so a hostile body of
+    backslashes costs linear time, not quadratic."""
     parts = []
-    for ch in key:
-        forms = [re.escape(ch), r"\\+(?i:u%04x)" % ord(ch), r"%%(?:25)*(?i:%02x)" % ord(ch)]
+    for i, ch in enumerate(key):
+        backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
+        forms = [re.escape(ch), backslashes + "(?i:u%04x)" % ord(ch), "%%(?:25)*(?i:%02x)" % ord(ch)]
         if ch in _BACKSLASH_ESCAPABLE:
-            forms.append(r"\\+" + re.escape(ch))
+            forms.append(backslashes + re.escape(ch))
         parts.append("(?:" + "|".join(forms) + ")")
     return re.compile("".join(parts))
 

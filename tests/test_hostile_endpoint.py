@@ -192,6 +192,31 @@ def test_a_body_over_the_cap_fails_the_attempt_as_response_too_large(store: Path
     assert result["batches"][0]["status"] == "failed"
 
 
+@pytest.mark.parametrize("source", ["config", "environment"])
+def test_the_size_cap_also_comes_from_the_config_file_or_the_environment(
+    store: Path, tmp_path: Path, source: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[model]\nmax_response_bytes = 1000\n" if source == "config" else "")
+    env = clean_env(GRAPHRAG_TUI_MAX_RESPONSE_BYTES="1000") if source == "environment" else clean_env()
+    script = Scripted({"ns/1": map_reply("x" * 5000, 50), "ns/2": map_reply("Bridge.", 80), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", "--config",
+                      str(config), "--map-budget", "330", "--map-reserve", "0", "--no-shuffle", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert [a["error"] for a in run.json["batches"][0]["attempts"]] == [CAP_MESSAGE.format(1000)] * 2
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1e6", "\u00b2", ""])
+def test_a_bad_size_cap_is_exit_2_in_one_line(store: Path, value: str) -> None:
+    run = run_cli("query", str(store), QUESTION, "--base-url", "http://127.0.0.1:9/v1", "--model", "m1",
+                  "--max-response-bytes", value, *ONE_BATCH_EACH, "--json")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (
+        f"graphrag-tui: error: --max-response-bytes must be a positive whole number of bytes, got {value!r}\n"
+    )
+
+
 def extra(result: dict[str, Any]) -> dict[str, Any]:
     """The attempt fields beyond SPEC §5's that this result carries (raw_response_bytes)."""
     attempt = result["batches"][0]["attempts"][0]

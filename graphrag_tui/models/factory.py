@@ -111,10 +111,10 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         names = await probe.list_models()
     except ModelError as error:
         raise InputError(
-            f"--model was not given and GET {probe.url_for('/models')} failed ({error.message}): name a model with --model"
+            f"--model was not given and GET {probe.base_url}/models failed ({error.message}): name a model with --model"
         ) from None
     finally:
         await probe.aclose()
     if not names:
-        raise InputError(f"--model was not given and {probe.url_for('/models')} lists no model: name one with --model")
+        raise InputError(f"--model was not given and {probe.base_url}/models lists no model: name one with --model")
     return endpoint(names[0])

@@ -313,8 +313,9 @@ class OpenAIChatModel:
             ) from None
         except httpx.HTTPError as exc:
             detail = self._mask(str(exc)) or type(exc).__name__
+            # The query string is left out: it may carry a credential of its own.
             raise ModelError(
-                "transport", f"{type(exc).__name__}: {detail} ({method} {url})"
+                "transport", f"{type(exc).__name__}: {detail} ({method} {self._base + path})"
             ) from None
         text = body.decode("utf-8", errors="replace")
         if not 200 <= response.status_code < 300:

@@ -113,6 +113,7 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     model.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     model.add_argument("--timeout", metavar="SECONDS", help="bound of each model call (default 120)")
     model.add_argument("--response-format", choices=("json_object", "json_schema", "text"))
+    model.add_argument("--max-response-bytes", metavar="N", help="stop reading a response past N bytes (default 8388608)")
     model.add_argument("--local-llm", action="store_true", help="the embedded llama.cpp model (SmolLM2-135M)")
 
 
@@ -157,7 +158,7 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelS
     options = resolve_options(retrieval, defaults.retrieval, defaults.labels)
     model = None
     if hasattr(args, "base_url"):
-        flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "local_llm")}
+        flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")}
         model = resolve_model_settings(flags, defaults.model)
         if model.kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
             from .models.local_llm import local_search_options

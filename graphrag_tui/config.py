@@ -15,6 +15,7 @@ model = "llama3.1"
 api_key_env = "MY_GATEWAY_KEY"
 timeout = 120
 response_format = "json_object"
+max_response_bytes = 8388608
 ```
 """
 
@@ -37,7 +38,7 @@ from .models.openai_http import RESPONSE_FORMATS
 APP_NAME = "graphrag-tui"
 ENV_PREFIX = "GRAPHRAG_TUI_"
 RETRIEVAL_KEYS = tuple(FALLBACK_DEFAULTS)
-MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format")
+MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes")
 SECTIONS = {"retrieval": RETRIEVAL_KEYS, "model": MODEL_KEYS}
 
 

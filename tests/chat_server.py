@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 
 @dataclass
@@ -24,6 +24,12 @@ class Reply:
     delay: float = 0.0
     #: When set, the reply waits until the event is set (see ScriptedChatServer.hold()).
     gate: threading.Event | None = None
+    #: When set, the body is these bytes instead of `body` (say, undecodable UTF-8).
+    raw: bytes | None = None
+    #: When set, the body is streamed from this iterable of chunks instead of `body`: with
+    #: `length` as its Content-Length, else chunked (so it may never end).
+    chunks: Callable[[], Iterable[bytes]] | None = None
+    length: int | None = None
 
 
 @dataclass
@@ -32,6 +38,11 @@ class Received:
     path: str
     headers: dict[str, str]
     json: Any
+
+    @property
+    def endpoint(self) -> str:
+        """The path without its query string."""
+        return self.path.split("?", 1)[0]
 
     @property
     def prompt(self) -> str:
@@ -73,9 +84,11 @@ class _Server(ThreadingHTTPServer):
 
 
 class ScriptedChatServer:
-    def __init__(self, script: Script, models: list[str] | None = None) -> None:
+    def __init__(self, script: Script, models: list[str] | None = None, models_script: Script | None = None) -> None:
         self.script = script
         self.models = ["scripted-model"] if models is None else models
+        #: When set, it answers GET .../models instead of the list of `models`.
+        self.models_script = models_script
         self.requests: list[Received] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -90,7 +103,7 @@ class ScriptedChatServer:
 
     def chat_requests(self) -> list[Received]:
         with self._lock:
-            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+            return [r for r in self.requests if r.endpoint.endswith("/chat/completions")]
 
     def __enter__(self) -> "ScriptedChatServer":
         self._thread.start()
@@ -110,22 +123,48 @@ class ScriptedChatServer:
                 pass
 
             def _send(self, reply: Reply) -> None:
-                body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                data = body.encode()
+                if reply.raw is not None:
+                    data = reply.raw
+                else:
+                    data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    if reply.chunks is None:
+                        self.send_header("Content-Length", str(len(data)))
+                    elif reply.length is not None:
+                        self.send_header("Content-Length", str(reply.length))
+                    else:
+                        self.send_header("Transfer-Encoding", "chunked")
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.chunks is None:
+                        self.wfile.write(data)
+                    else:
+                        self._stream(reply)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout or cancel): nothing to answer
+                    pass  # the client gave up (timeout, cancel, size cap): nothing to answer
+
+            def _stream(self, reply: Reply) -> None:
+                assert reply.chunks is not None
+                for chunk in reply.chunks():
+                    if not chunk:
+                        continue
+                    if reply.length is None:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    else:
+                        self.wfile.write(chunk)
+                if reply.length is None:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
 
             def do_GET(self) -> None:
-                server._record(self, None)
-                if self.path.endswith("/models"):
+                received = server._record(self, None)
+                if received.endpoint.endswith("/models"):
+                    if server.models_script is not None:
+                        self._send(server.models_script(received))
+                        return
                     data = [{"id": m, "object": "model"} for m in server.models]
                     self._send(Reply({"object": "list", "data": data}))
                 else:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import json
 import socket
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.models.base import ChatMessage, ChatRequest, ModelError
-from graphrag_tui.models.openai_http import OpenAIChatModel, parse_retry_after, resolve_api_key
+from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, parse_retry_after, resolve_api_key
 from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from tests.chat_server import Reply, ScriptedChatServer, completion
 
@@ -306,3 +308,117 @@ def test_resolve_api_key_unset_named_variable() -> None:
         resolve_api_key("http://localhost/v1", "MISSING_KEY_VAR", {"OPENAI_API_KEY": "sk-openai"})
     assert "MISSING_KEY_VAR" in str(info.value)
     assert "sk-openai" not in str(info.value)
+
+
+def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any_mix() -> None:
+    key = 'sk-a/b"c\\d'
+    pattern = key_pattern(key)
+    for form in (
+        key,
+        "\\u0073\\u006B-a\\/b\\\"c\\\\d",  # JSON: \u with upper-case hex, \/, \" and \\
+        "\\u0073k-\\u0061\\u002fb\\u0022c\\u005cd",  # lower-case hex
+        "%73%6b%2D%61%2f%62%22%63%5C%64",  # every byte percent-encoded, mixed case
+        "%2573k-a%252Fb\"c\\d",  # encoded twice
+        "\\\\u0073k-a/b\"c\\d",  # the backslash itself escaped (a JSON string inside JSON)
+    ):
+        assert pattern.sub("***", f"<{form}>") == "<***>", form
+    for near_miss in ("sk-a/b\"c", "SK-a/b\"c\\d", "sk-a/b\"c\\e"):
+        assert pattern.search(near_miss) is None
+
+
+@pytest.mark.parametrize("key", ["sk-abc\r", "sk-a\nb", " sk-abc", "sk-abc ", "sk-a b", "sk-é", "sk-\x00", "sk-\x85"])
+def test_a_key_that_cannot_go_in_a_header_is_an_input_error_naming_the_variable(key: str) -> None:
+    for base_url, variable in (("http://localhost/v1", "MY_KEY"), ("https://api.openai.com/v1", None)):
+        with pytest.raises(InputError) as info:
+            resolve_api_key(base_url, variable, {"MY_KEY": key, "OPENAI_API_KEY": key})
+        name = variable or "OPENAI_API_KEY"
+        assert str(info.value) == (
+            f"the environment variable {name} holds an API key with a space, a control character "
+            "(such as a trailing newline) or a non-ASCII character: remove it"
+        )
+    with pytest.raises(InputError):
+        OpenAIChatModel("http://localhost/v1", "m", key)
+
+
+async def test_a_200_reply_echoing_the_key_is_masked_in_content_and_raw_response() -> None:
+    escaped_key = "".join("\\\\u%04x" % ord(ch) for ch in KEY)  # escaped inside the content's JSON
+
+    def echo(received) -> Reply:
+        if received.json["messages"][-1]["content"] == "bad":
+            return Reply('{"oops": "' + "".join("\\u%04X" % ord(ch) for ch in KEY) + '"}')
+        return Reply('{"choices": [{"message": {"content": "{\\"answer\\": \\"' + escaped_key + ' %s\\"}"}}]}'
+                     % "".join("%%%02X" % b for b in KEY.encode()))
+
+    with ScriptedChatServer(echo) as server:
+        model = OpenAIChatModel(server.base_url, "m", KEY)
+        try:
+            content = await model.complete(request())
+            bad = request().model_copy(update={"messages": (ChatMessage(role="user", content="bad"),)})
+            with pytest.raises(ModelError) as info:
+                await model.complete(bad)
+        finally:
+            await model.aclose()
+    assert content == '{"answer": "*** ***"}'
+    assert (info.value.kind, info.value.message, info.value.raw_response) == (
+        "http", "unexpected response body", '{"oops": "***"}'
+    )
+
+
+async def test_model_names_are_masked() -> None:
+    def models(received) -> Reply:
+        return Reply({"data": [{"id": received.headers["authorization"]}, {"id": "qwen2"}]})
+
+    with ScriptedChatServer(ok, models_script=models) as server:
+        model = OpenAIChatModel(server.base_url, "m", KEY)
+        try:
+            assert await model.list_models() == ["Bearer ***", "qwen2"]
+        finally:
+            await model.aclose()
+
+
+async def test_a_never_ending_body_fails_at_the_cap() -> None:
+    def endless() -> Iterator[bytes]:
+        return itertools.repeat(b"x" * 1024)
+
+    with ScriptedChatServer(lambda r: Reply(chunks=endless)) as server:
+        model = OpenAIChatModel(server.base_url, "m", None, timeout=10, max_response_bytes=4096)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+            elapsed = time.monotonic() - started
+        finally:
+            await model.aclose()
+    assert (info.value.kind, info.value.status, info.value.raw_response) == ("response_too_large", 200, None)
+    assert info.value.message == (
+        "the response to POST /chat/completions passed the 4096-byte cap (--max-response-bytes); stopped reading it"
+    )
+    assert elapsed < 5  # well before the 10 s timeout
+
+
+async def test_the_base_url_query_string_follows_every_endpoint_path() -> None:
+    with ScriptedChatServer(ok) as server:
+        model = OpenAIChatModel(server.base_url + "/?api-version=2024-01-01#frag", "m", None)
+        try:
+            await model.list_models()
+            await model.complete(request())
+        finally:
+            await model.aclose()
+        assert [r.path for r in server.requests] == [
+            "/v1/models?api-version=2024-01-01", "/v1/chat/completions?api-version=2024-01-01"
+        ]
+    assert model.url_for("/models") == server.base_url + "/models?api-version=2024-01-01"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://127.0.0.1:0/v1", "http://exa mple.com/v1", 5])
+def test_a_malformed_base_url_is_an_input_error(url) -> None:
+    with pytest.raises(InputError):
+        OpenAIChatModel(url, "m", None)
+
+
+def test_masking_a_hostile_run_of_backslashes_or_percent_25_takes_linear_time() -> None:
+    pattern = key_pattern(KEY)
+    for text in ("\\" * 2_000_000, "%" + "25" * 1_000_000, ("s" + "\\" * 1000) * 2000):
+        started = time.monotonic()
+        assert pattern.sub("***", text) == text
+        assert time.monotonic() - started < 10  # quadratic would take hours

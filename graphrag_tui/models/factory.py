@@ -14,7 +14,13 @@ from ..engine.request import shown
 from ..errors import InputError
 from .base import ChatModel, ModelError
 from .extractive import ExtractiveModel
-from .openai_http import RESPONSE_FORMATS, OpenAIChatModel, ResponseFormat, resolve_api_key
+from .openai_http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    RESPONSE_FORMATS,
+    OpenAIChatModel,
+    ResponseFormat,
+    resolve_api_key,
+)
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -25,6 +31,8 @@ class ModelSettings(BaseModel):
     api_key_env: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     response_format: ResponseFormat = "json_object"
+    #: Past this many bytes a response is not read further (`response_too_large`).
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     local_llm: bool = False
     #: Parallel slots of the local LLM's server: the Map concurrency.
     local_slots: int = 1
@@ -46,6 +54,13 @@ def parse_timeout(value: Any, label: str = "--timeout") -> float:
     return seconds
 
 
+def parse_max_response_bytes(value: Any) -> int:
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise InputError(f"--max-response-bytes must be a positive whole number of bytes, got {value!r}")
+    return int(text)
+
+
 def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> ModelSettings:
     """Each setting from the flags, else the user's defaults; checked."""
 
@@ -63,12 +78,16 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
     if response_format not in RESPONSE_FORMATS:
         raise InputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}")
     timeout = pick("timeout")
+    max_response_bytes = pick("max_response_bytes")
     return ModelSettings(
         base_url=base_url or None,
         model=pick("model") or None,
         api_key_env=pick("api_key_env") or None,
         timeout=DEFAULT_TIMEOUT if timeout is None else parse_timeout(timeout),
         response_format=response_format,
+        max_response_bytes=(
+            DEFAULT_MAX_RESPONSE_BYTES if max_response_bytes is None else parse_max_response_bytes(max_response_bytes)
+        ),
         local_llm=local_llm,
     )
 
@@ -83,9 +102,15 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         return await open_local_model(settings)
     assert settings.base_url is not None
     api_key = resolve_api_key(settings.base_url, settings.api_key_env, environ)
+    def endpoint(model: str) -> OpenAIChatModel:
+        return OpenAIChatModel(
+            settings.base_url, model, api_key, settings.timeout, settings.response_format,
+            max_response_bytes=settings.max_response_bytes,
+        )
+
     if settings.model:
-        return OpenAIChatModel(settings.base_url, settings.model, api_key, settings.timeout, settings.response_format)
-    probe = OpenAIChatModel(settings.base_url, "?", api_key, settings.timeout, settings.response_format)
+        return endpoint(settings.model)
+    probe = endpoint("?")
     try:
         names = await probe.list_models()
     except ModelError as error:
@@ -96,4 +121,4 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         await probe.aclose()
     if not names:
         raise InputError(f"--model was not given and {probe.base_url}/models lists no model: name one with --model")
-    return OpenAIChatModel(settings.base_url, names[0], api_key, settings.timeout, settings.response_format)
+    return endpoint(names[0])

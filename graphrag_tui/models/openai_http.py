@@ -1,9 +1,11 @@
 """An async OpenAI-compatible chat-completions client on httpx (SPEC §4).
 
 One attempt per `complete()` call: the engine owns retries. Failures become
-`ModelError` with kind `timeout`, `transport` or `http`. The API key travels only in the
-`Authorization` header; it never appears in a message, a repr or the description (it is
-also masked in any error text or raw body a server might echo it back in).
+`ModelError` with kind `timeout`, `transport`, `http`, `invalid_json` (the whole body is not
+JSON) or `response_too_large` (the body passed the size cap; it is read as a stream and
+never held whole). The API key travels only in the `Authorization` header; it never appears
+in a message, a repr or the description, and every text that came from the server, whatever
+its status, is masked before it leaves this module (see `key_pattern`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import email.utils
 import ipaddress
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -28,8 +31,44 @@ RESPONSE_FORMATS: tuple[str, ...] = ("json_object", "json_schema", "text")
 #: Host for which OPENAI_API_KEY is used without --api-key-env.
 OPENAI_HOST = "api.openai.com"
 
+#: Default of --max-response-bytes: a chat completion is a few KB; past this, stop reading.
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
 _EXCERPT_CHARS = 200
 _MASK = "***"
+#: Characters JSON lets a string escape with a backslash besides the \uXXXX form.
+_BACKSLASH_ESCAPABLE = '"\\/'
+#: A host name as a request can carry it (IDNA-encoded by httpx); IPv6 literals aside.
+_HOSTNAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
+
+
+def check_api_key(value: str, source: str) -> None:
+    """InputError unless the key is printable ASCII without spaces. Anything else (a trailing
+    CR or LF from `$(cat keyfile)`, a space, a non-ASCII letter) cannot go in a header, and
+    the error httpx would raise quotes the header. The message names where the key came
+    from and never shows any part of it."""
+    if not all("!" <= ch <= "~" for ch in value):
+        raise InputError(
+            f"{source} holds an API key with a space, a control character (such as a "
+            "trailing newline) or a non-ASCII character: remove it"
+        )
+
+
+def key_pattern(key: str) -> re.Pattern[str]:
+    r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
+    \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times)
+    and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
+    mix. Masking with it before the engine parses a reply means no escape can decode back to
+    the key. A match starts a run of backslashes only at its first one, so a hostile body of
+    backslashes costs linear time, not quadratic."""
+    parts = []
+    for i, ch in enumerate(key):
+        backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
+        forms = [re.escape(ch), backslashes + "(?i:u%04x)" % ord(ch), "%%(?:25)*(?i:%02x)" % ord(ch)]
+        if ch in _BACKSLASH_ESCAPABLE:
+            forms.append(backslashes + re.escape(ch))
+        parts.append("(?:" + "|".join(forms) + ")")
+    return re.compile("".join(parts))
 
 
 class _Secret:
@@ -88,6 +127,25 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - current)
 
 
+def parse_base_url(text: str) -> httpx.URL:
+    """The checked base URL, without user:password (it would end up in messages) or fragment.
+    InputError (one line) for anything that is not an http(s) URL with a valid host and port."""
+    try:
+        url = httpx.URL(text.strip()) if isinstance(text, str) else None
+    except Exception:  # httpx.InvalidURL and friends
+        url = None
+    if url is None:
+        raise InputError("--base-url is not a valid URL")
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError("--base-url must be an http:// or https:// URL with a host")
+    host = url.raw_host.decode("ascii", "replace")
+    if ":" not in host and not _HOSTNAME.fullmatch(host):  # IPv6 literals are checked by httpx
+        raise InputError(f"--base-url has an invalid host: {host!r}")
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise InputError(f"--base-url has port {url.port}, out of the range 1-65535")
+    return url.copy_with(username=None, password=None, fragment=None)
+
+
 class OpenAIChatModel:
     """Chat completions against `{base_url}/chat/completions` (base URL includes `/v1`)."""
 
@@ -100,28 +158,31 @@ class OpenAIChatModel:
         response_format: ResponseFormat = "json_object",
         temperature: float | None = None,
         seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        try:
-            url = httpx.URL(base_url.strip())
-        except Exception:  # httpx.InvalidURL and friends
-            raise InputError("--base-url is not a valid URL") from None
-        if url.scheme not in ("http", "https") or not url.host:
-            raise InputError("--base-url must be an http:// or https:// URL with a host")
+        url = parse_base_url(base_url)
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise InputError("--timeout must be a positive number of seconds")
         if response_format not in RESPONSE_FORMATS:
             raise InputError(
                 f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}"
             )
-        # Never keep user:password from the URL: it would end up in messages.
-        url = url.copy_with(username=None, password=None)
-        self._base = str(url).rstrip("/")
+        if not (isinstance(max_response_bytes, int) and max_response_bytes > 0):
+            raise InputError("--max-response-bytes must be a positive number of bytes")
+        if api_key is not None:
+            check_api_key(api_key, "the key's environment variable")
+        self._base = str(url.copy_with(query=None)).rstrip("/")
+        #: Kept after the endpoint's path: `/v1?api-version=X` posts to
+        #: `/v1/chat/completions?api-version=X`.
+        self._query = url.query.decode("ascii")
+        self.max_response_bytes = max_response_bytes
         self.model = model
         self.timeout = float(timeout)
         self.response_format: ResponseFormat = response_format
         self.temperature = temperature
         self.seed = seed
         self._key = _Secret(api_key) if api_key is not None else None
+        self._key_pattern = key_pattern(api_key) if api_key else None
         self.description = f"{model} @ {_host_port(url)}"
         headers = {"Accept": "application/json"}
         if api_key is not None:
@@ -177,42 +238,36 @@ class OpenAIChatModel:
             }
         return body
 
+    def url_for(self, path: str) -> str:
+        """The endpoint `path` under the base URL, with the base URL's query string after it."""
+        return self._base + path + (f"?{self._query}" if self._query else "")
+
     async def complete(self, request: ChatRequest) -> str:
         return (await self._chat(request))[0]
 
     async def _chat(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
-        """The reply's text and the whole completion body."""
-        response = await self._send("POST", "/chat/completions", json_body=self.payload(request))
+        """The reply's text (masked) and the whole completion body."""
+        status, text = await self._send("POST", "/chat/completions", json_body=self.payload(request))
+        data = self._parse_body(status, text)
         try:
-            data = response.json()
             content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError):
             content = None
         if not isinstance(content, str):
-            raise ModelError(
-                "http",
-                "unexpected response body",
-                status=response.status_code,
-                raw_response=self._mask(response.text),
-            )
-        return content, data
+            raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(text))
+        return self._mask(content), data
 
     async def list_models(self) -> list[str]:
-        """Model ids from `GET {base}/models` (`data[].id`), in the server's order."""
-        response = await self._send("GET", "/models")
+        """Model ids from `GET {base}/models` (`data[].id`), in the server's order (masked)."""
+        status, text = await self._send("GET", "/models")
+        data = self._parse_body(status, text)
         try:
-            data = response.json()["data"]
-            ids = [item["id"] for item in data]
-        except (ValueError, KeyError, IndexError, TypeError):
+            ids = [item["id"] for item in data["data"]]
+        except (KeyError, IndexError, TypeError):
             ids = None
         if ids is None or not all(isinstance(i, str) for i in ids):
-            raise ModelError(
-                "http",
-                "unexpected response body",
-                status=response.status_code,
-                raw_response=self._mask(response.text),
-            )
-        return ids
+            raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(text))
+        return [self._mask(i) for i in ids]
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -226,16 +281,23 @@ class OpenAIChatModel:
     # -- internals ------------------------------------------------------------------
 
     def _mask(self, text: str) -> str:
-        if self._key is not None:
-            key = self._key.reveal()
-            if key:
-                text = text.replace(key, _MASK)
-        return text
+        return self._key_pattern.sub(_MASK, text) if self._key_pattern is not None else text
 
-    async def _send(
-        self, method: str, path: str, json_body: dict[str, Any] | None = None
-    ) -> httpx.Response:
-        url = self._base + path
+    def _parse_body(self, status: int, text: str) -> Any:
+        """The 2xx body as JSON; a body that is not JSON (or too deeply nested for the
+        parser) is an `invalid_json` attempt, never an exception out of the run."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            problem = "is not JSON"
+        except RecursionError:
+            problem = "is nested too deeply to parse"
+        raise ModelError("invalid_json", f"response body {problem}", status=status, raw_response=self._mask(text))
+
+    async def _send(self, method: str, path: str, json_body: dict[str, Any] | None = None) -> tuple[int, str]:
+        """The 2xx status and response body as text (UTF-8, undecodable bytes as U+FFFD), read as a
+        stream up to `max_response_bytes`; anything else is a ModelError."""
+        url = self.url_for(path)
         content = None
         headers = None
         if json_body is not None:
@@ -243,19 +305,22 @@ class OpenAIChatModel:
             headers = {"Content-Type": "application/json"}
         try:
             async with asyncio.timeout(self.timeout):
-                response = await self._client.request(method, url, content=content, headers=headers)
+                async with self._client.stream(method, url, content=content, headers=headers) as response:
+                    body = await self._read_capped(response, method, path)
         except (TimeoutError, httpx.TimeoutException):
             raise ModelError(
                 "timeout", f"no reply within {self.timeout:g} s ({method} {path})"
             ) from None
         except httpx.HTTPError as exc:
             detail = self._mask(str(exc)) or type(exc).__name__
+            # The query string is left out: it may carry a credential of its own.
             raise ModelError(
-                "transport", f"{type(exc).__name__}: {detail} ({method} {url})"
+                "transport", f"{type(exc).__name__}: {detail} ({method} {self._base + path})"
             ) from None
+        text = body.decode("utf-8", errors="replace")
         if not 200 <= response.status_code < 300:
-            body = self._mask(response.text)
-            excerpt = " ".join(body.split())
+            masked = self._mask(text)
+            excerpt = " ".join(masked.split())
             if len(excerpt) > _EXCERPT_CHARS:
                 excerpt = excerpt[: _EXCERPT_CHARS - 1] + "…"
             retry_after = None
@@ -266,9 +331,24 @@ class OpenAIChatModel:
                 f"HTTP {response.status_code}: {excerpt}" if excerpt else f"HTTP {response.status_code}",
                 status=response.status_code,
                 retry_after=retry_after,
-                raw_response=body,
+                raw_response=masked,
             )
-        return response
+        return response.status_code, text
+
+    async def _read_capped(self, response: httpx.Response, method: str, path: str) -> bytes:
+        """The body, or ModelError `response_too_large` as soon as it passes the cap: the rest
+        is never read (leaving the `stream` block closes the connection)."""
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > self.max_response_bytes:
+                raise ModelError(
+                    "response_too_large",
+                    f"the response to {method} {path} passed the {self.max_response_bytes}-byte cap "
+                    "(--max-response-bytes); stopped reading it",
+                    status=response.status_code,
+                )
+        return bytes(body)
 
 
 def resolve_api_key(
@@ -286,11 +366,15 @@ def resolve_api_key(
             raise InputError(
                 f"--api-key-env names the environment variable {api_key_env}, which is not set"
             )
+        check_api_key(value, f"the environment variable {api_key_env}")
         return value
     try:
         host = httpx.URL(base_url.strip()).host
     except Exception:
         return None
     if host.lower().rstrip(".") == OPENAI_HOST:
-        return environ.get("OPENAI_API_KEY") or None
+        value = environ.get("OPENAI_API_KEY") or None
+        if value is not None:
+            check_api_key(value, "the environment variable OPENAI_API_KEY")
+        return value
     return None

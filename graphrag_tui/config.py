@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from .engine.options import FALLBACK_DEFAULTS, parse_option
 from .engine.request import has_surrogates, shown
 from .errors import InputError
-from .models.factory import parse_timeout
+from .models.factory import parse_max_response_bytes, parse_timeout
 from .models.openai_http import RESPONSE_FORMATS
 
 APP_NAME = "graphrag-tui"
@@ -116,6 +116,8 @@ def _checked(key: str, value: Any, label: str) -> Any:
         return parse_option(key, value, label)
     if key == "timeout":
         return parse_timeout(value, label)
+    if key == "max_response_bytes":
+        return parse_max_response_bytes(value, label)
     if not isinstance(value, str):
         raise InputError(f"{label} must be a string, got {shown(value)}")
     if key == "response_format" and value not in RESPONSE_FORMATS:

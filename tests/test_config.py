@@ -61,6 +61,10 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[model] timeout must be a positive number of seconds, got a 401-digit number"),
         ('[model]\nresponse_format = "yaml"\n',
          "[model] response_format must be one of json_object, json_schema, text, got 'yaml'"),
+        ("[model]\nmax_response_bytes = 0\n",
+         "[model] max_response_bytes must be a positive whole number of bytes, got 0"),
+        ('[model]\nmax_response_bytes = "8 MB"\n',
+         "[model] max_response_bytes must be a positive whole number of bytes, got '8 MB'"),
         ("[retrieval]\nmap_budget = -3\n", "[retrieval] map_budget must be a positive integer, got -3"),
         ("[retrieval]\nmap_budget = 4.5\n", "[retrieval] map_budget must be a positive integer, got 4.5"),
         ('[retrieval]\nmap_budget = "²"\n', "[retrieval] map_budget must be a positive integer, got '²'"),
@@ -109,6 +113,8 @@ def test_a_missing_or_unreadable_file(tmp_path: Path) -> None:
         ("GRAPHRAG_TUI_RESPONSE_FORMAT", "xml",
          "GRAPHRAG_TUI_RESPONSE_FORMAT must be one of json_object, json_schema, text, got 'xml'"),
         ("GRAPHRAG_TUI_BASE_URL", "http://h\udcff/v1", "GRAPHRAG_TUI_BASE_URL is not valid UTF-8"),
+        ("GRAPHRAG_TUI_MAX_RESPONSE_BYTES", "-1",
+         "GRAPHRAG_TUI_MAX_RESPONSE_BYTES must be a positive whole number of bytes, got '-1'"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, variable: str, value: str, message: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..engine.request import shown
+from ..engine.request import ascii_integer, shown
 from ..errors import InputError
 from .base import ChatModel, ModelError
 from .extractive import ExtractiveModel
@@ -54,11 +54,13 @@ def parse_timeout(value: Any, label: str = "--timeout") -> float:
     return seconds
 
 
-def parse_max_response_bytes(value: Any) -> int:
-    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    if not (text.isascii() and text.isdigit() and int(text) > 0):
-        raise InputError(f"--max-response-bytes must be a positive whole number of bytes, got {value!r}")
-    return int(text)
+def parse_max_response_bytes(value: Any, label: str = "--max-response-bytes") -> int:
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        number = ascii_integer(value)
+    if number is None or number <= 0:
+        raise InputError(f"{label} must be a positive whole number of bytes, got {shown(value)}")
+    return number
 
 
 def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> ModelSettings:

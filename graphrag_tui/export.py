@@ -6,7 +6,6 @@ No Textual imports: the TUI and scripts share this module.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -17,7 +16,7 @@ from .engine.replies import js_number
 from .engine.result import SearchResult
 from .errors import InputError
 from .output_paths import check_not_input
-from .safe_text import clean, one_line
+from .safe_text import clean, inert_json, one_line
 from .store.store import CommunityDetail, CommunityStore
 
 #: How much of a community summary the report quotes.
@@ -148,7 +147,7 @@ def write_export(
 
     Raises InputError (one line) when a file cannot be written."""
     json_path, md_path = export_paths(path)
-    payload = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    payload = inert_json(result.model_dump(mode="json"), indent=2) + "\n"
     check_output_files((json_path, md_path), inputs)
     report = markdown_report(result, store)
     write_files(((json_path, payload), (md_path, report)), inputs)

@@ -183,6 +183,15 @@ async def test_a_budget_too_small_is_shown_in_the_form_and_sends_nothing(store: 
             await ask(pilot)
             assert text_of(pilot, "#form-error") == "Fix the highlighted options first."
             assert app.run_state.phase == "idle"
+
+            # A seed in digits that are not ASCII ("²") is an error, never a crash.
+            app.screen.query_one("#opt-concurrency", Input).value = "2"
+            app.screen.query_one("#opt-seed", Input).value = "²"
+            await pilot.pause()
+            assert text_of(pilot, "#err-seed") == "a non-negative integer, or empty for random"
+            await ask(pilot)
+            assert text_of(pilot, "#form-error") == "Fix the highlighted options first."
+            assert app.run_state.phase == "idle"
         assert server.requests == []
 
 

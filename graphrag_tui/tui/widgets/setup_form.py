@@ -18,7 +18,7 @@ from ...engine.options import (
     parse_option,
     resolve_options,
 )
-from ...engine.request import normalize_query
+from ...engine.request import normalize_query, parse_seed
 from ...engine.result import Level
 from ...errors import InputError
 from ...store import NamespaceInfo
@@ -201,9 +201,12 @@ class SetupForm(VerticalScroll):
             if budget in values and reserve in values and values[budget] <= values[reserve]:
                 errors.setdefault(budget, f"must exceed the reserve ({values[reserve]})")
         seed = self.query_one("#opt-seed", Input).value.strip()
-        if seed and not seed.isdigit():
+        try:
+            parse_seed(seed or None)
+        except InputError:  # "²" or "٣" too: only ASCII digits are a seed
             errors["seed"] = "a non-negative integer, or empty for random"
-        elif seed and not self.query_one("#shuffle", Checkbox).value:
+            return errors
+        if seed and not self.query_one("#shuffle", Checkbox).value:
             errors["seed"] = "a seed needs shuffling on"
         return errors
 
@@ -271,7 +274,7 @@ class SetupForm(VerticalScroll):
                     namespace=self.namespace,
                     level=self.level,
                     options=options,
-                    seed=int(seed_text) if seed_text else None,
+                    seed=parse_seed(seed_text or None),
                     shuffle=self.query_one("#shuffle", Checkbox).value,
                     raw_options=raw,
                     edited=self.edited_options(),

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine.corpus import Claim, CommunityContext, Excerpt
 from graphrag_tui.errors import InputError
+from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import TABLES, create_schema
+from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Communities expanded per round of queries in `iter_communities`.
@@ -171,8 +173,10 @@ class CommunityDetail(BaseModel):
     chunks: list[ChunkDetail] = []
 
 
-def _is_blank(text: Any) -> bool:
-    return text is None or not str(text).strip()
+def _is_blank(raw: bytes | None) -> bool:
+    """Whether a summary (passed as BLOB, so that bytes that are not UTF-8 cannot fail the
+    call) is empty after trimming."""
+    return raw is None or not raw.decode("utf-8", errors="replace").strip()
 
 
 def _parse_members(raw: Any) -> list[str]:
@@ -189,20 +193,33 @@ def _parse_members(raw: Any) -> list[str]:
             for item in value]
 
 
-def _readonly_uri(path: Path, header: bytes) -> str:
-    """URI for a read-only connection that creates no side files.
+def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
+    """A read-only connection that creates no side files.
 
     Header bytes 18/19 are 2 for a WAL-mode file. Even a `mode=ro` connection to such a
-    file creates `-shm` (and may create `-wal`); when no `-wal` file exists nobody is
-    writing, so `immutable=1` reads the file as it is without any locking or side files.
-    When a `-wal` exists its frames must be read, so we fall back to plain `mode=ro`.
+    file creates `-shm` (and may create `-wal`). Without a `-wal` file nobody is writing,
+    so `immutable=1` reads the file as it is, with no locking or side files. A `-wal`
+    without a `-shm` is left over (every connection of a writer maps the `-shm`): its
+    frames must be read, so the connection keeps its WAL index in its own memory
+    (exclusive locking mode, which SQLite only allows read-only without file locks). With
+    both files, a writer may be active: plain `mode=ro` shares its `-shm` and sees its
+    commits.
     """
     uri = path.resolve().as_uri()
     is_wal = header[18] == 2 or header[19] == 2
     wal_file = path.with_name(path.name + "-wal")
+    shm_file = path.with_name(path.name + "-shm")
     if is_wal and not wal_file.exists():
-        return uri + "?mode=ro&immutable=1"
-    return uri + "?mode=ro"
+        return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, check_same_thread=False)
+    if is_wal and not shm_file.exists():
+        conn = sqlite3.connect(uri + "?mode=ro&vfs=unix-none", uri=True, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+    return sqlite3.connect(uri + "?mode=ro", uri=True, check_same_thread=False)
 
 
 def _check_file(path: Path) -> bytes:
@@ -266,23 +283,25 @@ class CommunityStore:
     def open(cls, path: str | Path) -> CommunityStore:
         """Open an existing store read-only; the file is never changed and no side files
         are created. Raises `InputError` (one line naming the path) for a missing file, a
-        directory, a non-SQLite file, or a database missing required tables or columns."""
+        directory, a non-SQLite file, or a database missing required tables or columns,
+        and `StoreError` for a bad community row (`validation.check_communities`) or any
+        SQLite error."""
         path = Path(path)
         header = _check_file(path)
         conn = None
         try:
-            conn = sqlite3.connect(_readonly_uri(path, header), uri=True,
-                                   check_same_thread=False)
+            conn = _readonly_connection(path, header)
             _check_schema(conn, path)
-        except sqlite3.DatabaseError as exc:
+            check_communities(conn, path)
+            return cls(conn, path, writable=False)
+        except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
-            raise InputError(f"Cannot open store {path}: {exc}") from None
+            raise StoreError(f"Cannot open store {path}: {one_line(str(exc))}") from None
         except InputError:
             if conn is not None:
                 conn.close()
             raise
-        return cls(conn, path, writable=False)
 
     @classmethod
     def create(cls, path: str | Path) -> CommunityStore:
@@ -336,8 +355,20 @@ class CommunityStore:
     # -- reading -------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        """Every read goes through here: a SQLite error becomes a StoreError, and text that
+        is not valid UTF-8 is read again with U+FFFD for the bad bytes (and from then on,
+        on this connection; the default decoder is faster, so it stays until needed)."""
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                try:
+                    return self._conn.execute(sql, params).fetchall()
+                except sqlite3.OperationalError as exc:
+                    if not str(exc).startswith("Could not decode to UTF-8"):
+                        raise
+                    self._conn.text_factory = lenient_text
+                    return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every namespace found in any table, sorted by name, with its counts."""
@@ -351,7 +382,8 @@ class CommunityStore:
         }
         for field, table in simple.items():
             for ns, n in self._query(
-                f"SELECT namespace, count(*) FROM {table} GROUP BY namespace"
+                f"SELECT namespace, count(*) FROM {table} "
+                "WHERE typeof(namespace) = 'text' GROUP BY namespace"
             ):
                 counts[ns][field] = n
         for ns, level, n in self._query(
@@ -371,11 +403,7 @@ class CommunityStore:
         """
         for ns, n in self._query(leaf_sql):
             counts[ns]["leaf_count"] = n
-        return [
-            NamespaceInfo(name=ns, **counts[ns])
-            for ns in sorted(counts, key=lambda name: (name is None, name))
-            if ns is not None
-        ]
+        return [NamespaceInfo(name=ns, **counts[ns]) for ns in sorted(counts)]
 
     def community_levels(self) -> dict[str, dict[int, int]]:
         """Namespace -> {level: communities}, for the namespaces that have communities (what
@@ -420,7 +448,7 @@ class CommunityStore:
         condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
-            f"WHERE {condition} AND NOT grt_is_blank(summary) ORDER BY id COLLATE BINARY",
+            f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
             params,
         )
         if not selected:
@@ -429,7 +457,7 @@ class CommunityStore:
             leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
         else:
             roots = ("roots(id) AS (SELECT id FROM ns "
-                     "WHERE level = :level AND NOT grt_is_blank(summary))")
+                     "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
             leaves_of = defaultdict(list)
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)

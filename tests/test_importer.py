@@ -6,12 +6,14 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -471,18 +473,51 @@ def import_cli(src: Path, store: Path, ns: str = "ns") -> Run:
     return run_cli("import-graphrag", str(src), str(store), "--namespace", ns)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root passes permission checks")
-def test_import_into_a_read_only_folder_or_file_is_exit_2(tmp_path: Path) -> None:
-    src = write_index(tmp_path / "out")
-    folder = tmp_path / "ro"
+# Root passes permission checks, so as root (CI) the command runs as `nobody`: the CLI's own
+# `main` in a process that drops its privileges once its modules are loaded.
+_AS_NOBODY = """
+import os, sys
+import graphrag_tui.cli, graphrag_tui.importer.api, pyarrow.parquet
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+sys.exit(graphrag_tui.cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def unprivileged(tmp_path: Path) -> Iterator[tuple[Path, Callable[..., Run]]]:
+    """A folder to work in and a runner of the command without root's powers."""
+    if os.geteuid() != 0:
+        yield tmp_path, lambda *args: run_cli(*args)
+        return
+    folder = Path(tempfile.mkdtemp(prefix="grt-unprivileged-"))  # /tmp/pytest-of-root is 0700
+    folder.chmod(0o755)
+    os.chown(folder, 65534, 65534)
+
+    def run(*args: str) -> Run:
+        done = subprocess.run([sys.executable, "-c", _AS_NOBODY, *args], capture_output=True, text=True,
+                              env=clean_env(), timeout=60, stdin=subprocess.DEVNULL)
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    try:
+        yield folder, run
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_import_into_a_read_only_folder_or_file_is_exit_2(unprivileged: tuple[Path, Callable[..., Run]]) -> None:
+    base, run_import = unprivileged
+    src = write_index(base / "out")
+    folder = base / "ro"
     folder.mkdir()
     existing = folder / "old.db"
     assert import_cli(src, existing, "old").code == 0
+    for path in (base, src, folder, existing, *src.iterdir()):
+        os.chown(path, os.stat(base).st_uid, os.stat(base).st_gid)
     before = snapshot(folder)
     folder.chmod(0o555)
     try:
         for store in (folder / "new.db", existing):
-            run = import_cli(src, store)
+            run = run_import("import-graphrag", str(src), str(store), "--namespace", "ns")
             assert (run.code, run.stdout, run.stderr) == (2, "", (
                 f"graphrag-tui: error: cannot import into {store}: folder {folder} is not writable "
                 "(the store and its journal are written there)\n"))
@@ -490,7 +525,7 @@ def test_import_into_a_read_only_folder_or_file_is_exit_2(tmp_path: Path) -> Non
     finally:
         folder.chmod(0o755)
     existing.chmod(0o444)
-    run = import_cli(src, existing)
+    run = run_import("import-graphrag", str(src), str(existing), "--namespace", "ns")
     assert (run.code, run.stdout, run.stderr) == (
         2, "", f"graphrag-tui: error: cannot import into {existing}: the file is not writable\n")
     assert snapshot(folder) == before

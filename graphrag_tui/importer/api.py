@@ -10,7 +10,7 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.importer.mapping import build_rows
 from graphrag_tui.importer.parquet_tables import read_index
 from graphrag_tui.importer.report import ImportReport
-from graphrag_tui.importer.writer import ImportInterrupted, write_namespace
+from graphrag_tui.importer.writer import ImportInterrupted, check_writable, write_namespace
 
 TEXT_COLUMNS = ("summary", "full_content")
 
@@ -43,6 +43,7 @@ def import_graphrag(
     source_dir = Path(source_dir)
     store_path = Path(store_path)
 
+    check_writable(store_path)  # before the (long) read; checked again when writing
     index = read_index(source_dir, text)
     if interrupted():
         raise ImportInterrupted

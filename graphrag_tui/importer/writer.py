@@ -62,7 +62,7 @@ def write_namespace(
     commit). Returns (rows of the namespace that were replaced, whether the file is new).
     """
     store_path = Path(store_path)
-    new_file = _check_writable(store_path)
+    new_file = check_writable(store_path)
 
     try:
         conn = sqlite3.connect(store_path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
@@ -104,7 +104,7 @@ def write_namespace(
     return replaced, new_file
 
 
-def _check_writable(store_path: Path) -> bool:
+def check_writable(store_path: Path) -> bool:
     """Refuse a store path the import could not write, before touching it; return whether
     the file is new. SQLite writes its journal beside the store, so the folder must be
     writable even when the file exists. (Root passes the permission checks.)"""

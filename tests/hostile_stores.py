@@ -87,3 +87,11 @@ def wal_without_shm(path: Path) -> Path:
         path.with_name(path.name + suffix).write_bytes(data)
     path.with_name(path.name + "-shm").unlink(missing_ok=True)
     return path
+
+# Values of the wrong type where text is shown (x'ff41' is a BLOB that is not UTF-8).
+chunk_content_blob = _damaged("UPDATE rag_children SET content = x'ff41' WHERE id = 'k/1'")
+entity_name_null = _damaged("UPDATE rag_entities SET name = NULL WHERE id = 'e/1'")
+community_name_blob = _damaged("UPDATE rag_community_summaries SET community_name = x'ff41' WHERE id = 'ns/2'")
+summary_blob = _damaged("UPDATE rag_community_summaries SET summary_content = x'ff41' WHERE id = 'ns/2'")
+claim_description_null = _damaged("UPDATE rag_claims SET description = NULL WHERE id = 'c/2'")
+claim_chunk_blob = _damaged("UPDATE rag_claims SET source_chunk_id = x'ff41' WHERE id = 'c/2'")

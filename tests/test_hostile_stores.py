@@ -51,7 +51,9 @@ REFUSED: list[tuple[Callable[[Path], Path], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("build", "problem"), REFUSED, ids=[build.__name__ for build, _ in REFUSED])
+@pytest.mark.parametrize(("build", "problem"), REFUSED, ids=[
+    "level_null", "level_text", "level_blob", "level_real", "community_id_null", "community_id_bad_utf8",
+    "namespace_null", "namespace_bad_utf8", "parent_blob"])
 def test_a_bad_community_row_is_exit_2_with_one_line_in_every_face(
     tmp_path: Path, build: Callable[[Path], Path], problem: str
 ) -> None:
@@ -150,4 +152,30 @@ def test_a_wal_store_without_shm_is_read_whole_and_nothing_appears_beside_it(tmp
     query = run_cli("query", str(store), QUESTION, "--no-config", "--no-shuffle", "--json")
     assert query.code == 0, query.stderr
     assert query.json["summary_count"] == 3
+    assert snapshot(tmp_path) == before
+
+
+DISPLAYED: list[tuple[Callable[[Path], Path], Callable[[CommunityStore], object], object]] = [
+    (hostile.chunk_content_blob, lambda s: s.community("ns/1").chunks[0].content, "\ufffdA"),
+    (hostile.entity_name_null, lambda s: s.community("ns/1").claims[0].subject, "e/1"),  # the id stands in
+    (hostile.community_name_blob, lambda s: s.community("ns/2").name, "\ufffdA"),
+    (hostile.summary_blob, lambda s: s.community("ns/2").summary, "\ufffdA"),
+    (hostile.claim_description_null, lambda s: s.community("ns/2").claims[0].description, ""),
+    (hostile.claim_chunk_blob, lambda s: (s.community("ns/2").claims[0].chunk_id, s.community("ns/2").chunks),
+     ("\ufffdA", [])),
+]
+
+
+@pytest.mark.parametrize(("build", "shown", "expected"), DISPLAYED, ids=[
+    "chunk_content_blob", "entity_name_null", "community_name_blob", "summary_blob", "claim_description_null",
+    "claim_chunk_blob"])
+def test_a_value_of_the_wrong_type_where_text_is_shown_is_read_as_text(
+    tmp_path: Path, build: Callable[[Path], Path], shown: Callable[[CommunityStore], object], expected: object
+) -> None:
+    store = build(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    with CommunityStore.open(store) as opened:  # the drill-down
+        assert shown(opened) == expected
+    run = run_cli("query", str(store), QUESTION, "--no-config", "--json")
+    assert (run.code, run.json["status"], run.json["summary_count"]) == (0, "completed", 2), run.stderr
     assert snapshot(tmp_path) == before

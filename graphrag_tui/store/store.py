@@ -54,7 +54,7 @@ _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 # dangling parent link simply ends a path.
 _NAMESPACE_CTES = """
 ns(id, parent, level, summary) AS (
-    SELECT id, parent_community_id, level, summary_content
+    SELECT id, parent_community_id, level, CAST(summary_content AS TEXT)
     FROM rag_community_summaries WHERE namespace = :ns
 ),
 parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
@@ -102,8 +102,8 @@ ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 """
 
 # Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
-# and reading them all beats finding out which.
-_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities"
+# and reading them all beats finding out which. A name that is not text counts as missing.
+_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text'"
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (
@@ -177,6 +177,26 @@ def _is_blank(raw: bytes | None) -> bool:
     """Whether a summary (passed as BLOB, so that bytes that are not UTF-8 cannot fail the
     call) is empty after trimming."""
     return raw is None or not raw.decode("utf-8", errors="replace").strip()
+
+
+def _text(value: Any) -> str | None:
+    """A column value as text for display: a BLOB is decoded (U+FFFD for bad bytes), a
+    number written out, NULL kept as None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _claim_detail(claim: Claim, source_parent_id: Any) -> ClaimDetail:
+    """The drill-down's claim; a NULL where a claim needs text (id, subject, description)
+    shows as empty."""
+    return ClaimDetail(
+        id=_text(claim.id) or "", leaf_id=claim.leaf_id, subject=_text(claim.subject) or "",
+        object=_text(claim.object), description=_text(claim.description) or "",
+        chunk_id=_text(claim.chunk_id), source_parent_id=_text(source_parent_id),
+    )
 
 
 def _parse_members(raw: Any) -> list[str]:
@@ -485,7 +505,7 @@ class CommunityStore:
 
     def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
         """Look chunks up by id (any namespace); an id with no row is recorded as None."""
-        rows = self._query(_CHUNKS_SELECT, (json.dumps(chunk_ids),))
+        rows = self._query(_CHUNKS_SELECT, (json.dumps([c for c in chunk_ids if isinstance(c, str)]),))
         chunks.update((chunk_id, Excerpt(chunk_id, content)) for chunk_id, content in rows)
         chunks.update((chunk_id, None) for chunk_id in chunk_ids if chunk_id not in chunks)
 
@@ -547,20 +567,20 @@ class CommunityStore:
         ))
         cited = dict.fromkeys(claim.chunk_id for claim in claims if claim.chunk_id is not None)
         found = {
-            row[0]: ChunkDetail(id=row[0], content=row[1], parent_id=row[2], parent_title=row[3])
+            row[0]: ChunkDetail(id=row[0], content=_text(row[1]), parent_id=_text(row[2]),
+                                parent_title=_text(row[3]))
             for row in self._query(
                 "SELECT ch.id, coalesce(ch.content, ''), ch.parent_id, p.title "
                 "FROM rag_children AS ch LEFT JOIN rag_parents AS p ON p.id = ch.parent_id "
                 "WHERE ch.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(cited)),),
+                (json.dumps([c for c in cited if isinstance(c, str)]),),
             )
         }
         return CommunityDetail(
-            id=cid, namespace=namespace, name=name, level=int(level), parent_id=parent,
+            id=cid, namespace=namespace, name=_text(name), level=level, parent_id=parent,
             parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
-            is_leaf=not children, summary=summary or "", members=_parse_members(members),
-            claims=[ClaimDetail(**claim._asdict(), source_parent_id=documents.get(claim.id))
-                    for claim in claims],
+            is_leaf=not children, summary=_text(summary) or "", members=_parse_members(members),
+            claims=[_claim_detail(claim, documents.get(claim.id)) for claim in claims],
             chunks=[found[c] for c in cited if c in found],
         )
 

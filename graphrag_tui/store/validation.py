@@ -24,7 +24,8 @@ _KIND = {"null": "NULL", "integer": "an integer", "real": "a real number", "text
 # The first row whose id, namespace, level or parent has the wrong type, or whose id is not
 # UTF-8. Text is fetched as BLOB: decoding it is what could fail.
 _BAD_ROW_SQL = f"""
-SELECT {{rowid}}, CAST(id AS BLOB), typeof(id), typeof(namespace), typeof(level), level,
+SELECT {{rowid}}, CAST(id AS BLOB), typeof(id), typeof(namespace), typeof(level),
+       CASE typeof(level) WHEN 'real' THEN level END,
        typeof(parent_community_id), grt_is_utf8(CAST(id AS BLOB))
 FROM {_TABLE}
 WHERE typeof(id) != 'text' OR typeof(namespace) != 'text' OR typeof(level) != 'integer'

@@ -260,6 +260,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     the commit the import stops and nothing is written (exit 130); after it, the import is
     complete (exit 0, with a note)."""
     from .importer import ImportInterrupted, format_report, import_graphrag
+    from .safe_text import clean, one_line
 
     interrupted = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
@@ -270,10 +271,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         except ImportInterrupted:
             print("graphrag-tui: interrupted: nothing was written", file=sys.stderr)
             return 130
-        print(format_report(report), flush=True)
+        print(clean(format_report(report)), flush=True)  # paths, names and notes come from outside
         if interrupted.is_set():
             print(f"note: the interrupt came after the import was committed: namespace "
-                  f"'{report.namespace}' was imported in full", file=sys.stderr)
+                  f"'{one_line(report.namespace)}' was imported in full", file=sys.stderr)
         return 0
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -372,6 +372,17 @@ def test_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "s.db").exists()
 
 
+@pytest.mark.parametrize("namespace", ["a\x1b]0;title\x07b", "a\u202eb", "a\tb", "a\udcffb"],
+                         ids=["osc", "bidi", "tab", "not-utf8"])
+def test_a_namespace_with_control_characters_is_refused(tmp_path: Path, namespace: str) -> None:
+    run = import_cli(write_index(tmp_path / "out"), tmp_path / "s.db", namespace)
+    shown = repr(namespace)  # every control character written as an escape
+    assert (run.code, run.stdout, run.stderr) == (2, "", (
+        f"graphrag-tui: error: invalid namespace {shown}: no control characters, bidirectional controls "
+        "or bytes that are not UTF-8\n"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def test_unreadable_parquet_leaves_existing_store_unchanged(tmp_path: Path) -> None:
     store = tmp_path / "store.db"
     import_graphrag(write_index(tmp_path / "good"), store, "ns")

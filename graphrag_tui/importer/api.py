@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from graphrag_tui.errors import InputError
+from graphrag_tui.safe_text import clean
 from graphrag_tui.importer.mapping import build_rows
 from graphrag_tui.importer.parquet_tables import read_index
 from graphrag_tui.importer.report import ImportReport
@@ -39,6 +40,11 @@ def import_graphrag(
         raise InputError(
             f"invalid namespace {namespace!r}: no '/' and no leading or trailing spaces "
             "('/' separates the namespace from the GraphRAG number in IDs)"
+        )
+    if clean(namespace) != namespace or "\t" in namespace or "\n" in namespace:
+        raise InputError(
+            f"invalid namespace {namespace!r}: no control characters, bidirectional controls "
+            "or bytes that are not UTF-8"
         )
     source_dir = Path(source_dir)
     store_path = Path(store_path)

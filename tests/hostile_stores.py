@@ -95,3 +95,19 @@ community_name_blob = _damaged("UPDATE rag_community_summaries SET community_nam
 summary_blob = _damaged("UPDATE rag_community_summaries SET summary_content = x'ff41' WHERE id = 'ns/2'")
 claim_description_null = _damaged("UPDATE rag_claims SET description = NULL WHERE id = 'c/2'")
 claim_chunk_blob = _damaged("UPDATE rag_claims SET source_chunk_id = x'ff41' WHERE id = 'c/2'")
+
+
+def hot_journal(path: Path) -> Path:
+    """A store with a hot rollback journal: a writer died mid-transaction after some of its
+    changed pages reached the file (a copy of both files taken at that moment)."""
+    source = base_store(path.with_name("writer-" + path.name))
+    writer = sqlite3.connect(source)
+    writer.execute("PRAGMA cache_size = 1")  # changed pages spill into the file at once
+    writer.execute("BEGIN")
+    writer.execute("UPDATE rag_community_summaries SET summary_content = 'changed ' || hex(randomblob(3000))")
+    for suffix in ("", "-journal"):
+        path.with_name(path.name + suffix).write_bytes(source.with_name(source.name + suffix).read_bytes())
+    writer.rollback()
+    writer.close()
+    source.unlink()
+    return path

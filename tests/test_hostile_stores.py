@@ -179,3 +179,15 @@ def test_a_value_of_the_wrong_type_where_text_is_shown_is_read_as_text(
     run = run_cli("query", str(store), QUESTION, "--no-config", "--json")
     assert (run.code, run.json["status"], run.json["summary_count"]) == (0, "completed", 2), run.stderr
     assert snapshot(tmp_path) == before
+
+
+def test_a_hot_journal_is_one_line_and_left_alone(tmp_path: Path) -> None:
+    store = hostile.hot_journal(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    assert sorted(before) == ["store.db", "store.db-journal"]
+    expected = (f"graphrag-tui: error: Cannot open store {store}: it holds an unfinished transaction "
+                "(store.db-journal) that only a writer can roll back; open it once with sqlite3 to recover it\n")
+    for face, args in faces(store).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (face, 2, "", expected)
+    assert snapshot(tmp_path) == before

@@ -317,6 +317,12 @@ class CommunityStore:
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+                raise StoreError(
+                    f"Cannot open store {path}: it holds an unfinished transaction "
+                    f"({path.name}-journal) that only a writer can roll back; "
+                    "open it once with sqlite3 to recover it"
+                ) from None
             raise StoreError(f"Cannot open store {path}: {one_line(str(exc))}") from None
         except InputError:
             if conn is not None:

@@ -95,6 +95,8 @@ community_name_blob = _damaged("UPDATE rag_community_summaries SET community_nam
 summary_blob = _damaged("UPDATE rag_community_summaries SET summary_content = x'ff41' WHERE id = 'ns/2'")
 claim_description_null = _damaged("UPDATE rag_claims SET description = NULL WHERE id = 'c/2'")
 claim_chunk_blob = _damaged("UPDATE rag_claims SET source_chunk_id = x'ff41' WHERE id = 'c/2'")
+members_deep = _damaged("UPDATE rag_community_summaries SET members = replace(hex(zeroblob(50000)), '00', '[') "
+                        "WHERE id = 'ns/2'")  # 50,000 nested arrays
 
 
 def hot_journal(path: Path) -> Path:

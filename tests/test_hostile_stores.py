@@ -163,12 +163,13 @@ DISPLAYED: list[tuple[Callable[[Path], Path], Callable[[CommunityStore], object]
     (hostile.claim_description_null, lambda s: s.community("ns/2").claims[0].description, ""),
     (hostile.claim_chunk_blob, lambda s: (s.community("ns/2").claims[0].chunk_id, s.community("ns/2").chunks),
      ("\ufffdA", [])),
+    (hostile.members_deep, lambda s: s.community("ns/2").members, []),
 ]
 
 
 @pytest.mark.parametrize(("build", "shown", "expected"), DISPLAYED, ids=[
     "chunk_content_blob", "entity_name_null", "community_name_blob", "summary_blob", "claim_description_null",
-    "claim_chunk_blob"])
+    "claim_chunk_blob", "members_deep"])
 def test_a_value_of_the_wrong_type_where_text_is_shown_is_read_as_text(
     tmp_path: Path, build: Callable[[Path], Path], shown: Callable[[CommunityStore], object], expected: object
 ) -> None:

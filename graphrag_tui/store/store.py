@@ -205,7 +205,7 @@ def _parse_members(raw: Any) -> list[str]:
         return []
     try:
         value = json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep
         return []
     if not isinstance(value, list):
         return []

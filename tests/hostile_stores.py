@@ -93,6 +93,7 @@ chunk_content_blob = _damaged("UPDATE rag_children SET content = x'ff41' WHERE i
 entity_name_null = _damaged("UPDATE rag_entities SET name = NULL WHERE id = 'e/1'")
 community_name_blob = _damaged("UPDATE rag_community_summaries SET community_name = x'ff41' WHERE id = 'ns/2'")
 summary_blob = _damaged("UPDATE rag_community_summaries SET summary_content = x'ff41' WHERE id = 'ns/2'")
+claim_description_blob = _damaged("UPDATE rag_claims SET description = x'ff41' WHERE id = 'c/2'")
 claim_description_null = _damaged("UPDATE rag_claims SET description = NULL WHERE id = 'c/2'")
 claim_chunk_blob = _damaged("UPDATE rag_claims SET source_chunk_id = x'ff41' WHERE id = 'c/2'")
 members_deep = _damaged("UPDATE rag_community_summaries SET members = replace(hex(zeroblob(50000)), '00', '[') "

@@ -85,8 +85,10 @@ def test_bad_community_row_is_a_store_error_from_open(tmp_path: Path) -> None:
     [
         (hostile.summary_bad_utf8, "ns/2", "[Community summary]: A\ufffd\ufffd\n"),
         (hostile.claim_bad_utf8, "ns/2", "- Port Authority: A\ufffd\ufffd"),  # subject: description
+        (hostile.summary_blob, "ns/2", "[Community summary]: \ufffdA\n"),
+        (hostile.claim_description_blob, "ns/2", "- Port Authority: \ufffdA"),
     ],
-    ids=["summary", "claim"],
+    ids=["summary", "claim", "summary-blob", "claim-blob"],
 )
 def test_text_that_is_not_utf8_is_read_with_replacement_characters(
     tmp_path: Path, build: Callable[[Path], Path], community: str, shown: str
@@ -112,10 +114,11 @@ def test_text_that_is_not_utf8_is_read_with_replacement_characters(
     with CommunityStore.open(store) as opened:
         detail = opened.community("ns/2")
     assert detail is not None
-    if build is hostile.summary_bad_utf8:
-        assert detail.summary == "A\ufffd\ufffd"
+    text = shown.rsplit(": ", 1)[1].rstrip("\n")
+    if build in (hostile.summary_bad_utf8, hostile.summary_blob):
+        assert detail.summary == text
     else:
-        assert [c.description for c in detail.claims] == ["A\ufffd\ufffd"]
+        assert [c.description for c in detail.claims] == [text]
     assert snapshot(tmp_path) == before
 
 

@@ -93,9 +93,12 @@ wanted(root, leaf) AS (
 # Claims of the leaves whose ids are in a JSON array (:leaves), ordered by leaf id, then
 # claim id: id, leaf, subject entity id, description, object entity id, chunk id. Entity
 # names are looked up in Python: a dict beats two joins (four B-tree searches) per claim.
+# The CASTs (no-ops on text) make a BLOB or a number in a hostile store text too, and a NULL
+# subject or description empty.
 _CLAIMS_SELECT = """
-SELECT c.id, c.community_summary_id, c.subject_entity_id, c.description, c.object_entity_id,
-       c.source_chunk_id
+SELECT CAST(c.id AS TEXT), c.community_summary_id, coalesce(CAST(c.subject_entity_id AS TEXT), ''),
+       coalesce(CAST(c.description AS TEXT), ''), CAST(c.object_entity_id AS TEXT),
+       CAST(c.source_chunk_id AS TEXT)
 FROM rag_claims AS c
 WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY

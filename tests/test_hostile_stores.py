@@ -87,8 +87,9 @@ def test_bad_community_row_is_a_store_error_from_open(tmp_path: Path) -> None:
         (hostile.claim_bad_utf8, "ns/2", "- Port Authority: A\ufffd\ufffd"),  # subject: description
         (hostile.summary_blob, "ns/2", "[Community summary]: \ufffdA\n"),
         (hostile.claim_description_blob, "ns/2", "- Port Authority: \ufffdA"),
+        (hostile.chunk_content_blob, "ns/1", "- [Chunk k/1] \ufffdA"),
     ],
-    ids=["summary", "claim", "summary-blob", "claim-blob"],
+    ids=["summary", "claim", "summary-blob", "claim-blob", "chunk-blob"],
 )
 def test_text_that_is_not_utf8_is_read_with_replacement_characters(
     tmp_path: Path, build: Callable[[Path], Path], community: str, shown: str
@@ -112,11 +113,13 @@ def test_text_that_is_not_utf8_is_read_with_replacement_characters(
     section = maps[0].prompt.split(f"[Community ID: {community} |", 1)[1]
     assert shown in section
     with CommunityStore.open(store) as opened:
-        detail = opened.community("ns/2")
+        detail = opened.community(community)
     assert detail is not None
-    text = shown.rsplit(": ", 1)[1].rstrip("\n")
+    text = shown.rsplit(" ", 1)[1].rstrip("\n")
     if build in (hostile.summary_bad_utf8, hostile.summary_blob):
         assert detail.summary == text
+    elif build is hostile.chunk_content_blob:
+        assert [c.content for c in detail.chunks] == [text]
     else:
         assert [c.description for c in detail.claims] == [text]
     assert snapshot(tmp_path) == before

@@ -110,7 +110,7 @@ _ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = '
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (
-    "SELECT id, coalesce(content, '') FROM rag_children "
+    "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
 
@@ -494,7 +494,7 @@ class CommunityStore:
         # Nearly every chunk of the namespace is cited: one sequential read of them beats a
         # lookup per cited id. A chunk of another namespace (odd, but allowed) is looked up.
         chunks: dict[str, Excerpt | None] = {chunk_id: Excerpt(chunk_id, content) for chunk_id, content in self._query(
-            "SELECT id, coalesce(content, '') FROM rag_children WHERE namespace = ?", (namespace,))}
+            "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children WHERE namespace = ?", (namespace,))}
         # A group of communities at a time: a few set-based queries per group, and only
         # that group's claims in memory (a large store has millions).
         for start in range(0, len(selected), _GROUP):

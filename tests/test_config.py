@@ -73,8 +73,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
         ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
         ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
-        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model])"),
-        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model])"),
+        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model], [keymap])"),
+        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [keymap])"),
         ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
     ],
 )

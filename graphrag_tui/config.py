@@ -105,8 +105,8 @@ class RetrievalConfig(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _option(cls, value: Any, info: ValidationInfo) -> int:
-        return _checked_by(partial(parse_option, info.field_name))(value)  # type: ignore[no-any-return]
+    def _option(cls, value: Any, info: ValidationInfo) -> Any:
+        return _checked_by(partial(parse_option, info.field_name))(value)
 
 
 class ModelConfig(BaseModel):

@@ -36,8 +36,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from .engine.options import parse_option
 from .engine.request import has_surrogates, shown
@@ -72,9 +85,10 @@ def _string(value: Any, label: str) -> str:
 
 
 def _response_format(value: Any, label: str) -> str:
-    if _string(value, label) not in RESPONSE_FORMATS:
+    text = _string(value, label)
+    if text not in RESPONSE_FORMATS:
         raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(value)}")
-    return value
+    return text
 
 
 _KEY_NAME = re.compile(r"[!-+\--~]+")  # printable ASCII but space and comma: `ctrl+e`, `f1`, `question_mark`
@@ -106,7 +120,7 @@ class RetrievalConfig(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _option(cls, value: Any, info: ValidationInfo) -> Any:
-        return _checked_by(partial(parse_option, info.field_name))(value)
+        return _checked_by(partial(parse_option, str(info.field_name)))(value)
 
 
 class ModelConfig(BaseModel):
@@ -127,10 +141,10 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=True, extra="forbid")
 
-    retrieval: RetrievalConfig = RetrievalConfig()
-    model: ModelConfig = ModelConfig()
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
-    keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = {}
+    keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
 
 #: The sections with fixed keys; each key is also read from the variable GRAPHRAG_TUI_<KEY>.
@@ -198,7 +212,7 @@ class EnvironmentSource(EnvSettingsSource):
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
-        super().__init__(Settings, env_ignore_empty=True)
+        super().__init__(Settings)
         self.data: dict[str, dict[str, str]] = {}
         for section, keys in SECTIONS.items():
             for key in keys:
@@ -238,7 +252,10 @@ def load_user_defaults(
     sources.append(EnvironmentSource(environ))
     _settings(sources[-1])
     settings = _settings(*reversed(sources))  # the first source wins
-    labels = {key: source.label(section, key) for source in sources for section in SECTIONS for key in source.data.get(section, {})}
+    labels = {}
+    for source in sources:  # the variables' labels over the file's
+        for section in SECTIONS:
+            labels.update({key: source.label(section, key) for key in source.data.get(section, {})})
     return UserDefaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
@@ -249,20 +266,24 @@ def load_user_defaults(
 
 
 def _settings(*sources: Source) -> Settings:
+    """The settings from the sources, the first winning. An error is named from `sources[0]`:
+    each source is checked alone before they are merged, so a merge does not fail."""
     try:
-        return Settings(_build_sources=(sources, {}))
+        return Settings(_build_sources=(sources, {}))  # type: ignore[call-arg]  # BaseSettings's own argument
     except ValidationError as error:
         raise _one_line(error, sources[0]) from None
 
 
 def _one_line(error: ValidationError, source: Source) -> InputError:
     """The first problem in the source's order, as one line naming where it is."""
-    data = source.data
+    order: dict[tuple[Any, ...], int] = {(section,): index for index, section in enumerate(source.data)}
+    for section, values in source.data.items():
+        if isinstance(values, dict):
+            order.update({(section, key): index for index, key in enumerate(values)})
 
     def position(loc: tuple[int | str, ...]) -> tuple[int, int]:
-        section = data.get(str(loc[0]))
-        keys = list(section) if isinstance(section, dict) and len(loc) > 1 else []
-        return list(data).index(loc[0]) if loc[0] in data else len(data), keys.index(loc[1]) if loc[1:2] and loc[1] in keys else -1
+        """(the section's place, the key's place in it): a section's own problem comes first."""
+        return order.get(loc[:1], len(order)), (order.get(loc[:2], -1) if len(loc) > 1 else -1)
 
     details = min(error.errors(), key=lambda details: position(details["loc"]))
     section, *rest = (str(part) for part in details["loc"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from pydantic_settings import EnvSettingsSource, TomlConfigSettingsSource
 
 from graphrag_tui.config import (

@@ -19,6 +19,8 @@ from graphrag_tui.config import (
 from graphrag_tui.engine.options import FALLBACK_DEFAULTS, resolve_options
 from graphrag_tui.engine.request import shown
 from graphrag_tui.errors import InputError
+from tests.cli_runner import run_cli
+from tests.stores import three_leaves
 
 
 def load(path: Path | None, **environ: str):
@@ -257,3 +259,14 @@ def test_the_keymap_section(tmp_path: Path) -> None:
 def test_a_bad_keymap_entry_names_the_file_section_and_key(tmp_path: Path, text: str, message: str) -> None:
     path = config(tmp_path, text)
     assert error_of(path) == f"config file {path}: {message}"
+
+
+def test_the_cli_reads_a_keymap_and_refuses_a_bad_one_in_one_line(tmp_path: Path) -> None:
+    store = three_leaves(tmp_path / "harbour.db")
+    path = config(tmp_path, '[retrieval]\nmap_budget = 900\n[keymap]\ngoto = "ctrl+g"\n')
+    run = run_cli("plan", str(store), "Who funds the bridge?", "--config", str(path), "--json")
+    assert (run.code, run.stderr, run.json["options"]["map_budget"]) == (0, "", 900)
+    path.write_text('[retrieval]\nmap_budget = 900\n[keymap]\ngoto = "ctrl+g,"\n')
+    run = run_cli("plan", str(store), "Who funds the bridge?", "--config", str(path), "--json")
+    message = "must be key names separated by commas, like \"e,ctrl+e\", got 'ctrl+g,'"
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: [keymap] goto {message}\n")

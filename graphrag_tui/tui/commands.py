@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.markup import escape
-from textual.screen import Screen
 
 from ..safe_text import one_line
 
@@ -28,14 +29,15 @@ class Command:
     run: Callable[[], object]
 
 
-def app_commands(app: GraphRAGApp, screen: Screen) -> Iterator[Command]:
-    """What the palette offers now: the run commands, then the setup form's scopes. Help
-    texts name the key that does the same on `screen` (the one under the palette), if any."""
+def app_commands(app: GraphRAGApp) -> Iterator[Command]:
+    """What the palette offers now: the run commands, then the setup form's scopes."""
 
     def key(binding_id: str) -> str:
-        active = screen.active_bindings.values()
-        keys = [app.get_key_display(b) for _, b, enabled, _ in active if b.id == binding_id and enabled]
-        return f" ({', '.join(keys)})" if keys else ""
+        """The app's key for that binding, as the keymap set it."""
+        keys = app.settings.keymap.get(binding_id) or next(
+            b.key for b in app.BINDINGS if isinstance(b, Binding) and b.id == binding_id
+        )
+        return f" ({', '.join(app.get_key_display(Binding(k.strip(), '')) for k in keys.split(','))})"
 
     yield Command("Run", "Run global search with the question in the setup form", app.setup_form.submit)
     if app.run_state.running:
@@ -46,13 +48,13 @@ def app_commands(app: GraphRAGApp, screen: Screen) -> Iterator[Command]:
     for info in form.namespaces.values():
         yield Command(
             f"Namespace: {one_line(info.name)}", f"{info.community_count} communities",
-            lambda n=info.name: form.select_namespace(n),
+            partial(form.select_namespace, info.name),
         )
     current = form.namespaces.get(form.namespace or "")
     if current is not None:
-        yield Command("Level: leaf", f"{current.leaf_count} leaves", lambda: form.select_level("leaf"))
+        yield Command("Level: leaf", f"{current.leaf_count} leaves", partial(form.select_level, "leaf"))
         for level, count in current.levels.items():
-            yield Command(f"Level: {level}", f"{count} communities", lambda lv=level: form.select_level(lv))
+            yield Command(f"Level: {level}", f"{count} communities", partial(form.select_level, level))
 
 
 def highlighted(matcher: Matcher, title: str) -> Content:
@@ -70,7 +72,7 @@ class GraphRAGCommands(Provider):
     """The app's commands: listed when the palette opens, matched as the user types."""
 
     def _commands(self) -> list[Command]:
-        return list(app_commands(self.app, self.screen))  # type: ignore[arg-type]
+        return list(app_commands(self.app))  # type: ignore[arg-type]
 
     async def discover(self) -> Hits:
         for command in self._commands():

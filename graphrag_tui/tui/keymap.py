@@ -108,7 +108,8 @@ def _check_clashes(bindings: list[Binding], keymap: Mapping[str, str], source: s
     for binding in bindings:
         if binding.system:
             continue
-        keys = keymap[binding.id].split(",") if binding.id in keymap else binding.key.split(",")
+        remapped_keys = keymap.get(binding.id) if binding.id else None
+        keys = (remapped_keys or binding.key).split(",")
         for key in (k.strip() for k in keys):
             other = holder.setdefault(key, binding)
             if other is not binding and (other.id != binding.id or other.id is None):

@@ -28,7 +28,7 @@ from graphrag_tui.tui.screens.main import MainScreen
 from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply
 from tests.cli_runner import run_cli
-from tests.stores import three_leaves
+from tests.stores import build_store, three_leaves
 
 from .conftest import Scripted, ask, make_app, screen_text, wait_finished, wait_until
 
@@ -363,3 +363,26 @@ def commands_shown(app) -> list[str]:
         return []
     commands = app.screen.query_one(CommandList)
     return [str(commands.get_option_at_index(i).prompt).partition("\n")[0] for i in range(commands.option_count)]
+
+
+async def test_the_palette_lists_a_namespace_named_like_markup_as_it_is(tmp_path: Path) -> None:
+    store = build_store(tmp_path / "evil.db", [
+        {"id": "ns/1", "summary_content": "The bridge."},
+        {"id": "zz/1", "namespace": "zz[b]x[/b] [@click=app.quit]q[/]\x1b[2J\u202e", "summary_content": "elsewhere"},
+    ])
+    app = make_app(store, namespace="ns")
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.query_one(BatchGrid).focus()
+        await pilot.pause()
+        commands = await palette_commands(pilot, 12)
+        assert app_commands_of(commands)[3:5] == [
+            ("Namespace: ns", "1 communities"),
+            ("Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J", "1 communities"),
+        ]
+        assert "Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J" in screen_text(app)
+        await pilot.press(*"zz")  # the titles that match, highlighted
+        await wait_until(pilot, lambda: commands_shown(app) == ["Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J"],
+                         what="the search")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.setup_form.namespace == "zz[b]x[/b] [@click=app.quit]q[/]\x1b[2J\u202e"

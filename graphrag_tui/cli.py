@@ -377,6 +377,10 @@ def cmd_app(args: argparse.Namespace) -> int:
     with CommunityStore.open(store_path):
         pass  # a bad store is an input error before the app starts
     from .tui.app import AppSettings, GraphRAGApp
+    from .tui.keymap import check_keymap
+
+    defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
+    keymap = check_keymap(getattr(defaults, "keymap", {}), f"config file {defaults.config_file}: [keymap]")
 
     app = GraphRAGApp(
         AppSettings(
@@ -388,6 +392,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             shuffle=not args.no_shuffle,
             model=settings,
             given_options=given_options(args),
+            keymap=keymap,
         )
     )
     app.run()

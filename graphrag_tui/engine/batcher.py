@@ -73,44 +73,68 @@ def part_header(community_id: str, part: int) -> str:
 
 
 def split_community(community: CommunityText, skeleton: TextSize, budget: int) -> list[Part]:
-    """Cut the text into the longest code-point segments that fit an otherwise empty batch."""
+    """Cut the text into the longest code-point segments that fit an otherwise empty batch.
+
+    Whether a segment fits only grows worse with its length (one more code point never
+    lowers the estimate), so each cut is the largest length that fits. It is found without
+    a per-character pass in Python: ASCII is the cheapest code point, so no segment longer
+    than `longest` (all ASCII) fits; a slice that is ASCII throughout (CPython knows in
+    O(1)) is cut right there; otherwise a binary search between the all-non-ASCII length
+    (which always fits) and `longest`, counting ASCII by encoding the slice in C.
+    """
     text = community.text
     # skeleton + "\n" + header + segment must stay within the budget.
     fixed = skeleton + NEWLINE + TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
     size = TextSize.of(text)
     if (fixed + size).tokens <= budget:
         return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
-    # Prefix counts of ASCII code points make each probe O(1).
-    ascii_prefix = [0] * (len(text) + 1)
-    running = 0
-    for position, char in enumerate(text, 1):
-        running += char < "\x80"
-        ascii_prefix[position] = running
 
-    def fits(start: int, length: int) -> bool:
-        ascii_count = ascii_prefix[start + length] - ascii_prefix[start]
-        return (fixed + (ascii_count, length - ascii_count)).tokens <= budget
+    def fits(ascii_count: int, other_count: int) -> bool:
+        return tokens_of(fixed.ascii + ascii_count, fixed.other + other_count) <= budget
 
+    longest = _longest_run(lambda n: fits(n, 0))  # all ASCII
+    shortest = _longest_run(lambda n: fits(0, n))  # no ASCII: any segment this long fits
+    if longest == 0:
+        raise InputError(
+            f"the map prompt budget ({budget} tokens) cannot fit even one character of "
+            f"community {community.id}: raise --map-budget or lower --map-reserve"
+        )
     parts: list[Part] = []
     offset = 0
     while offset < len(text):
-        low, high, best = 1, len(text) - offset, 0
-        while low <= high:
-            length = (low + high) // 2
-            if fits(offset, length):
-                best, low = length, length + 1
-            else:
-                high = length - 1
-        if best == 0:
-            raise InputError(
-                f"the map prompt budget ({budget} tokens) cannot fit even one character of "
-                f"community {community.id}: raise --map-budget or lower --map-reserve"
-            )
-        ascii_count = ascii_prefix[offset + best] - ascii_prefix[offset]
+        high = min(len(text) - offset, longest)
+        segment = text[offset : offset + high]
+        segment_size = TextSize.of(segment)
+        if not fits(*segment_size):
+            best, low, high = shortest, shortest + 1, high - 1  # `shortest` fits, `high` does not
+            while low <= high:
+                length = (low + high) // 2
+                if fits(*TextSize.of(text[offset : offset + length])):
+                    best, low = length, length + 1
+                else:
+                    high = length - 1
+            if best == 0:
+                raise InputError(
+                    f"the map prompt budget ({budget} tokens) cannot fit even one character of "
+                    f"community {community.id}: raise --map-budget or lower --map-reserve"
+                )
+            segment = text[offset : offset + best]
+            segment_size = TextSize.of(segment)
         ref = PartRef(community_id=community.id, part=len(parts) + 1)
-        parts.append(Part(ref, text[offset : offset + best], TextSize(ascii_count, best - ascii_count)))
-        offset += best
+        parts.append(Part(ref, segment, segment_size))
+        offset += len(segment)
     return parts
+
+
+def _longest_run(fits: Callable[[int], bool]) -> int:
+    """The largest n >= 0 with fits(n), for a `fits` that holds up to some n and never after."""
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:  # fits(low), not fits(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def build_batches(

@@ -5,7 +5,13 @@ import random
 
 import pytest
 
-from graphrag_tui.engine.batcher import CommunityText, PartRef, build_batches, fisher_yates, split_community
+from graphrag_tui.engine.batcher import (
+    CommunityText,
+    PartRef,
+    build_batches,
+    fisher_yates,
+    split_community,
+)
 from graphrag_tui.engine.corpus import CommunityContext
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.engine.search import plan_search
@@ -287,7 +293,7 @@ MIXED = ["é", "ß", "\u0301", "\U0001f600", "\U00010348", "\x00", "\x1b", "\u20
 
 
 def _words(rng: random.Random, length: int) -> str:
-    words = "harbor grain ledger tariff convoy storm levee council union freight pier ferry".split()
+    words = ["harbor", "grain", "ledger", "tariff", "convoy", "storm", "levee", "council", "union", "freight", "pier", "ferry"]
     out, size = [], 0
     while size < length:
         word = rng.choice(words)

@@ -8,6 +8,7 @@ import pytest
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.planning import prepare_plan
 from graphrag_tui.store import CommunityStore
+from graphrag_tui.store import store as store_module
 from tests.benchmarks.synthetic_store import build_synthetic_store, build_tree_store
 from tests.test_batcher import batches_digest
 
@@ -52,3 +53,15 @@ def test_plans_are_pinned(stores: dict[str, Path], store: str, level, budget: in
         plan = prepare_plan(opened, QUESTION, namespace=None, level=level, seed=seed, shuffle=seed is not None,
                             options=SearchOptions(map_budget=budget, map_reserve=0))
     assert (plan.summary_count, batches_digest(list(plan.batches))) == PINNED_PLANS[store, level, budget, seed]
+
+
+@pytest.mark.parametrize("level", ["leaf", 1, 0])
+def test_small_read_groups_give_the_same_plans(stores: dict[str, Path], level, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store expands communities a few thousand leaves at a time; groups of 7 leaves put
+    # group ends everywhere (mid-level, between a root's leaves and the next root's).
+    monkeypatch.setattr(store_module, "_GROUP_LEAVES", 7)
+    for store in ("tree", "synthetic"):
+        with CommunityStore.open(stores[store]) as opened:
+            plan = prepare_plan(opened, QUESTION, namespace=None, level=level, seed=None, shuffle=False,
+                                options=SearchOptions(map_budget=1200, map_reserve=0))
+        assert (plan.summary_count, batches_digest(list(plan.batches))) == PINNED_PLANS[store, level, 1200, None]

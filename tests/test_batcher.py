@@ -2,14 +2,17 @@
 
 import hashlib
 import random
+import time
 
 import pytest
 
 from graphrag_tui.engine.batcher import (
+    AsciiCounter,
     CommunityText,
     PartRef,
     build_batches,
     fisher_yates,
+    part_header,
     split_community,
 )
 from graphrag_tui.engine.corpus import CommunityContext
@@ -407,3 +410,40 @@ def splits_digest(budgets: range) -> str:
 
 def test_splits_are_pinned_over_a_sweep_of_budgets() -> None:
     assert splits_digest(range(45, 400)) == SWEEP_DIGEST
+
+
+@pytest.mark.parametrize("kind", ["ascii", "mixed"])
+def test_splitting_a_huge_text_takes_no_python_step_per_character(kind: str) -> None:
+    # 5 million code points: a Python step per character took 3.5 s (and a list of 5
+    # million ints); the split now slices and counts in C: a few hundredths of a second
+    # for ASCII, about a tenth for mixed text, so the bound is wide for a loaded machine.
+    phrase = "Claim about the harbor levee. " if kind == "ascii" else "Claim about the 港口 levee. "
+    text = (phrase * 200_000)[:5_000_000]
+    started = time.perf_counter()
+    parts = split_community(CommunityText("huge", text), TextSize.of(PIN_SKELETON), 7_488)
+    elapsed = time.perf_counter() - started
+    assert "".join(part.text for part in parts) == text
+    if kind == "ascii":  # every cut at the longest ASCII segment that fits
+        longest = 4 * 7_488 - len(PIN_SKELETON) - 1 - len(part_header("huge", 9_999_999))
+        assert [len(part.text) for part in parts] == [longest] * (len(parts) - 1) + [len(text) % longest]
+    assert elapsed < 1.5, f"split took {elapsed:.2f} s"
+
+
+def test_small_ascii_count_blocks_give_the_same_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ASCII is counted per block of 4,096 code points; blocks of 7 put block ends in every
+    # segment, so a wrong count at a block end would move a cut.
+    monkeypatch.setattr(AsciiCounter, "BLOCK", 7)
+    for case in ("cjk-oversized", "mixed", "boundaries"):
+        communities, budget = _pin_case(case)
+        assert batches_digest(build_batches(communities, PIN_SKELETON, budget, None)) == PINNED_BATCHES[case, None]
+    assert splits_digest(range(45, 400)) == SWEEP_DIGEST
+
+
+@pytest.mark.parametrize("block", [1, 2, 5, 4096])
+def test_ascii_counter_counts_every_prefix(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AsciiCounter, "BLOCK", block)
+    text = "ab中\U0001f600c\x00é" * 5 + "\ud800xyz"
+    counter = AsciiCounter(text)
+    assert [counter.before(n) for n in range(len(text) + 1)] == [
+        sum(char < "\x80" for char in text[:n]) for n in range(len(text) + 1)
+    ]

@@ -1,6 +1,7 @@
 """Planning from a store (graphrag_tui/planning.py): the batches of whole plans, pinned by
 hash, so that making planning faster (store reads, Map text, batching) changes no byte."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,24 @@ def test_small_read_groups_give_the_same_plans(stores: dict[str, Path], level, m
             plan = prepare_plan(opened, QUESTION, namespace=None, level=level, seed=None, shuffle=False,
                                 options=SearchOptions(map_budget=1200, map_reserve=0))
         assert (plan.summary_count, batches_digest(list(plan.batches))) == PINNED_PLANS[store, level, 1200, None]
+
+
+def test_a_root_with_many_leaves_does_not_bring_the_whole_store_into_memory(
+    stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claims are read a group of descendant leaves at a time. The groups used to count
+    # communities, so at level 0 (each root standing for 20 leaves here, 900 in the issue's
+    # store) one group held every claim of the store.
+    monkeypatch.setattr(store_module, "_GROUP_LEAVES", 30)
+    asked: list[int] = []
+    read_claims = CommunityStore._leaf_claims
+
+    def counting(self: CommunityStore, leaf_ids: str, names: dict[str, str]) -> dict:
+        asked.append(len(json.loads(leaf_ids)))
+        return read_claims(self, leaf_ids, names)
+
+    monkeypatch.setattr(CommunityStore, "_leaf_claims", counting)
+    with CommunityStore.open(stores["tree"]) as opened:
+        communities = opened.select_communities("synthetic", 0)
+    assert [len(c.claims) for c in communities] == [200] * 12
+    assert asked == [40] * 6  # two roots (20 leaves each) reach 30 leaves: 6 reads of 40 leaves

@@ -76,54 +76,90 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
     """Cut the text into the longest code-point segments that fit an otherwise empty batch.
 
     Whether a segment fits only grows worse with its length (one more code point never
-    lowers the estimate), so each cut is the largest length that fits. It is found without
-    a per-character pass in Python: ASCII is the cheapest code point, so no segment longer
-    than `longest` (all ASCII) fits; a slice that is ASCII throughout (CPython knows in
-    O(1)) is cut right there; otherwise a binary search between the all-non-ASCII length
-    (which always fits) and `longest`, counting ASCII by encoding the slice in C.
+    lowers the estimate), so each cut is the largest length that fits, found without a
+    Python step per character: ASCII is the cheapest code point, so no segment longer than
+    `longest` (all ASCII) fits, and one of `shortest` (no ASCII) always does. A candidate
+    that is ASCII throughout (CPython knows in O(1)) is cut right away; otherwise a binary
+    search between the two, counting ASCII with `AsciiCounter`.
     """
     text = community.text
-    # skeleton + "\n" + header + segment must stay within the budget.
-    fixed = skeleton + NEWLINE + TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
-    size = TextSize.of(text)
-    if (fixed + size).tokens <= budget:
-        return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
+    # skeleton + "\n" + header + segment must stay within the budget (sizes added as ints:
+    # this runs once per community, 100k times on a large store).
+    header_ascii, header_other = TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
+    fixed_ascii, fixed_other = skeleton.ascii + NEWLINE.ascii + header_ascii, skeleton.other + header_other
 
     def fits(ascii_count: int, other_count: int) -> bool:
-        return tokens_of(fixed.ascii + ascii_count, fixed.other + other_count) <= budget
+        return tokens_of(fixed_ascii + ascii_count, fixed_other + other_count) <= budget
 
-    longest = _longest_run(lambda n: fits(n, 0))  # all ASCII
-    shortest = _longest_run(lambda n: fits(0, n))  # no ASCII: any segment this long fits
-    if longest == 0:
-        raise InputError(
-            f"the map prompt budget ({budget} tokens) cannot fit even one character of "
-            f"community {community.id}: raise --map-budget or lower --map-reserve"
-        )
+    size = TextSize.of(text)
+    if fits(*size):
+        return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
+    longest = _longest_run(lambda n: fits(n, 0))
+    shortest = _longest_run(lambda n: fits(0, n))
+    counter: AsciiCounter | None = None  # made for the first candidate that is not all ASCII
     parts: list[Part] = []
     offset = 0
     while offset < len(text):
-        high = min(len(text) - offset, longest)
-        segment = text[offset : offset + high]
-        segment_size = TextSize.of(segment)
-        if not fits(*segment_size):
-            best, low, high = shortest, shortest + 1, high - 1  # `shortest` fits, `high` does not
-            while low <= high:
-                length = (low + high) // 2
-                if fits(*TextSize.of(text[offset : offset + length])):
-                    best, low = length, length + 1
-                else:
-                    high = length - 1
-            if best == 0:
-                raise InputError(
-                    f"the map prompt budget ({budget} tokens) cannot fit even one character of "
-                    f"community {community.id}: raise --map-budget or lower --map-reserve"
-                )
-            segment = text[offset : offset + best]
-            segment_size = TextSize.of(segment)
-        ref = PartRef(community_id=community.id, part=len(parts) + 1)
-        parts.append(Part(ref, segment, segment_size))
-        offset += len(segment)
+        length = min(len(text) - offset, longest)
+        if not text[offset : offset + length].isascii():
+            counter = counter or AsciiCounter(text)
+            length = _longest_segment(counter, offset, shortest, length, fits)
+        if length == 0:
+            raise InputError(
+                f"the map prompt budget ({budget} tokens) cannot fit even one character of "
+                f"community {community.id}: raise --map-budget or lower --map-reserve"
+            )
+        segment = text[offset : offset + length]
+        parts.append(Part(PartRef(community_id=community.id, part=len(parts) + 1), segment, TextSize.of(segment)))
+        offset += length
     return parts
+
+
+def _longest_segment(
+    counter: AsciiCounter, offset: int, shortest: int, longest: int, fits: Callable[[int, int], bool]
+) -> int:
+    """The largest n <= `longest` for which text[offset:offset + n] fits (by its ASCII and
+    other code points); n = `shortest` is known to fit."""
+    ascii_start = counter.before(offset)
+
+    def fits_length(n: int) -> bool:
+        ascii_count = counter.before(offset + n) - ascii_start
+        return fits(ascii_count, n - ascii_count)
+
+    if fits_length(longest):
+        return longest
+    best, low, high = shortest, shortest + 1, longest - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if fits_length(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+class AsciiCounter:
+    """ASCII code points in any prefix of a text, in O(BLOCK): counts per block of BLOCK
+    code points are taken once (each by encoding the block in C), the rest of a block is
+    counted when asked. Large blocks keep the Python steps few; counting in C is cheap."""
+
+    BLOCK = 4096
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.blocks = [0]
+        total = 0
+        for start in range(0, len(text), self.BLOCK):
+            total += TextSize.of(text[start : start + self.BLOCK]).ascii
+            self.blocks.append(total)
+
+    def before(self, position: int) -> int:
+        """ASCII code points in text[:position]."""
+        block, rest = divmod(position, self.BLOCK)
+        if not rest:
+            return self.blocks[block]
+        start = block * self.BLOCK
+        return self.blocks[block] + TextSize.of(self.text[start:position]).ascii
 
 
 def _longest_run(fits: Callable[[int], bool]) -> int:

@@ -454,32 +454,27 @@ class CommunityStore:
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
         names = self._entity_names()
-        # Nearly every chunk of the namespace is cited: one sequential read of them beats a
-        # lookup per cited id. A chunk of another namespace (odd, but allowed) is looked up.
-        rows = self._query("SELECT id, coalesce(content, '') FROM rag_children WHERE namespace = ?", (namespace,))
-        chunks: dict[str, Excerpt | None] = dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows)))
-        del rows
-        # A group of communities at a time: a few set-based queries per group, and only
-        # that group's claims in memory (a large store has millions).
+        # A group of communities at a time: a few set-based queries per group, and only that
+        # group's claims and cited chunks in memory (a large store has millions of claims and
+        # hundreds of thousands of chunks, the largest texts of a store).
         for group in _groups(selected, leaves_of):
             leaf_ids = json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
             claims_by_leaf = self._leaf_claims(leaf_ids, names)
+            chunks = self._cited_chunks(claims_by_leaf.values())
             for cid, summary in group:
                 leaves = leaves_of.get(cid, ())
                 claims = (claims_by_leaf.get(leaves[0], ()) if len(leaves) == 1 else
                           tuple(chain.from_iterable(map(claims_by_leaf.get, leaves, repeat(())))))
                 cited = dict.fromkeys(map(_CHUNK_OF_CLAIM, claims))
-                cited.pop(None, None)
-                if not cited.keys() <= chunks.keys():
-                    self._add_chunks(chunks, [c for c in cited if c not in chunks])
-                excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no such chunk
+                excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no chunk id, or no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
-    def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
-        """Look chunks up by id (any namespace); an id with no row is recorded as None."""
-        rows = self._query(_CHUNKS_SELECT, (json.dumps(chunk_ids),))
-        chunks.update((chunk_id, Excerpt(chunk_id, content)) for chunk_id, content in rows)
-        chunks.update((chunk_id, None) for chunk_id in chunk_ids if chunk_id not in chunks)
+    def _cited_chunks(self, claims: Iterable[tuple[Claim, ...]]) -> dict[str, Excerpt]:
+        """The chunks (of any namespace) these claims cite, by id; ids with no row are left out."""
+        cited = dict.fromkeys(map(_CHUNK_OF_CLAIM, chain.from_iterable(claims)))
+        cited.pop(None, None)
+        rows = self._query(_CHUNKS_SELECT, (json.dumps(list(cited)),))
+        return dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows)))
 
     def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
         """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`

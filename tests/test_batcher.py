@@ -1,10 +1,20 @@
 """SPEC §3.4: shuffle, split over code points, pack greedily."""
 
+import hashlib
 import random
+import time
 
 import pytest
 
-from graphrag_tui.engine.batcher import CommunityText, PartRef, build_batches, fisher_yates, split_community
+from graphrag_tui.engine.batcher import (
+    AsciiCounter,
+    CommunityText,
+    PartRef,
+    build_batches,
+    fisher_yates,
+    part_header,
+    split_community,
+)
 from graphrag_tui.engine.corpus import CommunityContext
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.engine.search import plan_search
@@ -274,3 +284,166 @@ def test_unshuffled_plan_has_no_seed_and_keeps_order() -> None:
     assert plan.seed is None
     assert [r.community_id for b in plan.batches for r in b.parts] == [c.id for c in _communities()]
     assert plan.summary_count == 20
+
+
+# -- batches pinned by hash -------------------------------------------------------------------
+# The batches of fixed inputs, as today's batcher (which matches graphrag-ts's byte for byte)
+# makes them. Any change to splitting or packing, however small, changes a digest.
+
+PIN_SKELETON = "Question: which harbour tariffs shaped the freight market?\nAnswer as JSON."
+CJK = [chr(c) for c in range(0x4E00, 0x4E00 + 400)] + ["。", "、", "「", "」"]
+MIXED = ["é", "ß", "\u0301", "\U0001f600", "\U00010348", "\x00", "\x1b", "\u202e", "\ud800", "ﬁ", " ", "\n"]
+
+
+def _words(rng: random.Random, length: int) -> str:
+    words = ["harbor", "grain", "ledger", "tariff", "convoy", "storm", "levee", "council", "union", "freight", "pier", "ferry"]
+    out, size = [], 0
+    while size < length:
+        word = rng.choice(words)
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)[:length]
+
+
+def _cjk(rng: random.Random, length: int) -> str:
+    # Mostly CJK, with ASCII spaces and digits here and there, as real CJK summaries have.
+    return "".join(rng.choice(CJK) if rng.random() < 0.85 else rng.choice(" 0123456789") for _ in range(length))
+
+
+def _mixed(rng: random.Random, length: int) -> str:
+    pick = (lambda: rng.choice("abcdefgh .,"), lambda: rng.choice(CJK), lambda: rng.choice(MIXED))
+    return "".join(rng.choice(pick)() for _ in range(length))
+
+
+def _boundary_texts(budget: int) -> list[CommunityText]:
+    """Texts whose length is at, just under and just over the longest segment that fits, and
+    multiples of it, for ASCII and non-ASCII text (where the float division matters)."""
+    skeleton = TextSize.of(PIN_SKELETON) + (1, 0)
+    texts = []
+    for cid in ["b", "boundary-7", "境界"]:
+        for char in ("a", "中", "\U0001f600"):
+            # Every id of one kind has the same size, so its header has too.
+            fixed = skeleton + TextSize.of(f"[Community ID: {cid}/{char}/0 | summary part 9999999]\n")
+            unit = TextSize.of(char)
+            longest = 0
+            while (fixed + (unit.ascii * (longest + 1), unit.other * (longest + 1))).tokens <= budget:
+                longest += 1
+            lengths = (longest - 1, longest, longest + 1, 2 * longest - 1, 2 * longest, 2 * longest + 1, 3 * longest)
+            texts += [CommunityText(f"{cid}/{char}/{n}", char * length) for n, length in enumerate(lengths)]
+        # ASCII and CJK alternating in runs: the cut lands in either kind.
+        for run in (1, 3, 17, 64):
+            text = "".join(("x" * run) if i % 2 == 0 else ("中" * run) for i in range(4 * budget // run + 2))
+            texts.append(CommunityText(f"{cid}/runs/{run}", text))
+        texts.append(CommunityText(f"{cid}/empty", ""))
+    return texts
+
+
+def _pin_case(name: str) -> tuple[list[CommunityText | None], int]:
+    rng = random.Random(name)
+    if name == "ascii-oversized":
+        return [CommunityText(f"a{i}", _words(rng, rng.randrange(1_500, 40_000))) for i in range(24)], 300
+    if name == "cjk-oversized":
+        return [CommunityText(f"中{i}", _cjk(rng, rng.randrange(700, 12_000))) for i in range(24)], 300
+    if name == "mixed":
+        return [CommunityText(f"m{i}", _mixed(rng, rng.randrange(10, 9_000))) for i in range(40)], 250
+    if name == "many-small":
+        return [CommunityText(f"s{i:04d}", _mixed(rng, rng.randrange(1, 160))) for i in range(3_000)], 2_000
+    if name == "boundaries":
+        return list(_boundary_texts(120)), 120
+    raise AssertionError(name)
+
+
+def batches_digest(batches: list) -> tuple[int, str]:
+    """sha256 over every batch's index, content, parts (with their tokens) and community ids."""
+    whole = hashlib.sha256()
+    for batch in batches:
+        whole.update(f"{batch.index}\x00".encode())
+        whole.update(batch.content.encode("utf-8", "surrogatepass") + b"\x00")
+        for ref, tokens in zip(batch.parts, batch.part_tokens, strict=True):
+            whole.update(f"{ref.community_id}\x1f{ref.part}\x1f{tokens}\x1e".encode("utf-8", "surrogatepass"))
+        whole.update("\x1d".join(batch.community_ids).encode("utf-8", "surrogatepass") + b"\x00")
+    return len(batches), whole.hexdigest()
+
+
+PINNED_BATCHES = {
+    ("ascii-oversized", None): (378, "e5bdb12ec617720ba126e4bb6c8051a9a26aba331d6c85e3fa211e156b90703e"),
+    ("ascii-oversized", 0): (378, "22611234c72a201ce8214c80f072a830420b9e0a3cecb6e1eb41f1167bc94d78"),
+    ("ascii-oversized", 7): (378, "cff1c96eaefbe4f9d96bc673d2d1713540fe94d9520ffe3a0c5cd857951911be"),
+    ("cjk-oversized", None): (245, "86a6e8d518154348fbf87b790fb2df419481c97fd98f4d02d9757d4cc24df820"),
+    ("cjk-oversized", 0): (245, "99879f0cab4585ec7977128c9104f634881cdbf130fc60616afe8424422fbbc5"),
+    ("cjk-oversized", 7): (245, "f2df55ecb4db219235fa07b9f16a92b9f6b9e38f1ac372a15ef04b035ae37125"),
+    ("mixed", None): (379, "9999c8890f9983149070872232bc40ff0ac2a5c98db835782dbc506104c6f679"),
+    ("mixed", 0): (379, "f6b2f09b1711b97fb7c8f4064b2d7653df34667e65da6d083737070b3ef55ea3"),
+    ("mixed", 7): (379, "bad4b0eef88e702188da2032b9a3147d02be86f0b7a9bc36130cfe3979572f1c"),
+    ("many-small", None): (67, "e929766abc0ff5e66be4469cff60ffcd16e01a746816b0aab224196ca6304d64"),
+    ("many-small", 0): (67, "46534b978feece029fec0e846dae0218c8c7406007b895c05efcd6ae222c5b25"),
+    ("many-small", 7): (67, "5fcdea095e0379b4735a175938e4ab7b06c16ac4ed86b5393145643a47928e60"),
+    ("boundaries", None): (162, "1cc0c0f10d494f6ec20a8c3ba5f7f7ad1861b545470722460c00cb95d9c33124"),
+    ("boundaries", 0): (162, "87043cda5dded90c11f1ca2d1ee61ea1fc7c4e5b97aa9a6ebe02761338eba539"),
+    ("boundaries", 7): (162, "e3715cfedf475291bd737a9f6a4472471777da56e501c68db9000a111d544541"),
+}
+SWEEP_DIGEST = "d261c48971bd0b97b79a72ba8b6808fe4f5cfa49a2785917ce8201731b2154dd"
+
+
+@pytest.mark.parametrize(("case", "seed"), list(PINNED_BATCHES))
+def test_batches_are_pinned(case: str, seed: int | None) -> None:
+    communities, budget = _pin_case(case)
+    rng = None if seed is None else random.Random(seed).random
+    assert batches_digest(build_batches(communities, PIN_SKELETON, budget, rng)) == PINNED_BATCHES[case, seed]
+
+
+def splits_digest(budgets: range) -> str:
+    """sha256 over every part (id, number, text, size) of three texts split at each budget:
+    sweeping the budget moves the cut across every mix of ASCII and other code points, and
+    across budgets where the float estimate lands exactly on an integer."""
+    rng = random.Random("sweep")
+    texts = [CommunityText("ascii", _words(rng, 2_000)), CommunityText("中文", _cjk(rng, 1_200)),
+             CommunityText("mixed", _mixed(rng, 1_500))]
+    digest = hashlib.sha256()
+    for budget in budgets:
+        for text in texts:
+            for ref, segment, size in split_community(text, TextSize.of(PIN_SKELETON), budget):
+                digest.update(f"{budget}|{ref.community_id}|{ref.part}|{size.ascii}|{size.other}|".encode())
+                digest.update(segment.encode("utf-8", "surrogatepass") + b"\x00")
+    return digest.hexdigest()
+
+
+def test_splits_are_pinned_over_a_sweep_of_budgets() -> None:
+    assert splits_digest(range(45, 400)) == SWEEP_DIGEST
+
+
+@pytest.mark.parametrize("kind", ["ascii", "mixed"])
+def test_splitting_a_huge_text_takes_no_python_step_per_character(kind: str) -> None:
+    # 5 million code points: a Python step per character took 3.5 s (and a list of 5
+    # million ints); the split now slices and counts in C: a few hundredths of a second
+    # for ASCII, about a tenth for mixed text, so the bound is wide for a loaded machine.
+    phrase = "Claim about the harbor levee. " if kind == "ascii" else "Claim about the 港口 levee. "
+    text = (phrase * 200_000)[:5_000_000]
+    started = time.perf_counter()
+    parts = split_community(CommunityText("huge", text), TextSize.of(PIN_SKELETON), 7_488)
+    elapsed = time.perf_counter() - started
+    assert "".join(part.text for part in parts) == text
+    if kind == "ascii":  # every cut at the longest ASCII segment that fits
+        longest = 4 * 7_488 - len(PIN_SKELETON) - 1 - len(part_header("huge", 9_999_999))
+        assert [len(part.text) for part in parts] == [longest] * (len(parts) - 1) + [len(text) % longest]
+    assert elapsed < 1.5, f"split took {elapsed:.2f} s"
+
+
+def test_small_ascii_count_blocks_give_the_same_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ASCII is counted per block of 4,096 code points; blocks of 7 put block ends in every
+    # segment, so a wrong count at a block end would move a cut.
+    monkeypatch.setattr(AsciiCounter, "BLOCK", 7)
+    for case in ("cjk-oversized", "mixed", "boundaries"):
+        communities, budget = _pin_case(case)
+        assert batches_digest(build_batches(communities, PIN_SKELETON, budget, None)) == PINNED_BATCHES[case, None]
+    assert splits_digest(range(45, 400)) == SWEEP_DIGEST
+
+
+@pytest.mark.parametrize("block", [1, 2, 5, 4096])
+def test_ascii_counter_counts_every_prefix(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AsciiCounter, "BLOCK", block)
+    text = "ab中\U0001f600c\x00é" * 5 + "\ud800xyz"
+    counter = AsciiCounter(text)
+    assert [counter.before(n) for n in range(len(text) + 1)] == [
+        sum(char < "\x80" for char in text[:n]) for n in range(len(text) + 1)
+    ]

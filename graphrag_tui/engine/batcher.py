@@ -73,44 +73,104 @@ def part_header(community_id: str, part: int) -> str:
 
 
 def split_community(community: CommunityText, skeleton: TextSize, budget: int) -> list[Part]:
-    """Cut the text into the longest code-point segments that fit an otherwise empty batch."""
+    """Cut the text into the longest code-point segments that fit an otherwise empty batch.
+
+    Whether a segment fits only grows worse with its length (one more code point never
+    lowers the estimate), so each cut is the largest length that fits, found without a
+    Python step per character: ASCII is the cheapest code point, so no segment longer than
+    `longest` (all ASCII) fits, and one of `shortest` (no ASCII) always does. A candidate
+    that is ASCII throughout (CPython knows in O(1)) is cut right away; otherwise a binary
+    search between the two, counting ASCII with `AsciiCounter`.
+    """
     text = community.text
-    # skeleton + "\n" + header + segment must stay within the budget.
-    fixed = skeleton + NEWLINE + TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
+    # skeleton + "\n" + header + segment must stay within the budget (sizes added as ints:
+    # this runs once per community, 100k times on a large store).
+    header_ascii, header_other = TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
+    fixed_ascii, fixed_other = skeleton.ascii + NEWLINE.ascii + header_ascii, skeleton.other + header_other
+
+    def fits(ascii_count: int, other_count: int) -> bool:
+        return tokens_of(fixed_ascii + ascii_count, fixed_other + other_count) <= budget
+
     size = TextSize.of(text)
-    if (fixed + size).tokens <= budget:
+    if fits(*size):
         return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
-    # Prefix counts of ASCII code points make each probe O(1).
-    ascii_prefix = [0] * (len(text) + 1)
-    running = 0
-    for position, char in enumerate(text, 1):
-        running += char < "\x80"
-        ascii_prefix[position] = running
-
-    def fits(start: int, length: int) -> bool:
-        ascii_count = ascii_prefix[start + length] - ascii_prefix[start]
-        return (fixed + (ascii_count, length - ascii_count)).tokens <= budget
-
+    longest = _longest_run(lambda n: fits(n, 0))
+    shortest = _longest_run(lambda n: fits(0, n))
+    counter: AsciiCounter | None = None  # made for the first candidate that is not all ASCII
     parts: list[Part] = []
     offset = 0
     while offset < len(text):
-        low, high, best = 1, len(text) - offset, 0
-        while low <= high:
-            length = (low + high) // 2
-            if fits(offset, length):
-                best, low = length, length + 1
-            else:
-                high = length - 1
-        if best == 0:
+        length = min(len(text) - offset, longest)
+        if not text[offset : offset + length].isascii():
+            counter = counter or AsciiCounter(text)
+            length = _longest_segment(counter, offset, shortest, length, fits)
+        if length == 0:
             raise InputError(
                 f"the map prompt budget ({budget} tokens) cannot fit even one character of "
                 f"community {community.id}: raise --map-budget or lower --map-reserve"
             )
-        ascii_count = ascii_prefix[offset + best] - ascii_prefix[offset]
-        ref = PartRef(community_id=community.id, part=len(parts) + 1)
-        parts.append(Part(ref, text[offset : offset + best], TextSize(ascii_count, best - ascii_count)))
-        offset += best
+        segment = text[offset : offset + length]
+        parts.append(Part(PartRef(community_id=community.id, part=len(parts) + 1), segment, TextSize.of(segment)))
+        offset += length
     return parts
+
+
+def _longest_segment(
+    counter: AsciiCounter, offset: int, shortest: int, longest: int, fits: Callable[[int, int], bool]
+) -> int:
+    """The largest n <= `longest` for which text[offset:offset + n] fits (by its ASCII and
+    other code points); n = `shortest` is known to fit."""
+    ascii_start = counter.before(offset)
+
+    def fits_length(n: int) -> bool:
+        ascii_count = counter.before(offset + n) - ascii_start
+        return fits(ascii_count, n - ascii_count)
+
+    if fits_length(longest):
+        return longest
+    best, low, high = shortest, shortest + 1, longest - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if fits_length(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+class AsciiCounter:
+    """ASCII code points in any prefix of a text, in O(BLOCK): counts per block of BLOCK
+    code points are taken once (each by encoding the block in C), the rest of a block is
+    counted when asked. Large blocks keep the Python steps few; counting in C is cheap."""
+
+    BLOCK = 4096
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.blocks = [0]
+        total = 0
+        for start in range(0, len(text), self.BLOCK):
+            total += TextSize.of(text[start : start + self.BLOCK]).ascii
+            self.blocks.append(total)
+
+    def before(self, position: int) -> int:
+        """ASCII code points in text[:position]."""
+        block, rest = divmod(position, self.BLOCK)
+        if not rest:
+            return self.blocks[block]
+        start = block * self.BLOCK
+        return self.blocks[block] + TextSize.of(self.text[start:position]).ascii
+
+
+def _longest_run(fits: Callable[[int], bool]) -> int:
+    """The largest n >= 0 with fits(n), for a `fits` that holds up to some n and never after."""
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:  # fits(low), not fits(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
 def build_batches(

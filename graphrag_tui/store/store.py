@@ -26,10 +26,15 @@ from graphrag_tui.store.schema import TABLES, create_schema
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-#: Communities expanded per round of queries in `iter_communities`.
-_GROUP = 2000
+#: Descendant leaves expanded per round of queries in `iter_communities` (about ten times as
+#: many claims in memory at once): bounded by leaves, not communities, since a root can
+#: stand for hundreds of leaves.
+_GROUP_LEAVES = 2000
+_FIRST = itemgetter(0)
 _LEAF_OF_ROW = itemgetter(1)
 _CHUNK_OF_CLAIM = attrgetter("chunk_id")
+#: Builds a named tuple from a plain one in C, skipping the named tuple's Python-level __new__.
+_NEW_TUPLE = tuple.__new__
 
 # Columns the store reads; extra columns are ignored.
 _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -174,6 +179,21 @@ class CommunityDetail(BaseModel):
     members: list[str] = []
     claims: list[ClaimDetail] = []
     chunks: list[ChunkDetail] = []
+
+
+def _groups(selected: list[tuple], leaves_of: Mapping[str, list[str]]) -> Iterator[list[tuple]]:
+    """The selected (id, summary) rows in consecutive runs of about `_GROUP_LEAVES`
+    descendant leaves (a community without leaves counts as one)."""
+    group: list[tuple] = []
+    leaf_count = 0
+    for row in selected:
+        group.append(row)
+        leaf_count += max(1, len(leaves_of.get(row[0], ())))
+        if leaf_count >= _GROUP_LEAVES:
+            yield group
+            group, leaf_count = [], 0
+    if group:
+        yield group
 
 
 def _is_blank(raw: bytes | None) -> bool:
@@ -491,32 +511,26 @@ class CommunityStore:
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
         names = self._entity_names()
-        # Nearly every chunk of the namespace is cited: one sequential read of them beats a
-        # lookup per cited id. A chunk of another namespace (odd, but allowed) is looked up.
-        chunks: dict[str, Excerpt | None] = {chunk_id: Excerpt(chunk_id, content) for chunk_id, content in self._query(
-            "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children WHERE namespace = ?", (namespace,))}
-        # A group of communities at a time: a few set-based queries per group, and only
-        # that group's claims in memory (a large store has millions).
-        for start in range(0, len(selected), _GROUP):
-            group = selected[start : start + _GROUP]
+        # A group of communities at a time: a few set-based queries per group, and only that
+        # group's claims and cited chunks in memory (a large store has millions of claims and
+        # hundreds of thousands of chunks, the largest texts of a store).
+        for group in _groups(selected, leaves_of):
             leaf_ids = json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
             claims_by_leaf = self._leaf_claims(leaf_ids, names)
+            chunks = self._cited_chunks(claims_by_leaf.values())
             for cid, summary in group:
                 leaves = leaves_of.get(cid, ())
                 claims = (claims_by_leaf.get(leaves[0], ()) if len(leaves) == 1 else
                           tuple(chain.from_iterable(map(claims_by_leaf.get, leaves, repeat(())))))
                 cited = dict.fromkeys(map(_CHUNK_OF_CLAIM, claims))
-                cited.pop(None, None)
-                if not cited.keys() <= chunks.keys():
-                    self._add_chunks(chunks, [c for c in cited if c not in chunks])
-                excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no such chunk
+                excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no chunk id, or no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
-    def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
-        """Look chunks up by id (any namespace); an id with no row is recorded as None."""
-        rows = self._query(_CHUNKS_SELECT, (json.dumps([c for c in chunk_ids if isinstance(c, str)]),))
-        chunks.update((chunk_id, Excerpt(chunk_id, content)) for chunk_id, content in rows)
-        chunks.update((chunk_id, None) for chunk_id in chunk_ids if chunk_id not in chunks)
+    def _cited_chunks(self, claims: Iterable[tuple[Claim, ...]]) -> dict[str, Excerpt]:
+        """The chunks (of any namespace) these claims cite, by id; ids with no row are left out."""
+        cited = [c for c in dict.fromkeys(map(_CHUNK_OF_CLAIM, chain.from_iterable(claims))) if isinstance(c, str)]
+        rows = self._query(_CHUNKS_SELECT, (json.dumps(cited),))
+        return dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows)))
 
     def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
         """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`
@@ -532,7 +546,7 @@ class CommunityStore:
         """Claims of the leaves (a JSON array of ids) as {leaf id: (Claim, ...)}, in leaf,
         then claim id order. `names` maps entity ids to names (`_entity_names`); an id that
         names no entity stands for its own name (and a NULL object stays None)."""
-        name, new = names.get, tuple.__new__  # tuple.__new__ skips the named tuple's Python-level __new__
+        name, new = names.get, _NEW_TUPLE
         return {
             leaf: tuple([new(Claim, (cid, leaf, name(s, s), d, name(o, o), ch)) for cid, _, s, d, o, ch in group])
             for leaf, group in groupby(self._query(_CLAIMS_SELECT, {"leaves": leaf_ids}), _LEAF_OF_ROW)

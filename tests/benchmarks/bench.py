@@ -1,10 +1,14 @@
 """Speed and memory of graphrag-tui (SPEC §7). Prints one Markdown table.
 
-    python -m tests.benchmarks.bench            # everything (about two minutes)
+    python -m tests.benchmarks.bench            # everything (a few minutes)
     python -m tests.benchmarks.bench --quick    # 10k communities only, fewer repeats
+    python -m tests.benchmarks.bench --only planning --compare-with OLD_CHECKOUT
 
 1. Planning (select + expand + Map text + batching) of synthetic stores with 10k and 100k
-   communities, 10 claims each: seconds and peak RSS, each in a fresh process.
+   communities, 10 claims each, at the leaves; and of a 101,000-community tree (1,000 roots
+   x 10 branches x 9 leaves, 10 claims per leaf) at the leaves, level 1 and level 0:
+   seconds (wall and CPU) and peak RSS, each in a fresh process. `--compare-with` plans
+   with another checkout's code too, run for run alternately, so both see the same load.
 2. Map scheduling: 200 batches at concurrency 16 against a loopback server (its own process)
    answering after 50 ms. The engine (GlobalSearch + OpenAIChatModel) against a bare asyncio
    + httpx client sending the same requests at the same concurrency, and both against the
@@ -26,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 
@@ -53,35 +58,76 @@ import resource, sys, time
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.planning import prepare_plan
 from graphrag_tui.store import CommunityStore
+level = sys.argv[3] if sys.argv[3] == "leaf" else int(sys.argv[3])
 started = time.perf_counter()
 with CommunityStore.open(sys.argv[1]) as store:
-    plan = prepare_plan(store, sys.argv[2], namespace=None, level="leaf", options=SearchOptions(), seed=1, shuffle=True)
+    plan = prepare_plan(store, sys.argv[2], namespace=None, level=level, options=SearchOptions(), seed=1, shuffle=True)
 elapsed = time.perf_counter() - started
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, plan.summary_count, len(plan.batches))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+# ru_maxrss survives exec on Linux: it would report the benchmark's own peak (it builds the
+# stores) whenever that is higher. VmHWM is this process image's own peak.
+peak_kb = usage.ru_maxrss
+try:
+    with open("/proc/self/status") as status:
+        peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+print(elapsed, usage.ru_utime + usage.ru_stime, peak_kb, plan.summary_count, len(plan.batches))
 """
 
 
-def bench_planning(sizes: list[int], workdir: Path, repeats: int) -> list[Row]:
-    """Each size planned `repeats` times, each in a fresh process (peak RSS is per process);
-    the median time is judged, the range shows how noisy the machine was."""
-    from tests.benchmarks.synthetic_store import build_synthetic_store
+class PlanRun(NamedTuple):
+    seconds: float
+    cpu_seconds: float
+    rss_mb: float
+    summaries: int
+    batches: int
 
+
+def plan_once(store: Path, level: str, code: Path) -> PlanRun:
+    """Plan in a fresh process (peak RSS is per process) with the package found in `code`
+    (the child's working folder comes first on its import path)."""
+    out = subprocess.run([sys.executable, "-c", PLAN_CHILD, str(store), QUESTION, level],
+                         capture_output=True, text=True, check=True, cwd=code).stdout.split()
+    return PlanRun(float(out[0]), float(out[1]), int(out[2]) / 1024, int(out[3]), int(out[4]))
+
+
+def plan_row(label: str, runs: list[PlanRun], target_seconds: float, target_mb: int) -> Row:
+    """The median time is judged, the range shows how noisy the machine was; the CPU time
+    shows what the load of other processes added to the wall time."""
+    seconds = statistics.median(r.seconds for r in runs)
+    cpu = statistics.median(r.cpu_seconds for r in runs)
+    rss_mb = max(r.rss_mb for r in runs)
+    spread = (f" (range {min(r.seconds for r in runs):.2f}-{max(r.seconds for r in runs):.2f} s over {len(runs)} runs)"
+              if len(runs) > 1 else "")
+    target = f"< {target_seconds:g} s, < {target_mb:,} MB"
+    return (f"{label} ({runs[0].summaries:,} communities, {runs[0].batches:,} batches)",
+            f"median {seconds:.2f} s{spread}, CPU {cpu:.2f} s, peak RSS {rss_mb:.0f} MB", target,
+            "ok" if seconds < target_seconds and rss_mb < target_mb else "MISSED")
+
+
+def bench_planning(sizes: list[int], workdir: Path, repeats: int, compare_with: Path | None = None) -> list[Row]:
+    """Synthetic stores of each size at the leaves (< 10 s, < 1 GB), then the tree store at
+    the leaves, level 1 and level 0 (< 5 s, < 700 MB each; issue 10)."""
+    from tests.benchmarks.synthetic_store import build_synthetic_store, build_tree_store
+
+    cases = [(f"plan {size:,} communities x 10 claims at the leaves",
+              build_synthetic_store(workdir / f"synthetic-{size}.db", size, 10), "leaf", 10.0, 1024) for size in sizes]
+    if sizes != [10_000]:  # not in --quick
+        tree = build_tree_store(workdir / "tree.db", 1_000, 10, 9)
+        cases += [(f"plan 1,000 x 10 x 9 tree at {'the leaves' if level == 'leaf' else 'level ' + level}", tree,
+                   level, 5.0, 700) for level in ("leaf", "1", "0")]
     rows: list[Row] = []
-    for size in sizes:
-        path = build_synthetic_store(workdir / f"synthetic-{size}.db", size, 10)
-        runs = []
-        for _ in range(repeats):
-            out = subprocess.run(
-                [sys.executable, "-c", PLAN_CHILD, str(path), QUESTION], capture_output=True, text=True, check=True, cwd=ROOT
-            ).stdout.split()
-            runs.append((float(out[0]), int(out[1])))
-            summaries, batches = int(out[2]), int(out[3])
-        seconds = statistics.median(s for s, _ in runs)
-        rss_mb = max(r for _, r in runs) / 1024
-        spread = f" (range {min(s for s, _ in runs):.2f}-{max(s for s, _ in runs):.2f} s over {repeats} runs)" if repeats > 1 else ""
-        rows.append((f"plan {size:,} communities x 10 claims ({summaries:,} leaves, {batches:,} batches)",
-                     f"median {seconds:.2f} s{spread}, peak RSS {rss_mb:.0f} MB", "< 10 s, < 1 GB",
-                     "ok" if seconds < 10 and rss_mb < 1024 else "MISSED"))
+    for label, store, level, target_seconds, target_mb in cases:
+        runs: list[PlanRun] = []
+        old_runs: list[PlanRun] = []
+        for _ in range(repeats):  # alternately, so a slow spell of the machine hits both
+            if compare_with is not None:
+                old_runs.append(plan_once(store, level, compare_with))
+            runs.append(plan_once(store, level, ROOT))
+        if compare_with is not None:
+            rows.append(plan_row(f"{label}, code of {compare_with}", old_runs, target_seconds, target_mb))
+        rows.append(plan_row(label, runs, target_seconds, target_mb))
     return rows
 
 
@@ -305,17 +351,28 @@ def bench_app(workdir: Path, repeats: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k communities only, fewer repeats")
+    parser.add_argument("--only", choices=("planning", "scheduling", "app"), help="run one of the three parts")
+    parser.add_argument("--repeats", type=int, help="planning runs per measure (default 1 with --quick, else 3)")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="also plan with the graphrag_tui package of this folder (before/after)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         app_child(args.child[0], Path(args.child[1]))
         return
+    if args.compare_with is not None and not (args.compare_with / "graphrag_tui" / "__init__.py").is_file():
+        parser.error(f"--compare-with: no graphrag_tui package in {args.compare_with}")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        rows += bench_planning([10_000] if args.quick else [10_000, 100_000], workdir, repeats=1 if args.quick else 3)
-        rows += bench_scheduling(repeats=3 if args.quick else 5)
-        rows += bench_app(workdir, repeats=3 if args.quick else 7)
+        if args.only in (None, "planning"):
+            repeats = args.repeats or (1 if args.quick else 3)
+            rows += bench_planning([10_000] if args.quick else [10_000, 100_000], workdir, repeats,
+                                   args.compare_with.resolve() if args.compare_with else None)
+        if args.only in (None, "scheduling"):
+            rows += bench_scheduling(repeats=3 if args.quick else 5)
+        if args.only in (None, "app"):
+            rows += bench_app(workdir, repeats=3 if args.quick else 7)
     print("| measure | result | target | |")
     print("|---|---|---|---|")
     for row in rows:

@@ -5,6 +5,10 @@ transaction (a few seconds). The shape: three levels (2% roots at level 0, 10% a
 the rest at level 2), so most communities are leaves and some level-0/level-1 rows are
 leaves too; `communities * claims_per_community` claims spread round-robin over the leaves;
 one chunk per three claims; half of the claims have an object entity.
+
+`build_tree_store(path, 1_000, 10, 9)` writes the same kind of rows in a regular tree:
+1,000 roots (level 0) x 10 branches (level 1) x 9 leaves (level 2) = 101,000 communities,
+10 claims per leaf (900,000), so a root carries 900 claims and a branch 90.
 """
 
 from __future__ import annotations
@@ -70,13 +74,64 @@ def build_synthetic_store(
             cid(parent) if parent is not None else None,
             json.dumps([f"E{rng.randrange(1000)}" for _ in range(3)]),
         ))
+
     leaves = [i for i in range(communities) if i not in children_of]
+    _write_store(path, rng, summaries, leaves, communities * claims_per_community, (short, long))
+    return path
+
+
+def build_tree_store(
+    path: str | Path,
+    roots: int,
+    branches: int,
+    leaves: int,
+    claims_per_leaf: int = 10,
+    seed: int = 0,
+) -> Path:
+    """A store shaped as a regular tree: `roots` at level 0, each with `branches` children at
+    level 1, each with `leaves` children at level 2; the rows and claims are made as in
+    `build_synthetic_store` (claims round-robin over the leaves, in id-number order)."""
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    rng = random.Random(seed)
+    short, medium, long = _pool(rng, 10), _pool(rng, 12), _pool(rng, 40)
+    ns = NAMESPACE
+    branch_count = roots * branches
+    total = roots + branch_count + branch_count * leaves
+    summaries = []
+    for i in range(total):
+        if i < roots:
+            level, parent = 0, None
+        elif i < roots + branch_count:
+            level, parent = 1, (i - roots) // branches
+        else:
+            level, parent = 2, roots + (i - roots - branch_count) // leaves
+        summaries.append((
+            f"{ns}/{i}", ns, f"Community {i}", " ".join(rng.choice(medium) for _ in range(4)), level,
+            f"{ns}/{parent}" if parent is not None else None,
+            json.dumps([f"E{rng.randrange(1000)}" for _ in range(3)]),
+        ))
+    leaf_numbers = list(range(roots + branch_count, total))
+    _write_store(path, rng, summaries, leaf_numbers, len(leaf_numbers) * claims_per_leaf, (short, long))
+    return path
+
+
+def _write_store(
+    path: Path, rng: random.Random, summaries: list[tuple], leaves: list[int], total_claims: int,
+    pools: tuple[list[str], list[str]],
+) -> None:
+    """Entities, documents, chunks and claims for these communities, then every row written."""
+    ns = NAMESPACE
+    short, long = pools
+    communities = len(summaries)
+
+    def cid(i: int) -> str:
+        return f"{ns}/{i}"
 
     entity_count = max(10, communities // 2)
     entities = [(f"{ns}/e{i}", ns, f"Entity {i}", None) for i in range(entity_count)]
     documents = [(f"{ns}/d{i}", ns, f"Document {i}", None) for i in range(max(1, communities // 100))]
 
-    total_claims = communities * claims_per_community
     chunk_count = max(1, (total_claims + 2) // 3)
     chunks = [
         (f"{ns}/c{i}", ns, documents[i % len(documents)][0], f"Chunk {i}. {rng.choice(long)}")
@@ -106,4 +161,3 @@ def build_synthetic_store(
             conn.executemany("INSERT INTO rag_claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)", claims)
     finally:
         conn.close()
-    return path

@@ -34,11 +34,19 @@ from typing import IO, Any, NoReturn
 
 from . import __version__
 from .config import default_config_path, load_user_defaults
-from .engine.events import Event
-from .engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
-from .engine.request import has_surrogates, parse_level, parse_seed
-from .engine.result import SearchResult
-from .engine.search import GlobalSearch, SearchPlan
+from .engine import (
+    FALLBACK_DEFAULTS,
+    Event,
+    GlobalSearch,
+    SearchOptions,
+    SearchPlan,
+    SearchResult,
+    flag,
+    has_surrogates,
+    parse_level,
+    parse_seed,
+    resolve_options,
+)
 from .errors import InputError
 from .models.factory import ModelSettings, open_model, resolve_model_settings
 from .output_paths import check_not_input

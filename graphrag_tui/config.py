@@ -29,8 +29,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel
 
-from .engine.options import FALLBACK_DEFAULTS, parse_option
-from .engine.request import has_surrogates, shown
+from .engine import FALLBACK_DEFAULTS, has_surrogates, parse_option, shown
 from .errors import InputError
 from .models.factory import parse_max_response_bytes, parse_timeout
 from .models.openai_http import RESPONSE_FORMATS

@@ -7,7 +7,7 @@ import pytest
 from graphrag_tui.engine.batcher import CommunityText, PartRef, build_batches, fisher_yates, split_community
 from graphrag_tui.engine.corpus import CommunityContext
 from graphrag_tui.engine.options import SearchOptions
-from graphrag_tui.engine.search import plan_search
+from graphrag_tui.engine.plan import plan_search
 from graphrag_tui.engine.tokens import TextSize
 from graphrag_tui.errors import InputError
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from graphrag_tui.engine.ports import ChatMessage, ChatRequest, ModelError
+from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from graphrag_tui.errors import InputError
-from graphrag_tui.models.base import ChatMessage, ChatRequest, ModelError
 from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, parse_retry_after, resolve_api_key
-from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from tests.chat_server import Reply, ScriptedChatServer, completion
 
 KEY = "sk-test-SECRET-0123456789"

@@ -25,10 +25,11 @@ from graphrag_tui.engine.events import (
     RetryWaiting,
 )
 from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.engine.plan import SearchPlan, plan_search
+from graphrag_tui.engine.ports import ChatRequest, ModelError
 from graphrag_tui.engine.prompts import map_skeleton, prompt_text, reduce_skeleton
-from graphrag_tui.engine.search import GlobalSearch, SearchPlan, plan_search
+from graphrag_tui.engine.search import GlobalSearch
 from graphrag_tui.engine.tokens import estimate_tokens
-from graphrag_tui.models.base import ChatRequest, ModelError
 
 QUERY = "What is the trend?"
 WHEN = datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc)

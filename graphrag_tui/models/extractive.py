@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .base import ChatRequest
+from ..engine import ChatRequest
 
 K1 = 1.2
 B = 0.75

@@ -41,9 +41,8 @@ from typing import IO, Any
 
 import httpx
 
-from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
+from ..engine import FALLBACK_DEFAULTS, ChatRequest, ModelError, SearchOptions, flag, resolve_options
 from ..errors import InputError
-from .base import ChatRequest, ModelError
 from .gguf import GGUFError, context_length
 from .openai_http import OpenAIChatModel
 

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import httpx
 
+from ..engine import ChatRequest, ModelError
 from ..errors import InputError
-from .base import ChatRequest, ModelError
 
 ResponseFormat = Literal["json_object", "json_schema", "text"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_object", "json_schema", "text")

@@ -11,15 +11,15 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
-from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from graphrag_tui.engine.corpus import Claim, CommunityContext, Excerpt
+from graphrag_tui.engine import Claim, CommunityContext, Excerpt
 from graphrag_tui.errors import InputError
 from graphrag_tui.store.schema import TABLES, create_schema
 

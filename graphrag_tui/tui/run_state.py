@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..engine.events import (
+from ..engine import (
     AttemptFailed,
     BatchFailed,
     BatchStarted,
@@ -17,12 +17,13 @@ from ..engine.events import (
     Event,
     Finished,
     Planned,
+    ReduceCandidate,
     ReduceCandidateDecided,
     ReduceStarted,
     RetryWaiting,
+    SearchPlan,
+    SearchResult,
 )
-from ..engine.result import ReduceCandidate, SearchResult
-from ..engine.search import SearchPlan
 
 Candidate = ReduceCandidate | ReduceCandidateDecided
 CellState = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click, MouseScrollDown, MouseScrollUp
 from textual.reactive import reactive

@@ -166,7 +166,8 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelS
     options = resolve_options(retrieval, defaults.retrieval, defaults.labels)
     model = None
     if hasattr(args, "base_url"):
-        flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")}
+        names = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
+        flags = {k: getattr(args, k) for k in names}
         model = resolve_model_settings(flags, defaults.model)
         if model.kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
             from .models.local_llm import local_search_options

@@ -102,10 +102,10 @@ def test_seed_42_order_is_pinned() -> None:
     # Python's Mersenne Twister for seed 42; floor(random() * (i + 1)) from the last index down.
     rng = random.Random(42)
     draws = [rng.random() for _ in range(3)]
-    js = [int(d * (i + 1)) for d, i in zip(draws, [3, 2, 1])]
+    js = [int(d * (i + 1)) for d, i in zip(draws, [3, 2, 1], strict=True)]
     items = ["a", "b", "c", "d"]
     expected = list(items)
-    for j, i in zip(js, [3, 2, 1]):
+    for j, i in zip(js, [3, 2, 1], strict=True):
         expected[i], expected[j] = expected[j], expected[i]
     assert fisher_yates(items, random.Random(42).random) == expected
 
@@ -230,7 +230,8 @@ def test_budget_that_fits_no_code_point_names_the_community() -> None:
         build_batches(communities, "Q", 11, None)
     assert long_id in str(info.value)
     batches = build_batches([CommunityText(id="a", text="xyz")], "Q", 11, None)  # the list was consumed
-    assert [b.content for b in batches] == [f"[Community ID: a | summary part {n}]\n{c}" for n, c in zip((1, 2, 3), "xyz")]
+    expected = [f"[Community ID: a | summary part {n}]\n{c}" for n, c in zip((1, 2, 3), "xyz", strict=True)]
+    assert [b.content for b in batches] == expected
 
 
 def test_skeleton_that_exactly_fits_but_leaves_no_room() -> None:

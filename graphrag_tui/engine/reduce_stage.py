@@ -53,7 +53,8 @@ class ReduceStage:
         prompt_tokens = TextSize.of(prompt_text(messages)).tokens
         self.reduce.prompt_tokens = prompt_tokens
         log.info("reduce prompt tokens=%d", prompt_tokens)
-        report(ReduceStarted(t=report.now(), selected_count=len(selected), prompt_tokens=prompt_tokens, budget=self.reduce.budget))
+        budget = self.reduce.budget
+        report(ReduceStarted(t=report.now(), selected_count=len(selected), prompt_tokens=prompt_tokens, budget=budget))
         return ChatRequest(
             stage="reduce",
             messages=messages,

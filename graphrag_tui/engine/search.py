@@ -81,7 +81,8 @@ class GlobalSearch:
         plan, report = self.plan, self.report
         caller = ModelCaller(self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response)
         workers = min(plan.options.concurrency, len(plan.batches))
-        report(Planned(t=report.now(), summary_count=plan.summary_count, batch_count=len(plan.batches), workers=workers, seed=plan.seed))
+        summaries, batch_count = plan.summary_count, len(plan.batches)
+        report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))
         log.info("community level=%s summaries=%d map batches=%d", plan.level, plan.summary_count, len(plan.batches))
         for batch in plan.batches:
             log.info("map batch %d communities=%s", batch.index, ", ".join(batch.community_ids))

@@ -134,7 +134,7 @@ class RunState:
         self.reduce_budget = result.reduce.budget
         self.reduce_tokens = result.reduce.prompt_tokens
         self.candidates = list(result.reduce.candidates)
-        for batch, cell in zip(result.batches, self.cells):
+        for batch, cell in zip(result.batches, self.cells, strict=False):
             if batch.status == "cancelled":
                 cell.state = "cancelled"
         self.dirty = True

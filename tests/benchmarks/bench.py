@@ -78,7 +78,8 @@ def bench_planning(sizes: list[int], workdir: Path, repeats: int) -> list[Row]:
             summaries, batches = int(out[2]), int(out[3])
         seconds = statistics.median(s for s, _ in runs)
         rss_mb = max(r for _, r in runs) / 1024
-        spread = f" (range {min(s for s, _ in runs):.2f}-{max(s for s, _ in runs):.2f} s over {repeats} runs)" if repeats > 1 else ""
+        fastest, slowest = min(s for s, _ in runs), max(s for s, _ in runs)
+        spread = f" (range {fastest:.2f}-{slowest:.2f} s over {repeats} runs)" if repeats > 1 else ""
         rows.append((f"plan {size:,} communities x 10 claims ({summaries:,} leaves, {batches:,} batches)",
                      f"median {seconds:.2f} s{spread}, peak RSS {rss_mb:.0f} MB", "< 10 s, < 1 GB",
                      "ok" if seconds < 10 and rss_mb < 1024 else "MISSED"))

@@ -179,7 +179,8 @@ def main() -> None:
         print(f"Map batches of namespace {namespaces[0]}, leaf level, one slot:")
         print()
     print()
-    print("| map budget (reserve) | batches | estimated / real prompt tokens | s per Map batch | prompt tok/s | generated tokens | generated tok/s |")
+    print("| map budget (reserve) | batches | estimated / real prompt tokens | s per Map batch | prompt tok/s "
+          "| generated tokens | generated tok/s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         failed = f" (+{r['failed']} failed)" if r["failed"] else ""
@@ -192,10 +193,12 @@ def main() -> None:
     print()
     print(f"Whole store, level {level}:")
     print()
-    print("| namespace | concurrency (slots) | map budget (reserve) | Map batches (failed) | attempts | status | run s | s per Map attempt | Map prompt tokens (real, sent) | generated tokens | generated tok/s (server) | server start s |")
+    print("| namespace | concurrency (slots) | map budget (reserve) | Map batches (failed) | attempts | status | run s "
+          "| s per Map attempt | Map prompt tokens (real, sent) | generated tokens | generated tok/s (server) | server start s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['namespace']} | {r['concurrency']} | {r['budget']} ({r['reserve']}) | {r['batches']} ({r['failed']}) | {r['attempts']} | "
+        print(f"| {r['namespace']} | {r['concurrency']} | {r['budget']} ({r['reserve']}) | {r['batches']} ({r['failed']}) "
+              f"| {r['attempts']} | "
               f"{r['status']} | {r['seconds']:.1f} | {r['s_per_batch']:.1f} | {r['prompt_tokens']} | {r['gen_tokens']} | "
               f"{r['gen_tps']:.1f} | {r['startup']:.2f} |")
     for ns in namespaces:

@@ -5,9 +5,6 @@ import random
 import pytest
 
 from graphrag_tui.engine.batcher import CommunityText, PartRef, build_batches, fisher_yates, split_community
-from graphrag_tui.engine.corpus import CommunityContext
-from graphrag_tui.engine.options import SearchOptions
-from graphrag_tui.engine.plan import plan_search
 from graphrag_tui.engine.tokens import TextSize
 from graphrag_tui.errors import InputError
 
@@ -240,38 +237,3 @@ def test_skeleton_that_exactly_fits_but_leaves_no_room() -> None:
         build_batches([CommunityText(id="only-one", text="t")], "s" * 399, 100, None)
     assert "only-one" in str(info.value)
 
-
-# -- plan_search ------------------------------------------------------------------------------
-
-
-def _communities() -> list[CommunityContext]:
-    return [CommunityContext(id=f"c{i:02d}", summary=f"Summary number {i} " * 3) for i in range(20)]
-
-
-OPTIONS = SearchOptions(map_budget=300, map_reserve=0)
-
-
-def test_plan_with_same_seed_is_identical() -> None:
-    first = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=7)
-    second = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=7)
-    assert first.seed == 7
-    assert len(first.batches) > 1
-    assert first.batches == second.batches
-    order = [r.community_id for b in first.batches for r in b.parts]
-    assert order == my_fisher_yates([c.id for c in _communities()], random.Random(7).random)
-    other = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=8)
-    assert other.batches != first.batches
-
-
-def test_unseeded_plan_reports_a_seed_that_reproduces_it() -> None:
-    plan = plan_search("what?", "ns", "leaf", _communities(), OPTIONS)
-    assert isinstance(plan.seed, int)
-    replay = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=plan.seed)
-    assert replay.batches == plan.batches
-
-
-def test_unshuffled_plan_has_no_seed_and_keeps_order() -> None:
-    plan = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, shuffle=False)
-    assert plan.seed is None
-    assert [r.community_id for b in plan.batches for r in b.parts] == [c.id for c in _communities()]
-    assert plan.summary_count == 20

@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -354,11 +355,27 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .importer import format_report, import_graphrag
+    """Ctrl+C (SIGINT) is noted, not raised, so that what is said is what happened: before
+    the commit the import stops and nothing is written (exit 130); after it, the import is
+    complete (exit 0, with a note)."""
+    from .importer import ImportInterrupted, format_report, import_graphrag
 
-    report = import_graphrag(args.source, args.store, args.namespace, args.text)
-    _say(format_report(report))
-    return 0
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        try:
+            report = import_graphrag(args.source, args.store, args.namespace, args.text,
+                                     interrupted=interrupted.is_set)
+        except ImportInterrupted:
+            _warn("graphrag-tui: interrupted: nothing was written")
+            return 130
+        _say(format_report(report))  # paths, names and notes come from outside
+        if interrupted.is_set():
+            _warn(f"note: the interrupt came after the import was committed: namespace "
+                  f"'{report.namespace}' was imported in full")
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def cmd_app(args: argparse.Namespace) -> int:

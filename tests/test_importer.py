@@ -22,6 +22,7 @@ import pytest
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer import ImportReport, format_report, import_graphrag
 from graphrag_tui.store.schema import TABLES
+from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 from tests.graphrag_fixtures import (
     CLAIMS,
     EXPECTED_LEAF,
@@ -30,7 +31,6 @@ from tests.graphrag_fixtures import (
     write_index,
     write_large_index,
 )
-from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 
 # ../shared beside the checkout (/work/main/tests -> /work/shared), or beside a worktree's parent.
 SHARED = next(

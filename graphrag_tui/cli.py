@@ -35,11 +35,19 @@ from typing import IO, Any, NoReturn
 
 from . import __version__
 from .config import default_config_path, load_user_defaults
-from .engine.events import Event
-from .engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
-from .engine.request import has_surrogates, parse_level, parse_seed
-from .engine.result import SearchResult
-from .engine.search import GlobalSearch, SearchPlan
+from .engine import (
+    FALLBACK_DEFAULTS,
+    Event,
+    GlobalSearch,
+    SearchOptions,
+    SearchPlan,
+    SearchResult,
+    flag,
+    has_surrogates,
+    parse_level,
+    parse_seed,
+    resolve_options,
+)
 from .errors import InputError
 from .models.factory import ModelSettings, open_model, resolve_model_settings
 from .output_paths import check_not_input
@@ -159,7 +167,8 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelS
     options = resolve_options(retrieval, defaults.retrieval, defaults.labels)
     model = None
     if hasattr(args, "base_url"):
-        flags = {k: getattr(args, k) for k in ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")}
+        names = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
+        flags = {k: getattr(args, k) for k in names}
         model = resolve_model_settings(flags, defaults.model)
         if model.kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
             from .models.local_llm import local_search_options

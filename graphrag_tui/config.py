@@ -52,8 +52,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .engine.options import parse_option
-from .engine.request import has_surrogates, shown
+from .engine import has_surrogates, parse_option, shown
 from .errors import InputError
 from .models.factory import parse_max_response_bytes, parse_timeout
 from .models.openai_http import RESPONSE_FORMATS

@@ -12,8 +12,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from .engine import SearchResult
 from .engine.replies import js_number
-from .engine.result import SearchResult
 from .errors import InputError
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line

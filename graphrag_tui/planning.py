@@ -9,10 +9,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .engine.options import SearchOptions
-from .engine.request import check_level, choose_namespace, normalize_query
-from .engine.result import Level
-from .engine.search import SearchPlan, plan_search
+from .engine import Level, SearchOptions, SearchPlan, check_level, choose_namespace, normalize_query, plan_search
 from .store import CommunityStore
 
 

@@ -11,9 +11,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 
 @dataclass
@@ -105,7 +106,7 @@ class ScriptedChatServer:
         with self._lock:
             return [r for r in self.requests if r.endpoint.endswith("/chat/completions")]
 
-    def __enter__(self) -> "ScriptedChatServer":
+    def __enter__(self) -> ScriptedChatServer:
         self._thread.start()
         return self
 

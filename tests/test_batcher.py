@@ -15,9 +15,6 @@ from graphrag_tui.engine.batcher import (
     part_header,
     split_community,
 )
-from graphrag_tui.engine.corpus import CommunityContext
-from graphrag_tui.engine.options import SearchOptions
-from graphrag_tui.engine.search import plan_search
 from graphrag_tui.engine.tokens import TextSize
 from graphrag_tui.errors import InputError
 
@@ -112,10 +109,10 @@ def test_seed_42_order_is_pinned() -> None:
     # Python's Mersenne Twister for seed 42; floor(random() * (i + 1)) from the last index down.
     rng = random.Random(42)
     draws = [rng.random() for _ in range(3)]
-    js = [int(d * (i + 1)) for d, i in zip(draws, [3, 2, 1])]
+    js = [int(d * (i + 1)) for d, i in zip(draws, [3, 2, 1], strict=True)]
     items = ["a", "b", "c", "d"]
     expected = list(items)
-    for j, i in zip(js, [3, 2, 1]):
+    for j, i in zip(js, [3, 2, 1], strict=True):
         expected[i], expected[j] = expected[j], expected[i]
     assert fisher_yates(items, random.Random(42).random) == expected
 
@@ -240,7 +237,8 @@ def test_budget_that_fits_no_code_point_names_the_community() -> None:
         build_batches(communities, "Q", 11, None)
     assert long_id in str(info.value)
     batches = build_batches([CommunityText(id="a", text="xyz")], "Q", 11, None)  # the list was consumed
-    assert [b.content for b in batches] == [f"[Community ID: a | summary part {n}]\n{c}" for n, c in zip((1, 2, 3), "xyz")]
+    expected = [f"[Community ID: a | summary part {n}]\n{c}" for n, c in zip((1, 2, 3), "xyz", strict=True)]
+    assert [b.content for b in batches] == expected
 
 
 def test_skeleton_that_exactly_fits_but_leaves_no_room() -> None:
@@ -248,42 +246,6 @@ def test_skeleton_that_exactly_fits_but_leaves_no_room() -> None:
     with pytest.raises(InputError) as info:
         build_batches([CommunityText(id="only-one", text="t")], "s" * 399, 100, None)
     assert "only-one" in str(info.value)
-
-
-# -- plan_search ------------------------------------------------------------------------------
-
-
-def _communities() -> list[CommunityContext]:
-    return [CommunityContext(id=f"c{i:02d}", summary=f"Summary number {i} " * 3) for i in range(20)]
-
-
-OPTIONS = SearchOptions(map_budget=300, map_reserve=0)
-
-
-def test_plan_with_same_seed_is_identical() -> None:
-    first = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=7)
-    second = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=7)
-    assert first.seed == 7
-    assert len(first.batches) > 1
-    assert first.batches == second.batches
-    order = [r.community_id for b in first.batches for r in b.parts]
-    assert order == my_fisher_yates([c.id for c in _communities()], random.Random(7).random)
-    other = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=8)
-    assert other.batches != first.batches
-
-
-def test_unseeded_plan_reports_a_seed_that_reproduces_it() -> None:
-    plan = plan_search("what?", "ns", "leaf", _communities(), OPTIONS)
-    assert isinstance(plan.seed, int)
-    replay = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, seed=plan.seed)
-    assert replay.batches == plan.batches
-
-
-def test_unshuffled_plan_has_no_seed_and_keeps_order() -> None:
-    plan = plan_search("what?", "ns", "leaf", _communities(), OPTIONS, shuffle=False)
-    assert plan.seed is None
-    assert [r.community_id for b in plan.batches for r in b.parts] == [c.id for c in _communities()]
-    assert plan.summary_count == 20
 
 
 # -- batches pinned by hash -------------------------------------------------------------------

@@ -183,7 +183,8 @@ def test_the_sources_are_pydantic_settings_sources(tmp_path: Path) -> None:
     assert isinstance(file_source, TomlConfigSettingsSource) and isinstance(env_source, EnvSettingsSource)
     assert file_source() == {"retrieval": {"map_budget": 900}, "keymap": {"quit": "ctrl+q"}}
     assert env_source() == {"retrieval": {"map_budget": "1200"}, "model": {"timeout": "9"}}
-    assert dict(env_source.env_vars) == {"GRAPHRAG_TUI_MAP_BUDGET": "1200", "GRAPHRAG_TUI_TIMEOUT": "9"}  # no other variable is read
+    # No other variable is read.
+    assert dict(env_source.env_vars) == {"GRAPHRAG_TUI_MAP_BUDGET": "1200", "GRAPHRAG_TUI_TIMEOUT": "9"}
     settings = Settings(_build_sources=((env_source, file_source), {}))
     assert settings.model_dump(exclude_unset=True) == {
         "retrieval": {"map_budget": 1200}, "model": {"timeout": 9.0}, "keymap": {"quit": "ctrl+q"}}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from graphrag_tui.models.base import ChatMessage, ChatRequest
+from graphrag_tui.engine.ports import ChatMessage, ChatRequest
 from graphrag_tui.models.extractive import ExtractiveModel, query_terms, score_batch, tokenize
 
 MODEL = ExtractiveModel()

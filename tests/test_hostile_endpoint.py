@@ -70,11 +70,11 @@ def test_a_key_with_a_control_character_space_or_non_ascii_is_exit_2_before_any_
 
 def escaped(text: str) -> str:
     """Every character as a JSON backslash-u escape, in upper-case hex."""
-    return "".join("\\u%04X" % ord(ch) for ch in text)
+    return "".join(f"\\u{ord(ch):04X}" for ch in text)
 
 
 def percent(text: str) -> str:
-    return "".join("%%%02x" % b for b in text.encode())
+    return "".join(f"%{b:02x}" for b in text.encode())
 
 
 def echo(template: str, status: int = 200, whole_body: bool = False):

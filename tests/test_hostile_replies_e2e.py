@@ -85,7 +85,8 @@ def test_a_lone_surrogate_in_a_map_answer_is_repaired_and_the_run_completes(stor
     assert result["batches"][1]["attempts"][0]["raw_response"] == '{"answer": "Fleets \ufffd land.", "usefulness": 20}'
     (reduce,) = [r for r in server.chat_requests() if r.stage == "reduce"]
     assert reduce.json["messages"][1]["content"].endswith(
-        "[Usefulness: 90; Community IDs: ns/1]\nBridge \ufffd funds.\n\n[Usefulness: 20; Community IDs: ns/2]\nFleets \ufffd land."
+        "[Usefulness: 90; Community IDs: ns/1]\nBridge \ufffd funds.\n\n"
+        "[Usefulness: 20; Community IDs: ns/2]\nFleets \ufffd land."
     )
     assert result["answer"] == "The port authority funds it."
 
@@ -122,7 +123,8 @@ def test_every_batch_failing_is_summarised_by_kind(store: Path) -> None:
     result = run.json
     assert result["status"] == "failed"
     assert result["error"] == "3 of 3 Map batches failed: HTTP 500 ×2, invalid JSON ×1; see --json"
-    assert [[a["error_kind"] for a in b["attempts"]] for b in result["batches"]] == [["http"] * 2, ["http"] * 2, ["invalid_json"] * 2]
+    kinds = [[a["error_kind"] for a in b["attempts"]] for b in result["batches"]]
+    assert kinds == [["http"] * 2, ["http"] * 2, ["invalid_json"] * 2]
     assert result["batches"][1]["attempts"][0]["error"] == "HTTP 500: upstream exploded again"
     assert all(r.stage == "map" for r in server.chat_requests()) and len(server.chat_requests()) == 6
 

@@ -22,6 +22,7 @@ import pytest
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer import ImportReport, format_report, import_graphrag
 from graphrag_tui.store.schema import TABLES
+from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 from tests.graphrag_fixtures import (
     CLAIMS,
     EXPECTED_LEAF,
@@ -30,7 +31,6 @@ from tests.graphrag_fixtures import (
     write_index,
     write_large_index,
 )
-from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 
 # ../shared beside the checkout (/work/main/tests -> /work/shared), or beside a worktree's parent.
 SHARED = next(
@@ -186,7 +186,8 @@ def test_children_disagreeing_with_parent_is_noted(tmp_path: Path) -> None:
     tables = index_tables("3.x")
     tables["communities"][0]["children"] = [2]  # parent links say 2 and 3
     report = import_graphrag(write_index(tmp_path / "out", "3.x", tables), tmp_path / "s.db", "ns")
-    assert "communities.parquet: 'children' disagrees with 'parent' for 1 communities; the hierarchy follows 'parent'" in report.notes
+    note = "communities.parquet: 'children' disagrees with 'parent' for 1 communities; the hierarchy follows 'parent'"
+    assert note in report.notes
     assert report.leaves == 4
 
 

@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from graphrag_tui.engine.ports import ChatRequest, ModelError
 from graphrag_tui.engine.prompts import map_messages
+from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA
 from graphrag_tui.errors import InputError
 from graphrag_tui.models import local_llm
-from graphrag_tui.models.base import ChatRequest, ModelError
 from graphrag_tui.models.gguf import GGUFError, context_length
 from graphrag_tui.models.local_llm import (
     INSTALL_COMMANDS,
@@ -22,7 +23,6 @@ from graphrag_tui.models.local_llm import (
     answer_length_limit,
     fit_local_options,
 )
-from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA
 
 WINDOW = 8192
 

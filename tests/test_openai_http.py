@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from graphrag_tui.engine.ports import ChatMessage, ChatRequest, ModelError
+from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from graphrag_tui.errors import InputError
-from graphrag_tui.models.base import ChatMessage, ChatRequest, ModelError
 from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, parse_retry_after, resolve_api_key
-from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from tests.chat_server import Reply, ScriptedChatServer, completion
 
 KEY = "sk-test-SECRET-0123456789"
@@ -341,13 +341,13 @@ def test_a_key_that_cannot_go_in_a_header_is_an_input_error_naming_the_variable(
 
 
 async def test_a_200_reply_echoing_the_key_is_masked_in_content_and_raw_response() -> None:
-    escaped_key = "".join("\\\\u%04x" % ord(ch) for ch in KEY)  # escaped inside the content's JSON
+    escaped_key = "".join(f"\\\\u{ord(ch):04x}" for ch in KEY)  # escaped inside the content's JSON
 
     def echo(received) -> Reply:
         if received.json["messages"][-1]["content"] == "bad":
-            return Reply('{"oops": "' + "".join("\\u%04X" % ord(ch) for ch in KEY) + '"}')
-        return Reply('{"choices": [{"message": {"content": "{\\"answer\\": \\"' + escaped_key + ' %s\\"}"}}]}'
-                     % "".join("%%%02X" % b for b in KEY.encode()))
+            return Reply('{"oops": "' + "".join(f"\\u{ord(ch):04X}" for ch in KEY) + '"}')
+        percent_key = "".join(f"%{b:02X}" for b in KEY.encode())
+        return Reply('{"choices": [{"message": {"content": "{\\"answer\\": \\"' + escaped_key + " " + percent_key + '\\"}"}}]}')
 
     with ScriptedChatServer(echo) as server:
         model = OpenAIChatModel(server.base_url, "m", KEY)

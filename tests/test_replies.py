@@ -144,7 +144,10 @@ def test_reduce_reply_invalid() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(80.0, "80"), (80, "80"), (33.5, "33.5"), (0, "0"), (0.0, "0"), (-0.0, "0"), (100.0, "100"), (0.1, "0.1"), (1e-7, "1e-7"), (1e-6, "0.000001"), (1e21, "1e+21")],
+    [
+        (80.0, "80"), (80, "80"), (33.5, "33.5"), (0, "0"), (0.0, "0"), (-0.0, "0"), (100.0, "100"), (0.1, "0.1"),
+        (1e-7, "1e-7"), (1e-6, "0.000001"), (1e21, "1e+21"),
+    ],
 )
 def test_js_number(value: float, text: str) -> None:
     assert js_number(value) == text
@@ -181,7 +184,9 @@ def test_lone_surrogates_in_answers_become_replacement_characters() -> None:
     assert repair_text("ok é") == "ok é"
 
 
-@pytest.mark.parametrize("answer", ["string", " String ", "final answer text", "FINAL ANSWER TEXT", "answer", "a string", "a number"])
+@pytest.mark.parametrize(
+    "answer", ["string", " String ", "final answer text", "FINAL ANSWER TEXT", "answer", "a string", "a number"]
+)
 def test_an_answer_copying_the_prompts_placeholder_is_invalid(answer: str) -> None:
     assert kind_of(json.dumps({"answer": answer, "usefulness": 70})) == "invalid_fields"
     assert kind_of(json.dumps({"answer": answer, "usefulness": 0})) == "invalid_fields"
@@ -189,7 +194,8 @@ def test_an_answer_copying_the_prompts_placeholder_is_invalid(answer: str) -> No
 
 
 def test_answers_merely_containing_a_placeholder_word_are_fine() -> None:
-    assert parse_map_reply('{"answer": "The answer is a string of islands.", "usefulness": 70}')[0] == "The answer is a string of islands."
+    answer = "The answer is a string of islands."
+    assert parse_map_reply(json.dumps({"answer": answer, "usefulness": 70}))[0] == answer
     assert parse_reduce_reply('{"answer": "The final answer text is here."}') == "The final answer text is here."
 
 

@@ -1,17 +1,14 @@
-"""SPEC §3.5-§3.8 and §5: the Map worker pool, retries, Reduce, outcomes, events, result."""
+"""SPEC §3.6-§3.8 and §5: a whole run (engine/search.py): Reduce, outcomes, events, the
+result, and runs no reply or exception can abort. The pool is tested in test_map_stage.py,
+attempts and retries in test_retry.py, planning in test_plan.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections import defaultdict
-from datetime import datetime, timezone
 
 import pytest
 
-from graphrag_tui.engine import search as search_module
-from graphrag_tui.engine.batcher import MapBatch, PartRef
 from graphrag_tui.engine.corpus import CommunityContext
 from graphrag_tui.engine.events import (
     AttemptFailed,
@@ -19,319 +16,16 @@ from graphrag_tui.engine.events import (
     BatchStarted,
     BatchSucceeded,
     Finished,
-    Planned,
     ReduceCandidateDecided,
     ReduceStarted,
-    RetryWaiting,
 )
 from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.engine.plan import plan_search
+from graphrag_tui.engine.ports import ChatRequest, ModelError
 from graphrag_tui.engine.prompts import map_skeleton, prompt_text, reduce_skeleton
-from graphrag_tui.engine.search import GlobalSearch, SearchPlan, plan_search
+from graphrag_tui.engine.search import GlobalSearch
 from graphrag_tui.engine.tokens import estimate_tokens
-from graphrag_tui.models.base import ChatRequest, ModelError
-
-QUERY = "What is the trend?"
-WHEN = datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
-
-
-def reply(answer: str, usefulness) -> str:
-    return json.dumps({"answer": answer, "usefulness": usefulness})
-
-
-def make_plan(batches: int, concurrency: int = 4, **options) -> SearchPlan:
-    return SearchPlan(
-        query=QUERY,
-        namespace="ns",
-        level="leaf",
-        seed=123,
-        options=SearchOptions(concurrency=concurrency, **options),
-        summary_count=batches,
-        batches=tuple(
-            MapBatch(
-                index=i,
-                pieces=(f"[Community ID: c{i} | summary part 1]\nbatch-{i}",),
-                community_ids=(f"c{i}",),
-                parts=(PartRef(community_id=f"c{i}", part=1),),
-            )
-            for i in range(batches)
-        ),
-    )
-
-
-def batch_index(request: ChatRequest) -> int:
-    return int(request.content.rsplit("batch-", 1)[1])
-
-
-class ScriptedModel:
-    """Map batch i answers `map_script[i][n]` on its n-th call (the last entry repeats);
-    an entry is a reply string, an exception to raise, or an async function of the request."""
-
-    description = "scripted test model"
-
-    def __init__(self, map_script=None, reduce_script=None) -> None:
-        self.map_script = map_script or {}
-        self.reduce_script = reduce_script or ['{"answer": "final answer"}']
-        self.requests: list[ChatRequest] = []
-        self.calls: dict[object, int] = defaultdict(int)
-        self.call_times: dict[object, list[float]] = defaultdict(list)
-
-    async def complete(self, request: ChatRequest) -> str:
-        self.requests.append(request)
-        if request.stage == "map":
-            key: object = batch_index(request)
-            script = self.map_script.get(key, [reply(f"answer-{key}", 50)])
-        else:
-            key, script = "reduce", self.reduce_script
-        number = self.calls[key]
-        self.calls[key] += 1
-        self.call_times[key].append(time.monotonic())
-        action = script[min(number, len(script) - 1)]
-        if isinstance(action, BaseException):
-            raise action
-        if callable(action):
-            return await action(request)
-        return action
-
-    async def aclose(self) -> None:
-        pass
-
-    def map_requests(self) -> list[ChatRequest]:
-        return [r for r in self.requests if r.stage == "map"]
-
-    def reduce_requests(self) -> list[ChatRequest]:
-        return [r for r in self.requests if r.stage == "reduce"]
-
-
-def run_search(plan, model, **kwargs):
-    events: list = []
-    engine = GlobalSearch(plan, model, on_event=events.append, wall_clock=lambda: WHEN, **kwargs)
-    return engine, events
-
-
-async def until(condition, limit: float = 2.0) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition never became true"
-        await asyncio.sleep(0.001)
-
-
-# -- the worker pool ---------------------------------------------------------------------------
-
-
-class GatedModel(ScriptedModel):
-    def __init__(self, concurrency: int) -> None:
-        super().__init__()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.started = 0
-        self.gate = asyncio.Event()
-        self.full = asyncio.Event()
-        self.concurrency = concurrency
-
-    async def complete(self, request: ChatRequest) -> str:
-        self.in_flight += 1
-        self.started += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        if self.in_flight == self.concurrency:
-            self.full.set()
-        try:
-            await self.gate.wait()
-            await asyncio.sleep(0)
-            return await super().complete(request)
-        finally:
-            self.in_flight -= 1
-
-
-async def test_pool_reaches_and_never_exceeds_concurrency() -> None:
-    model = GatedModel(concurrency=3)
-    engine, events = run_search(make_plan(8, concurrency=3), model)
-    task = asyncio.create_task(engine.run())
-    await asyncio.wait_for(model.full.wait(), 2)
-    for _ in range(20):
-        await asyncio.sleep(0)
-    assert model.in_flight == 3
-    assert model.started == 3
-    model.gate.set()
-    result = await task
-    assert model.max_in_flight == 3
-    assert model.started == 8 + 1  # and the Reduce call
-    assert result.status == "completed"
-    assert [b.status for b in result.batches] == ["succeeded"] * 8
-    assert events[0] == Planned(t=events[0].t, summary_count=8, batch_count=8, workers=3, seed=123)
-    workers = {e.worker for e in events if isinstance(e, BatchStarted)}
-    assert workers == {1, 2, 3}
-    # every batch claimed exactly once
-    assert sorted(e.batch_index for e in events if isinstance(e, BatchStarted)) == list(range(8))
-
-
-async def test_workers_are_capped_by_batch_count() -> None:
-    model = GatedModel(concurrency=2)
-    model.gate.set()
-    engine, events = run_search(make_plan(2, concurrency=5), model)
-    result = await engine.run()
-    assert result.status == "completed"
-    assert events[0].workers == 2
-    assert model.max_in_flight == 2
-
-
-async def test_results_stored_in_batch_order_regardless_of_completion() -> None:
-    release = [asyncio.Event() for _ in range(4)]
-
-    def held(i: int):
-        async def answer(request: ChatRequest) -> str:
-            await release[i].wait()
-            return reply(f"answer-{i}", 10 * (i + 1))
-
-        return [answer]
-
-    model = ScriptedModel({i: held(i) for i in range(4)})
-    engine, events = run_search(make_plan(4, concurrency=4), model)
-    task = asyncio.create_task(engine.run())
-    await until(lambda: len(model.requests) == 4)
-    for i in (3, 1, 2, 0):
-        release[i].set()
-        await until(lambda: any(isinstance(e, BatchSucceeded) and e.batch_index == i for e in events))
-    result = await task
-    assert [e.batch_index for e in events if isinstance(e, BatchSucceeded)] == [3, 1, 2, 0]
-    assert [(b.index, b.answer, b.usefulness) for b in result.batches] == [
-        (0, "answer-0", 10),
-        (1, "answer-1", 20),
-        (2, "answer-2", 30),
-        (3, "answer-3", 40),
-    ]
-
-
-# -- attempts and retries ----------------------------------------------------------------------
-
-
-async def test_retry_counts() -> None:
-    model = ScriptedModel(
-        {
-            0: [ModelError("transport", "connection reset"), reply("second time", 40)],
-            1: ["nope", "still nope", reply("never asked", 99)],
-        }
-    )
-    engine, events = run_search(make_plan(3, concurrency=1), model)
-    result = await engine.run()
-    b0, b1, b2 = result.batches
-    assert (b0.status, len(b0.attempts), b0.answer, b0.usefulness) == ("succeeded", 2, "second time", 40)
-    assert [a.attempt for a in b0.attempts] == [1, 2]
-    assert (b1.status, len(b1.attempts), b1.answer, b1.usefulness) == ("failed", 2, None, None)
-    assert (b2.status, len(b2.attempts)) == ("succeeded", 1)
-    assert model.calls == {0: 2, 1: 2, 2: 1, "reduce": 1}
-    # the retry sends the same prompt again
-    r1 = [r for r in model.map_requests() if batch_index(r) == 1]
-    assert r1[0] == r1[1]
-    assert result.status == "partial"
-    assert result.failed_batch_count == 1
-    assert result.answer == "final answer"
-    failed_events = [e for e in events if isinstance(e, AttemptFailed)]
-    assert [(e.batch_index, e.attempt, e.will_retry, e.error_kind) for e in failed_events] == [
-        (0, 1, True, "transport"),
-        (1, 1, True, "invalid_json"),
-        (1, 2, False, "invalid_json"),
-    ]
-    assert [e.batch_index for e in events if isinstance(e, BatchFailed)] == [1]
-
-
-async def test_error_kinds_and_raw_responses_are_recorded() -> None:
-    async def slow(request: ChatRequest) -> str:
-        await asyncio.sleep(5)
-        return reply("too late", 10)
-
-    model = ScriptedModel(
-        {
-            0: [
-                ModelError("http", "HTTP 500: boom", status=500, raw_response='{"error": "boom"}'),
-                ModelError("transport", "connection refused"),
-            ],
-            1: [slow],
-            2: ["this is not JSON", '{"answer": "a", "usefulness": "80"}'],
-            3: [reply("ok", 70)],
-        }
-    )
-    engine, _ = run_search(make_plan(4, concurrency=4), model, timeout=0.05)
-    began = time.monotonic()
-    result = await engine.run()
-    assert time.monotonic() - began < 1.0
-    kinds = [[(a.error_kind, a.raw_response) for a in b.attempts] for b in result.batches]
-    assert kinds == [
-        [("http", '{"error": "boom"}'), ("transport", None)],
-        [("timeout", None), ("timeout", None)],
-        [("invalid_json", "this is not JSON"), ("invalid_fields", '{"answer": "a", "usefulness": "80"}')],
-        [(None, reply("ok", 70))],
-    ]
-    b0, b1, b2, b3 = result.batches
-    assert [a.error for a in b0.attempts] == ["HTTP 500: boom", "connection refused"]
-    sizes = [[a.raw_response_bytes for a in b.attempts] for b in result.batches]
-    assert sizes == [[17, None], [None, None], [16, 35], [len(reply("ok", 70))]]
-    assert all(a.error for a in b1.attempts + b2.attempts)
-    assert b3.attempts[0].error is None
-    for attempt in b1.attempts:
-        assert 0.04 <= attempt.duration_s < 1.0
-    assert {a.started_at for b in result.batches for a in b.attempts} == {"2024-05-06T07:08:09+00:00"}
-    assert result.status == "partial"
-    assert result.failed_batch_count == 3
-
-
-async def test_no_retry_after_wait_without_the_header_or_for_other_statuses(monkeypatch) -> None:
-    slept: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def fake_sleep(seconds, *args, **kwargs):
-        slept.append(seconds)
-        await real_sleep(0)
-
-    model = ScriptedModel(
-        {
-            0: [ModelError("http", "HTTP 429", status=429), reply("a", 10)],
-            1: [ModelError("http", "HTTP 500", status=500, retry_after=5), reply("b", 10)],
-        }
-    )
-    engine, events = run_search(make_plan(2), model)
-    monkeypatch.setattr(search_module.asyncio, "sleep", fake_sleep)
-    result = await engine.run()
-    assert result.status == "completed"
-    assert not [e for e in events if isinstance(e, RetryWaiting)]
-    assert [s for s in slept if s] == []
-
-
-@pytest.mark.parametrize("status", [429, 503])
-async def test_retry_after_makes_the_second_attempt_wait(status: int) -> None:
-    model = ScriptedModel({0: [ModelError("http", f"HTTP {status}", status=status, retry_after=0.05), reply("a", 10)]})
-    engine, events = run_search(make_plan(1), model)
-    result = await engine.run()
-    assert result.status == "completed"
-    first, second = model.call_times[0]
-    assert second - first >= 0.045
-    types = [e.type for e in events if e.type != "reduce_candidate"]
-    assert types[:6] == ["planned", "batch_started", "attempt_failed", "retry_waiting", "batch_started", "batch_succeeded"]
-    (waiting,) = [e for e in events if isinstance(e, RetryWaiting)]
-    assert (waiting.batch_index, waiting.seconds) == (0, 0.05)
-
-
-async def test_retry_after_is_capped_at_60_seconds(monkeypatch) -> None:
-    slept: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def fake_sleep(seconds, *args, **kwargs):
-        slept.append(seconds)
-        await real_sleep(0)
-
-    model = ScriptedModel(
-        {0: [ModelError("http", "HTTP 429", status=429, retry_after=3600), reply("a", 10)]},
-        reduce_script=[ModelError("http", "HTTP 503", status=503, retry_after=61.5), '{"answer": "done"}'],
-    )
-    engine, events = run_search(make_plan(1), model)
-    monkeypatch.setattr(search_module.asyncio, "sleep", fake_sleep)
-    result = await engine.run()
-    assert result.status == "completed"
-    assert result.answer == "done"
-    waits = [(e.batch_index, e.seconds) for e in events if isinstance(e, RetryWaiting)]
-    assert waits == [(0, 60.0), (None, 60.0)]
-    assert [s for s in slept if s] == [60.0, 60.0]
-    assert len(result.reduce.attempts) == 2
-
+from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search, until
 
 # -- statuses ------------------------------------------------------------------------------------
 
@@ -527,7 +221,7 @@ async def test_requests_carry_the_exact_prompts() -> None:
         assert QUERY in prompt_text(request.messages)
         assert request.query == QUERY
         assert request.stage == "map"
-    for batch, batch_result in zip(plan.batches, result.batches):
+    for batch, batch_result in zip(plan.batches, result.batches, strict=True):
         assert batch_result.prompt_tokens == estimate_tokens(map_skeleton(QUERY) + batch.content)
         assert batch_result.parts == batch.parts
         assert batch_result.community_ids == batch.community_ids
@@ -562,14 +256,17 @@ async def test_result_json_has_the_spec_fields() -> None:
         "reduce",
         "selected_map_answers",
     }
-    assert (data["query"], data["namespace"], data["level"], data["seed"], data["status"]) == (QUERY, "ns", "leaf", 123, "partial")
+    heading = (data["query"], data["namespace"], data["level"], data["seed"], data["status"])
+    assert heading == (QUERY, "ns", "leaf", 123, "partial")
     assert (data["error"], data["summary_count"], data["batch_count"], data["failed_batch_count"]) == (None, 3, 3, 1)
     for batch in data["batches"]:
         assert set(batch) == {"index", "community_ids", "parts", "prompt_tokens", "attempts", "usefulness", "answer", "status"}
         for part in batch["parts"]:
             assert set(part) == {"community_id", "part"}
         for attempt in batch["attempts"]:
-            assert set(attempt) == {"attempt", "started_at", "duration_s", "error_kind", "error", "raw_response", "raw_response_bytes"}
+            assert set(attempt) == {
+                "attempt", "started_at", "duration_s", "error_kind", "error", "raw_response", "raw_response_bytes"
+            }
     assert data["batches"][0]["parts"] == [{"community_id": "c0", "part": 1}]
     assert data["batches"][0]["community_ids"] == ["c0"]
     assert [b["status"] for b in data["batches"]] == ["failed", "succeeded", "succeeded"]
@@ -697,7 +394,10 @@ async def test_deeply_nested_replies_are_invalid_json_attempts() -> None:
 
 async def test_lone_surrogates_from_the_model_are_repaired() -> None:
     model = ScriptedModel(
-        {0: ['{"answer": "bad \\ud800 text", "usefulness": 60}'], 1: [ModelError("http", "HTTP 500: \ud800", raw_response="x\udfff")]},
+        {
+            0: ['{"answer": "bad \\ud800 text", "usefulness": 60}'],
+            1: [ModelError("http", "HTTP 500: \ud800", raw_response="x\udfff")],
+        },
         reduce_script=['{"answer": "sum \\udc00 up"}'],
     )
     engine, _ = run_search(make_plan(3), model)
@@ -723,7 +423,10 @@ async def test_raw_responses_are_capped_and_a_long_one_goes_whole_to_the_hook() 
     assert len(long_reply.encode()) == 200_000
     long_error = "e" * 70_000
     model = ScriptedModel(
-        {0: [long_reply], 1: [ModelError("http", "HTTP 500: " + long_error, status=500, raw_response=long_error), reply("ok", 10)]},
+        {
+            0: [long_reply],
+            1: [ModelError("http", "HTTP 500: " + long_error, status=500, raw_response=long_error), reply("ok", 10)],
+        },
         reduce_script=['{"answer": "' + "r" * 70_000 + '"}'],
     )
     seen: list[tuple[int | None, int, str]] = []
@@ -773,7 +476,9 @@ async def test_a_reduce_answer_copying_the_prompt_placeholder_is_invalid() -> No
         (None, None),
     ]
     assert result.status == "failed"
-    assert result.error == "Reduce failed twice: Reduce reply's `answer` is the prompt's placeholder 'Final Answer Text', not an answer"
+    assert result.error == (
+        "Reduce failed twice: Reduce reply's `answer` is the prompt's placeholder 'Final Answer Text', not an answer"
+    )
     assert [a.error_kind for a in result.reduce.attempts] == ["invalid_fields", "invalid_fields"]
 
 

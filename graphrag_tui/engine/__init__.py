@@ -1,0 +1,115 @@
+"""The headless core of global search (SPEC §3): plan, Map, Reduce, events, the result.
+
+It knows nothing of stores, models, the app or the command line: a model comes in through
+the port in `ports.py`, communities as `CommunityContext`, and everything goes out as
+events and a `SearchResult`. The names below are its public API; the faces import them
+from here.
+"""
+
+from .batcher import MapBatch, PartRef
+from .corpus import Claim, CommunityContext, Excerpt
+from .events import (
+    AttemptFailed,
+    BatchFailed,
+    BatchStarted,
+    BatchSucceeded,
+    Event,
+    Finished,
+    Planned,
+    ReduceCandidateDecided,
+    ReduceStarted,
+    RetryWaiting,
+)
+from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
+from .plan import SearchPlan, draw_seed, plan_search
+from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, Stage
+from .prompts import map_messages, prompt_text, reduce_messages
+from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
+from .request import (
+    ascii_integer,
+    check_level,
+    choose_namespace,
+    has_surrogates,
+    normalize_query,
+    parse_level,
+    parse_seed,
+    shown,
+)
+from .result import (
+    RAW_RESPONSE_CAP,
+    Attempt,
+    BatchResult,
+    Decision,
+    Level,
+    ReduceCandidate,
+    ReduceReport,
+    SearchResult,
+    SelectedAnswer,
+    Status,
+)
+from .retry import LongResponseHook
+from .search import GlobalSearch, utc_now
+
+__all__ = [
+    # the run
+    "GlobalSearch",
+    "LongResponseHook",
+    "SearchPlan",
+    "draw_seed",
+    "plan_search",
+    "utc_now",
+    # inputs
+    "Claim",
+    "CommunityContext",
+    "Excerpt",
+    "FALLBACK_DEFAULTS",
+    "Level",
+    "MAX_CONCURRENCY",
+    "MapBatch",
+    "PartRef",
+    "SearchOptions",
+    "ascii_integer",
+    "check_level",
+    "choose_namespace",
+    "flag",
+    "has_surrogates",
+    "normalize_query",
+    "parse_level",
+    "parse_option",
+    "parse_seed",
+    "resolve_options",
+    "shown",
+    # the model port
+    "ChatMessage",
+    "ChatModel",
+    "ChatRequest",
+    "ErrorKind",
+    "MAP_REPLY_SCHEMA",
+    "ModelError",
+    "REDUCE_REPLY_SCHEMA",
+    "Stage",
+    "map_messages",
+    "prompt_text",
+    "reduce_messages",
+    # events
+    "AttemptFailed",
+    "BatchFailed",
+    "BatchStarted",
+    "BatchSucceeded",
+    "Event",
+    "Finished",
+    "Planned",
+    "ReduceCandidateDecided",
+    "ReduceStarted",
+    "RetryWaiting",
+    # the result
+    "Attempt",
+    "BatchResult",
+    "Decision",
+    "RAW_RESPONSE_CAP",
+    "ReduceCandidate",
+    "ReduceReport",
+    "SearchResult",
+    "SelectedAnswer",
+    "Status",
+]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from collections.abc import Callable
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models.base import ErrorKind
+from .ports import ErrorKind
 from .result import Decision, Status
 
 
@@ -88,16 +89,33 @@ class Finished(_Event):
 
 
 Event = Annotated[
-    Union[
-        Planned,
-        BatchStarted,
-        AttemptFailed,
-        RetryWaiting,
-        BatchSucceeded,
-        BatchFailed,
-        ReduceCandidateDecided,
-        ReduceStarted,
-        Finished,
-    ],
+    Planned
+    | BatchStarted
+    | AttemptFailed
+    | RetryWaiting
+    | BatchSucceeded
+    | BatchFailed
+    | ReduceCandidateDecided
+    | ReduceStarted
+    | Finished,
     Field(discriminator="type"),
 ]
+
+
+class EventReporter:
+    """Hands a run's events to its listener, as they happen. An event's `t` is `now()`:
+    seconds since `start()`, on the run's clock."""
+
+    def __init__(self, listener: Callable[[Event], None], clock: Callable[[], float]) -> None:
+        self._listener = listener
+        self._clock = clock
+        self._start = 0.0
+
+    def start(self) -> None:
+        self._start = self._clock()
+
+    def now(self) -> float:
+        return round(self._clock() - self._start, 6)
+
+    def __call__(self, event: Event) -> None:
+        self._listener(event)

@@ -1,6 +1,7 @@
-"""The one-line error of a run whose every Map batch failed: the failures counted by kind and
-reason, most frequent first, so 1,959 failed batches make a line, not 100 KB. The details
-stay in each batch's attempts."""
+"""Failures in words: an unexpected exception as an attempt's error, and the one-line error of
+a run whose every Map batch failed: the failures counted by kind and reason, most frequent
+first, so 1,959 failed batches make a line, not 100 KB. The details stay in each batch's
+attempts."""
 
 from __future__ import annotations
 
@@ -8,15 +9,34 @@ import re
 from collections import Counter
 
 from ..safe_text import one_line
-from .result import Attempt, BatchResult
+from .replies import repair_text
+from .result import Attempt, BatchResult, cap_raw_response
 
 MAX_GROUPS = 5
+#: How much of an unexpected exception a log line keeps.
+LOG_CHARS = 300
 REASON_CHARS = 60
 
 _HTTP_STATUS = re.compile(r"HTTP (\d{3})\b")
 _TRAILING_CALL = re.compile(r"\s*\((?:GET|POST) [^()]*\)$")  # "(POST http://host/v1/...)"
 _ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
 _TYPE_AND_DETAIL = re.compile(r"^([A-Za-z_][\w.]*): (.*)$", re.DOTALL)
+
+
+def error_text(text: str) -> str:
+    """An error message from a model or an exception, repaired and capped like a raw response."""
+    return cap_raw_response(repair_text(text))[0]
+
+
+def internal_error(error: Exception) -> str:
+    """`TypeName: message` of an unexpected exception (a bug, or a model object misbehaving)."""
+    message = error_text(str(error))
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def for_log(error: Exception) -> str:
+    """An unexpected exception in a log line: one line, inert, short (never a traceback)."""
+    return one_line(internal_error(error), LOG_CHARS)
 
 
 def failure_reason(attempt: Attempt) -> str:

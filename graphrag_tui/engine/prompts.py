@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..models.base import ChatMessage
+from .ports import ChatMessage
 
 MAP_INSTRUCTIONS = """You are the Map stage of GraphRAG global retrieval.
 Answer the user query using only the supplied community summary excerpts.

@@ -43,15 +43,14 @@ def parse_level(text: str | int | None) -> Level:
     """`leaf` (the default) or a non-negative integer in ASCII digits."""
     if text is None:
         return "leaf"
+    value: int | None = None
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     elif isinstance(text, str) and text.strip().lower() == "leaf":
         return "leaf"
-    elif isinstance(text, str) and ascii_integer(text) is not None:
+    elif isinstance(text, str):
         value = ascii_integer(text)
-    else:
-        raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
-    if value < 0:
+    if value is None or value < 0:
         raise InputError(f"--level must be 'leaf' or a non-negative integer, got {shown(text)}")
     return value
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..models.base import ErrorKind
 from .batcher import PartRef
+from .ports import ErrorKind
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
 Decision = Literal["selected", "over_budget", "zero_usefulness"]

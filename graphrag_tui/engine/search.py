@@ -1,145 +1,38 @@
-"""Global search: plan the Map batches, run Map with a worker pool, Reduce (SPEC §3)."""
+"""Global search (SPEC §3): one run of a plan against a model. Map's worker pool fills the
+batches, Reduce answers from the useful ones, and the run ends with one of the outcomes of
+SPEC §3.7. The stages live in map_stage.py and reduce_stage.py; both call the model through
+retry.py."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random as random_module
 import time
-from functools import lru_cache
-from collections.abc import Awaitable, Callable, Iterable
-from datetime import datetime, timezone
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
-from ..models.base import ChatModel, ChatRequest, ModelError
-from ..models.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
-from ..safe_text import one_line
-from .batcher import CommunityText, MapBatch, build_batches
-from .corpus import CommunityContext
-from .events import (
-    AttemptFailed,
-    BatchFailed,
-    BatchStarted,
-    BatchSucceeded,
-    Event,
-    Finished,
-    Planned,
-    ReduceCandidateDecided,
-    ReduceStarted,
-    RetryWaiting,
-)
-from .failures import map_failure_summary
-from .maptext import map_text
-from .options import SearchOptions
-from .prompts import map_messages, map_skeleton, prompt_text, reduce_messages, reduce_skeleton
-from .reduce import select_for_reduce
-from .replies import ReplyError, js_number, parse_map_reply, parse_reduce_reply, repair_text
-from .result import (
-    RAW_RESPONSE_CAP,
-    Attempt,
-    BatchResult,
-    Level,
-    ReduceReport,
-    SearchResult,
-    SelectedAnswer,
-    Status,
-    cap_raw_response,
-)
-from .tokens import TextSize
+from .events import Event, EventReporter, Finished, Planned
+from .failures import for_log, internal_error, map_failure_summary
+from .map_stage import MapStage
+from .plan import SearchPlan
+from .ports import ChatModel
+from .reduce_stage import ReduceStage
+from .replies import js_number
+from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
+from .retry import LongResponseHook, ModelCaller
 
 log = logging.getLogger("graphrag_tui.engine")
 
 T = TypeVar("T")
-ATTEMPTS = 2
-MAX_RETRY_WAIT = 60.0
-RETRY_AFTER_STATUSES = (429, 503)
-TIME_SLICE = 0.002  # seconds of Map work between two rounds of the event loop
-
-
-class SearchPlan(BaseModel):
-    """Everything decided before the first model call."""
-
-    model_config = ConfigDict(frozen=True)
-
-    query: str
-    namespace: str
-    level: Level
-    seed: int | None
-    options: SearchOptions
-    summary_count: int
-    batches: tuple[MapBatch, ...]
-
-    def prompt_tokens(self, batch: MapBatch) -> int:
-        return (_skeleton_size(self.query) + batch.size).tokens
-
-
-@lru_cache(maxsize=8)
-def _skeleton_size(query: str) -> TextSize:
-    """The Map prompt without content, measured once per query rather than once per batch."""
-    return TextSize.of(map_skeleton(query))
-
-
-def draw_seed() -> int:
-    return random_module.SystemRandom().randrange(2**32)
-
-
-def plan_search(
-    query: str,
-    namespace: str,
-    level: Level,
-    communities: Iterable[CommunityContext],
-    options: SearchOptions,
-    *,
-    seed: int | None = None,
-    shuffle: bool = True,
-) -> SearchPlan:
-    """Map texts and batches. An unseeded shuffled plan draws a seed so it can be replayed."""
-    if shuffle and seed is None:
-        seed = draw_seed()
-    texts: list[CommunityText | None] = [CommunityText(c.id, map_text(c)) for c in communities]
-    summary_count = len(texts)
-    rng = random_module.Random(seed).random if shuffle else None
-    batches = build_batches(texts, map_skeleton(query), options.map_prompt_budget, rng)
-    return SearchPlan(
-        query=query,
-        namespace=namespace,
-        level=level,
-        seed=seed if shuffle else None,
-        options=options,
-        summary_count=summary_count,
-        batches=tuple(batches),
-    )
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class _Cancelled(Exception):
     pass
-
-
-def error_text(text: str) -> str:
-    """An error message from a model or an exception, repaired and capped like a raw response."""
-    return cap_raw_response(repair_text(text))[0]
-
-
-def internal_error(error: Exception) -> str:
-    """`TypeName: message` of an unexpected exception (a bug, or a model object misbehaving)."""
-    message = error_text(str(error))
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _for_log(error: Exception) -> str:
-    """An unexpected exception in a log line: one line, inert, short (never a traceback)."""
-    return one_line(internal_error(error), 300)
-
-
-#: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
-#: every attempt whose raw response is longer than RAW_RESPONSE_CAP, which results keep.
-LongResponseHook = Callable[[int | None, int, str], None]
 
 
 class GlobalSearch:
@@ -147,7 +40,8 @@ class GlobalSearch:
 
     No reply and no exception while handling one batch ends the run: it fails that attempt
     or batch (`internal` for an unexpected exception), and Reduce likewise. Text from the
-    model enters with lone surrogates repaired (U+FFFD); raw responses are kept capped."""
+    model enters with lone surrogates repaired (U+FFFD); raw responses are kept capped.
+    `batches`, `reduce` and `selected` hold the run so far, also when it breaks."""
 
     def __init__(
         self,
@@ -163,14 +57,13 @@ class GlobalSearch:
     ) -> None:
         self.plan = plan
         self.model = model
-        self.on_event = on_event or (lambda event: None)
+        self.on_event: Callable[[Event], None] = on_event or (lambda event: None)
         self.cancel = cancel or asyncio.Event()
         self.timeout = timeout
         self.clock = clock
         self.wall_clock = wall_clock
         self.on_long_response = on_long_response
-        self._start = 0.0
-        self._slice_open, self._slice_start = True, time.perf_counter()
+        self.report = EventReporter(self.on_event, clock)
         self.batches = [
             BatchResult(
                 index=b.index,
@@ -183,16 +76,14 @@ class GlobalSearch:
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []
 
-    # -- the run -------------------------------------------------------------------------
-
     async def run(self) -> SearchResult:
-        self._start = self.clock()
-        plan = self.plan
+        self.report.start()
+        plan, report = self.plan, self.report
+        caller = ModelCaller(self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response)
         workers = min(plan.options.concurrency, len(plan.batches))
-        self._emit(Planned, summary_count=plan.summary_count, batch_count=len(plan.batches), workers=workers, seed=plan.seed)
-        log.info(
-            "community level=%s summaries=%d map batches=%d", plan.level, plan.summary_count, len(plan.batches)
-        )
+        summaries, batch_count = plan.summary_count, len(plan.batches)
+        report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))
+        log.info("community level=%s summaries=%d map batches=%d", plan.level, plan.summary_count, len(plan.batches))
         for batch in plan.batches:
             log.info("map batch %d communities=%s", batch.index, ", ".join(batch.community_ids))
         if not plan.batches:
@@ -201,7 +92,7 @@ class GlobalSearch:
                 detail=f"no community of namespace {plan.namespace!r} at level {plan.level} has a summary",
             )
         try:
-            await self._unless_cancelled(self._map_phase(workers))
+            await self._unless_cancelled(MapStage(plan, self.batches, caller).run(workers))
         except _Cancelled:
             return self._finish("cancelled", detail="cancelled by the user during Map")
         failed = [b for b in self.batches if b.status == "failed"]
@@ -213,229 +104,30 @@ class GlobalSearch:
         if len(failed) == len(self.batches):
             return self._finish("failed", error=map_failure_summary(self.batches))
         try:
-            return await self._reduce_phase()
+            return await self._reduce_phase(ReduceStage(plan, caller, self.reduce))
         except Exception as error:  # a bug in Reduce must not lose the Map answers
-            log.info("Reduce failed unexpectedly: %s", _for_log(error))
+            log.info("Reduce failed unexpectedly: %s", for_log(error))
             return self._finish("failed", error=f"Reduce failed: internal error: {internal_error(error)}")
 
-    async def _map_phase(self, workers: int) -> None:
-        next_index = 0
-
-        async def worker(number: int) -> None:
-            nonlocal next_index
-            while next_index < len(self.plan.batches):
-                index = next_index
-                next_index += 1
-                await self._run_batch(self.plan.batches[index], number)
-                await self._let_others_run()
-
-        async with asyncio.TaskGroup() as group:
-            for number in range(1, workers + 1):
-                group.create_task(worker(number))
-
-    async def _let_others_run(self) -> None:
-        """A model that answers without awaiting (the extractive one) would keep the event
-        loop, and an app's keys and repaints, waiting for all of Map. So the workers share
-        time slices: once a slice is used up, every worker yields, and the slice reopens in
-        the loop's next round, after everything else that was waiting had its turn."""
-        if not self._slice_open or time.perf_counter() - self._slice_start >= TIME_SLICE:
-            if self._slice_open:
-                self._slice_open = False
-                asyncio.get_running_loop().call_soon(self._open_slice)
-            await asyncio.sleep(0)
-
-    def _open_slice(self) -> None:
-        self._slice_open, self._slice_start = True, time.perf_counter()
-
-    async def _run_batch(self, batch: MapBatch, worker: int) -> None:
-        result = self.batches[batch.index]
-        try:
-            await self._map_batch(batch, worker, result)
-        except Exception as error:  # a bug handling one batch fails that batch, not the run
-            log.info("map batch %d failed unexpectedly: %s", batch.index, _for_log(error))
-            self._fail_internally(result, worker, error)
-
-    def _fail_internally(self, result: BatchResult, worker: int, error: Exception) -> None:
-        message = internal_error(error)
-        if not result.attempts or result.attempts[-1].error_kind is not None:
-            result.attempts.append(Attempt(attempt=len(result.attempts) + 1, started_at=self.wall_clock().isoformat(), duration_s=0.0))
-        attempt = result.attempts[-1]
-        attempt.error_kind, attempt.error = "internal", message
-        result.answer, result.usefulness, result.status = None, None, "failed"
-        try:
-            self._emit(
-                AttemptFailed,
-                batch_index=result.index,
-                worker=worker,
-                attempt=attempt.attempt,
-                error_kind="internal",
-                error=message,
-                will_retry=False,
-            )
-            self._emit(BatchFailed, batch_index=result.index, worker=worker, error=message)
-        except Exception as again:  # the listener itself fails: the result still says it all
-            log.info("reporting map batch %d's failure failed: %s", result.index, _for_log(again))
-
-    async def _map_batch(self, batch: MapBatch, worker: int, result: BatchResult) -> None:
-        content = batch.content  # joined from its pieces: once per batch
-        request = ChatRequest(
-            stage="map",
-            messages=map_messages(self.plan.query, content),
-            query=self.plan.query,
-            content=content,
-            max_tokens=self.plan.options.map_reserve or None,
-            json_schema=MAP_REPLY_SCHEMA,
-        )
-        retry_after: float | None = None
-        for number in range(1, ATTEMPTS + 1):
-            if retry_after:
-                await self._wait_retry_after(batch.index, retry_after)
-            self._emit(BatchStarted, batch_index=batch.index, worker=worker, attempt=number)
-            attempt, parsed, retry_after = await self._attempt(request, batch.index, number, result.attempts, parse_map_reply)
-            if parsed is not None:
-                result.answer, result.usefulness = parsed
-                result.status = "succeeded"
-                self._emit(BatchSucceeded, batch_index=batch.index, worker=worker, attempt=number, usefulness=result.usefulness)
-                return
-            self._emit(
-                AttemptFailed,
-                batch_index=batch.index,
-                worker=worker,
-                attempt=number,
-                error_kind=attempt.error_kind,
-                error=attempt.error,
-                will_retry=number < ATTEMPTS,
-            )
-        result.status = "failed"
-        self._emit(BatchFailed, batch_index=batch.index, worker=worker, error=result.attempts[-1].error)
-
-    async def _attempt(
-        self,
-        request: ChatRequest,
-        batch_index: int | None,
-        number: int,
-        record: list[Attempt],
-        parse: Callable[[str], T],
-    ) -> tuple[Attempt, T | None, float | None]:
-        """One call, recorded. Returns the attempt, the parsed reply (or None) and the
-        Retry-After wait the server asked for."""
-        started_at = self.wall_clock().isoformat()
-        began = self.clock()
-        attempt = Attempt(attempt=number, started_at=started_at, duration_s=0.0)
-        record.append(attempt)
-        parsed: T | None = None
-        retry_after: float | None = None
-        try:
-            async with asyncio.timeout(self.timeout):
-                raw = await self.model.complete(request)
-        except asyncio.CancelledError:
-            attempt.duration_s = round(self.clock() - began, 6)
-            attempt.error = "cancelled"
-            raise
-        except TimeoutError:
-            attempt.error_kind, attempt.error = "timeout", f"no reply within {self.timeout:g} s"
-        except ModelError as error:
-            attempt.error_kind, attempt.error = error.kind, error_text(str(error.message))
-            if error.raw_response is not None:
-                self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
-            if error.status in RETRY_AFTER_STATUSES:
-                retry_after = error.retry_after
-        except Exception as error:  # from the model object: this attempt fails, not the run
-            log.info("model call failed unexpectedly: %s", _for_log(error))
-            attempt.error_kind, attempt.error = "internal", internal_error(error)
-        else:
-            try:
-                if not isinstance(raw, str):
-                    raise TypeError(f"the model returned {type(raw).__name__}, not text")
-                raw = repair_text(raw)
-                self._keep_raw_response(attempt, batch_index, raw)
-                parsed = parse(raw)
-            except ReplyError as error:
-                attempt.error_kind, attempt.error = error.kind, error.message
-            except Exception as error:
-                log.info("handling a reply failed unexpectedly: %s", _for_log(error))
-                attempt.error_kind, attempt.error = "internal", internal_error(error)
-        attempt.duration_s = round(self.clock() - began, 6)
-        return attempt, parsed, retry_after
-
-    def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
-        """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole
-        to `on_long_response` (so a user can save it), never to the result or an event."""
-        attempt.raw_response, attempt.raw_response_bytes = cap_raw_response(raw)
-        if attempt.raw_response_bytes > RAW_RESPONSE_CAP and self.on_long_response is not None:
-            try:
-                self.on_long_response(batch_index, attempt.attempt, raw)
-            except Exception as error:  # the listener's failure must not cost the reply
-                log.info("on_long_response failed: %s", _for_log(error))
-
-    async def _wait_retry_after(self, batch_index: int | None, seconds: float) -> None:
-        wait = min(max(seconds, 0.0), MAX_RETRY_WAIT)
-        self._emit(RetryWaiting, batch_index=batch_index, seconds=wait)
-        await asyncio.sleep(wait)
-
-    async def _reduce_phase(self) -> SearchResult:
-        plan = self.plan
-        skeleton = reduce_skeleton(plan.query)
-        budget = plan.options.reduce_prompt_budget
-        candidates, selected, content = select_for_reduce(self.batches, skeleton, budget)
-        self.reduce.candidates = candidates
-        for c in candidates:
-            self._emit(
-                ReduceCandidateDecided,
-                batch_index=c.batch_index,
-                usefulness=c.usefulness,
-                community_ids=c.community_ids,
-                decision=c.decision,
-            )
+    async def _reduce_phase(self, stage: ReduceStage) -> SearchResult:
+        selected, content = stage.select(self.batches)
         self.selected = selected
         log.info("selected answers=%d", len(selected))
-        if not any(c.decision != "zero_usefulness" for c in candidates):
+        if not any(c.decision != "zero_usefulness" for c in self.reduce.candidates):
             return self._finish("no_results", detail="no Map answer was useful: every usefulness was 0")
         if not selected:
             return self._finish(
-                "no_results", detail=f"no Map answer fits the reduce prompt budget ({budget} tokens)"
+                "no_results", detail=f"no Map answer fits the reduce prompt budget ({self.reduce.budget} tokens)"
             )
-        messages = reduce_messages(plan.query, content)
-        self.reduce.prompt_tokens = TextSize.of(prompt_text(messages)).tokens
-        log.info("reduce prompt tokens=%d", self.reduce.prompt_tokens)
-        self._emit(ReduceStarted, selected_count=len(selected), prompt_tokens=self.reduce.prompt_tokens, budget=budget)
-        request = ChatRequest(
-            stage="reduce",
-            messages=messages,
-            query=plan.query,
-            content=content,
-            max_tokens=plan.options.reduce_reserve or None,
-            json_schema=REDUCE_REPLY_SCHEMA,
-        )
+        request = stage.request(selected, content)
         try:
-            answer = await self._unless_cancelled(self._reduce_call(request))
+            answer = await self._unless_cancelled(stage.answer(request))
         except _Cancelled:
             return self._finish("cancelled", detail="cancelled by the user during Reduce")
         if answer is None:
             return self._finish("failed", error=f"Reduce failed twice: {self.reduce.attempts[-1].error}")
         failed = sum(b.status == "failed" for b in self.batches)
         return self._finish("partial" if failed else "completed", answer=answer)
-
-    async def _reduce_call(self, request: ChatRequest) -> str | None:
-        retry_after: float | None = None
-        for number in range(1, ATTEMPTS + 1):
-            if retry_after:
-                await self._wait_retry_after(None, retry_after)
-            attempt, answer, retry_after = await self._attempt(request, None, number, self.reduce.attempts, parse_reduce_reply)
-            if answer is not None:
-                return answer
-            self._emit(
-                AttemptFailed,
-                batch_index=None,
-                worker=None,
-                attempt=number,
-                error_kind=attempt.error_kind,
-                error=attempt.error,
-                will_retry=number < ATTEMPTS,
-            )
-        return None
-
-    # -- helpers -------------------------------------------------------------------------
 
     async def _unless_cancelled(self, work: Awaitable[T]) -> T:
         """Run `work` until it ends or the cancel event is set (then raise _Cancelled)."""
@@ -455,10 +147,9 @@ class GlobalSearch:
             raise _Cancelled
         return task.result()
 
-    def _emit(self, event_type: type[Event], **fields: object) -> None:  # type: ignore[valid-type]
-        self.on_event(event_type(t=round(self.clock() - self._start, 6), **fields))
-
-    def _finish(self, status: Status, *, answer: str | None = None, error: str | None = None, detail: str | None = None) -> SearchResult:
+    def _finish(
+        self, status: Status, *, answer: str | None = None, error: str | None = None, detail: str | None = None
+    ) -> SearchResult:
         plan = self.plan
         failed = sum(b.status == "failed" for b in self.batches)
         log.info("finished status=%s failed batches=%d", status, failed)
@@ -478,5 +169,5 @@ class GlobalSearch:
             reduce=self.reduce,
             selected_map_answers=self.selected,
         )
-        self._emit(Finished, status=status, error=error)
+        self.report(Finished(t=self.report.now(), status=status, error=error))
         return result

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Literal
 
 from graphrag_tui.errors import InputError
-from graphrag_tui.safe_text import clean
 from graphrag_tui.importer.mapping import build_rows
 from graphrag_tui.importer.parquet_tables import read_index
 from graphrag_tui.importer.report import ImportReport
 from graphrag_tui.importer.writer import ImportInterrupted, check_writable, write_namespace
+from graphrag_tui.safe_text import clean
 
 TEXT_COLUMNS = ("summary", "full_content")
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer.parquet_tables import GraphRagIndex, Table, as_int, as_list, as_text
@@ -279,7 +280,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
             )
 
         no_description = 0
-        for _, row, source, sid in _keyed_rows(claims_table, ns, report):
+        for _, row, _source, sid in _keyed_rows(claims_table, ns, report):
             subject = as_text(row["subject_id"])
             if subject is None or subject.strip() == "":
                 report.skip("claims without a subject")

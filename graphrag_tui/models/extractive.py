@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .base import ChatRequest
+from ..engine import ChatRequest
 
 K1 = 1.2
 B = 0.75
@@ -216,7 +216,7 @@ def score_batch(query: str, content: str) -> MapScore:
         return MapScore(0, "", 0.0, 0.0)
 
     scores: list[float] = []
-    for s, tf in zip(sentences, tfs):
+    for s, tf in zip(sentences, tfs, strict=True):
         norm = K1 * (1 - B + B * len(s.tokens) / avgdl)
         score = 0.0
         for t in terms:

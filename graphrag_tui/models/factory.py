@@ -10,9 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..engine.request import ascii_integer, shown
+from ..engine import ChatModel, ModelError, ascii_integer, shown
 from ..errors import InputError
-from .base import ChatModel, ModelError
 from .extractive import ExtractiveModel
 from .openai_http import (
     DEFAULT_MAX_RESPONSE_BYTES,

@@ -41,9 +41,8 @@ from typing import IO, Any
 
 import httpx
 
-from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
+from ..engine import FALLBACK_DEFAULTS, ChatRequest, ModelError, SearchOptions, flag, resolve_options
 from ..errors import InputError
-from .base import ChatRequest, ModelError
 from .gguf import GGUFError, context_length
 from .openai_http import OpenAIChatModel
 
@@ -205,7 +204,7 @@ def local_search_options(
 # -- the server process -----------------------------------------------------------------------
 
 
-class LocalState(str, enum.Enum):
+class LocalState(enum.StrEnum):
     NOT_INSTALLED = "not_installed"
     STOPPED = "stopped"
     STARTING = "starting"
@@ -260,7 +259,7 @@ class LocalLLM:
         slots: int = DEFAULT_CONCURRENCY,
         *,
         threads: int | None = None,
-        on_change: Callable[["LocalLLM"], None] | None = None,
+        on_change: Callable[[LocalLLM], None] | None = None,
     ) -> None:
         if slots < 1:
             raise InputError("the local model needs at least one slot")
@@ -457,7 +456,7 @@ class LocalLLM:
 
     # -- models ----------------------------------------------------------------------------
 
-    def chat_model(self, timeout: float = 120.0, *, owns_server: bool = False) -> "LocalChatModel":
+    def chat_model(self, timeout: float = 120.0, *, owns_server: bool = False) -> LocalChatModel:
         """A ChatModel against the running server. With `owns_server` its aclose() stops it."""
         if self.state != LocalState.READY or self.base_url is None:
             raise LocalLLMError(f"the local LLM is not ready ({self.state.value}{': ' + self.message if self.message else ''})")

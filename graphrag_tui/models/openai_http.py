@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import httpx
 
+from ..engine import ChatRequest, ModelError
 from ..errors import InputError
-from .base import ChatRequest, ModelError
 
 ResponseFormat = Literal["json_object", "json_schema", "text"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_object", "json_schema", "text")
@@ -64,7 +64,7 @@ def key_pattern(key: str) -> re.Pattern[str]:
     parts = []
     for i, ch in enumerate(key):
         backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
-        forms = [re.escape(ch), backslashes + "(?i:u%04x)" % ord(ch), "%%(?:25)*(?i:%02x)" % ord(ch)]
+        forms = [re.escape(ch), backslashes + f"(?i:u{ord(ch):04x})", f"%(?:25)*(?i:{ord(ch):02x})"]
         if ch in _BACKSLASH_ESCAPABLE:
             forms.append(backslashes + re.escape(ch))
         parts.append("(?:" + "|".join(forms) + ")")
@@ -272,7 +272,7 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def __aenter__(self) -> "OpenAIChatModel":
+    async def __aenter__(self) -> OpenAIChatModel:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -11,15 +11,15 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
-from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from graphrag_tui.engine.corpus import Claim, CommunityContext, Excerpt
+from graphrag_tui.engine import Claim, CommunityContext, Excerpt
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import TABLES, create_schema
@@ -530,7 +530,7 @@ class CommunityStore:
         """The chunks (of any namespace) these claims cite, by id; ids with no row are left out."""
         cited = [c for c in dict.fromkeys(map(_CHUNK_OF_CLAIM, chain.from_iterable(claims))) if isinstance(c, str)]
         rows = self._query(_CHUNKS_SELECT, (json.dumps(cited),))
-        return dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows)))
+        return dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows), strict=False))
 
     def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
         """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`

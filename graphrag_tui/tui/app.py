@@ -22,15 +22,24 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
-from ..engine.events import Event
-from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag, resolve_options
-from ..engine.prompts import map_messages, prompt_text
-from ..engine.result import Level, SearchResult
-from ..engine.search import GlobalSearch, SearchPlan, utc_now
+from ..engine import (
+    FALLBACK_DEFAULTS,
+    ChatModel,
+    Event,
+    GlobalSearch,
+    Level,
+    SearchOptions,
+    SearchPlan,
+    SearchResult,
+    flag,
+    map_messages,
+    prompt_text,
+    resolve_options,
+    utc_now,
+)
 from ..errors import InputError
 from ..export import check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
-from ..models.base import ChatModel
 from ..models.factory import ModelSettings, open_model
 from ..planning import prepare_plan
 from ..store import CommunityStore

@@ -87,7 +87,9 @@ def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict
         if binding_id not in ids:
             raise InputError(f"{source} {name}: no key binding has this id (known ids: {', '.join(ids)})")
         if not isinstance(value, str) or has_surrogates(value):
-            raise InputError(f"{source} {binding_id}: must be a string of keys such as \"ctrl+g\" or \"x,f5\", got {shown(value)}")
+            raise InputError(
+                f"{source} {binding_id}: must be a string of keys such as \"ctrl+g\" or \"x,f5\", got {shown(value)}"
+            )
         keys = [key.strip() for key in value.split(",")]
         normalized = [normalize_key(key) for key in keys]
         if not keys or None in normalized:

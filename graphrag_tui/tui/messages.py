@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from ..engine.events import Event
-from ..engine.result import SearchResult
-from ..engine.search import SearchPlan
+from ..engine import Event, SearchPlan, SearchResult
 
 
 class OpenCommunity(Message):

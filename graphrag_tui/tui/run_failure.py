@@ -3,8 +3,7 @@ batches finished before the error, so they can still be read and exported."""
 
 from __future__ import annotations
 
-from ..engine.result import BatchResult, ReduceReport, SearchResult
-from ..engine.search import GlobalSearch, SearchPlan
+from ..engine import BatchResult, GlobalSearch, ReduceReport, SearchPlan, SearchResult
 from ..safe_text import one_line
 from .widgets.setup_form import RunRequest
 

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..engine.events import (
+from ..engine import (
     AttemptFailed,
     BatchFailed,
     BatchStarted,
@@ -17,12 +17,13 @@ from ..engine.events import (
     Event,
     Finished,
     Planned,
+    ReduceCandidate,
     ReduceCandidateDecided,
     ReduceStarted,
     RetryWaiting,
+    SearchPlan,
+    SearchResult,
 )
-from ..engine.result import ReduceCandidate, SearchResult
-from ..engine.search import SearchPlan
 
 Candidate = ReduceCandidate | ReduceCandidateDecided
 CellState = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]
@@ -133,7 +134,7 @@ class RunState:
         self.reduce_budget = result.reduce.budget
         self.reduce_tokens = result.reduce.prompt_tokens
         self.candidates = list(result.reduce.candidates)
-        for batch, cell in zip(result.batches, self.cells):
+        for batch, cell in zip(result.batches, self.cells, strict=False):
             if batch.status == "cancelled":
                 cell.state = "cancelled"
         self.dirty = True

@@ -34,15 +34,15 @@ from typing import NamedTuple
 
 import httpx
 
+from graphrag_tui.engine import GlobalSearch, SearchPlan
 from graphrag_tui.engine.batcher import MapBatch, PartRef
 from graphrag_tui.engine.events import BatchSucceeded, Planned
 from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.engine.ports import ChatRequest
 from graphrag_tui.engine.prompts import map_messages, map_skeleton
+from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA
 from graphrag_tui.engine.tokens import estimate_tokens
-from graphrag_tui.engine.search import GlobalSearch, SearchPlan
-from graphrag_tui.models.base import ChatRequest
 from graphrag_tui.models.openai_http import OpenAIChatModel
-from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA
 from graphrag_tui.planning import prepare_plan
 from graphrag_tui.store import CommunityStore
 
@@ -254,9 +254,9 @@ async def headless_seconds(store_path: Path) -> tuple[float, int]:
 async def app_seconds(store_path: Path, press_keys: bool) -> tuple[float, list[float]]:
     """The run's time in the app, and (with `press_keys`) how long each of a stream of
     keypresses sent during the run took to be handled."""
-    from graphrag_tui.tui.app import AppSettings, GraphRAGApp
     from textual import events
 
+    from graphrag_tui.tui.app import AppSettings, GraphRAGApp
     from graphrag_tui.tui.messages import RunFinished
     from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 

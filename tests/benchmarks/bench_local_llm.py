@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from graphrag_tui.engine.ports import ChatRequest, ModelError  # noqa: E402
 from graphrag_tui.engine.prompts import map_messages  # noqa: E402
+from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA  # noqa: E402
 from graphrag_tui.engine.search import GlobalSearch  # noqa: E402
-from graphrag_tui.models.base import ChatRequest, ModelError  # noqa: E402
 from graphrag_tui.models.local_llm import LocalLLM, availability, default_threads, fit_local_options  # noqa: E402
-from graphrag_tui.models.reply_schemas import MAP_REPLY_SCHEMA  # noqa: E402
 from graphrag_tui.planning import prepare_plan  # noqa: E402
 from graphrag_tui.store import CommunityStore  # noqa: E402
 
@@ -179,7 +179,8 @@ def main() -> None:
         print(f"Map batches of namespace {namespaces[0]}, leaf level, one slot:")
         print()
     print()
-    print("| map budget (reserve) | batches | estimated / real prompt tokens | s per Map batch | prompt tok/s | generated tokens | generated tok/s |")
+    print("| map budget (reserve) | batches | estimated / real prompt tokens | s per Map batch | prompt tok/s "
+          "| generated tokens | generated tok/s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         failed = f" (+{r['failed']} failed)" if r["failed"] else ""
@@ -192,10 +193,12 @@ def main() -> None:
     print()
     print(f"Whole store, level {level}:")
     print()
-    print("| namespace | concurrency (slots) | map budget (reserve) | Map batches (failed) | attempts | status | run s | s per Map attempt | Map prompt tokens (real, sent) | generated tokens | generated tok/s (server) | server start s |")
+    print("| namespace | concurrency (slots) | map budget (reserve) | Map batches (failed) | attempts | status | run s "
+          "| s per Map attempt | Map prompt tokens (real, sent) | generated tokens | generated tok/s (server) | server start s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
-        print(f"| {r['namespace']} | {r['concurrency']} | {r['budget']} ({r['reserve']}) | {r['batches']} ({r['failed']}) | {r['attempts']} | "
+        print(f"| {r['namespace']} | {r['concurrency']} | {r['budget']} ({r['reserve']}) | {r['batches']} ({r['failed']}) "
+              f"| {r['attempts']} | "
               f"{r['status']} | {r['seconds']:.1f} | {r['s_per_batch']:.1f} | {r['prompt_tokens']} | {r['gen_tokens']} | "
               f"{r['gen_tps']:.1f} | {r['startup']:.2f} |")
     for ns in namespaces:

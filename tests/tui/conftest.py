@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from graphrag_tui.tui.app import AppSettings, GraphRAGApp
 from tests.chat_server import Scripted, community_of  # noqa: F401 (shared with the TUI tests)
 
 QUESTION = "Who funds the bridge?"
-WALL_CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+WALL_CLOCK = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 #: Environment variables that change how a terminal app looks or behaves.
 _TERMINAL_ENV = (

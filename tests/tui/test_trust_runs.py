@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Input, Static
 
 from graphrag_tui.engine.options import SearchOptions
-from graphrag_tui.models.base import ChatRequest
+from graphrag_tui.engine.ports import ChatRequest
 from graphrag_tui.tui import app as app_module
 from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.export import ExportScreen

@@ -17,11 +17,10 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane, TextArea
 
-from ...engine.batcher import MapBatch
+from ...engine import Attempt, BatchResult, MapBatch
 from ...engine.replies import js_number
-from ...engine.result import Attempt, BatchResult
-from ...export import check_output_file, existing_files, write_files
 from ...errors import InputError
+from ...export import check_output_file, existing_files, write_files
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
 from ..widgets.footer import KeyFooter

@@ -22,7 +22,6 @@ from ..safe_text import clean, one_line, safe, safe_line
 from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
 
-
 #: The Sources tab shows at most this many chunks (one widget each); every chunk stays
 #: reachable from its claim in the Claims tab.
 MAX_SOURCE_WIDGETS = 200

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...engine.result import SearchResult
+from ...engine import SearchResult
 from ..messages import OpenCommunity
 from ..run_state import RunState
 from ..safe_text import clean, safe_line

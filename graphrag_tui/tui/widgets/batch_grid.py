@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click, MouseScrollDown, MouseScrollUp
 from textual.reactive import reactive
@@ -72,7 +72,9 @@ class BatchGrid(Widget, can_focus=True):
         """One row of cells, as a few segments (runs of one style), so a grid of thousands of
         batches costs only its visible rows."""
         if not self.cells:
-            return Strip([Segment("No batches yet: type a question and press Enter.", Style(dim=True))]) if y == 0 else Strip.blank(0)
+            if y != 0:
+                return Strip.blank(0)
+            return Strip([Segment("No batches yet: type a question and press Enter.", Style(dim=True))])
         columns = self.columns
         start = (y + self.top_row) * columns
         segments: list[Segment] = []

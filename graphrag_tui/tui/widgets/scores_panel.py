@@ -24,7 +24,7 @@ def histogram(scores: list[int | float]) -> Text:
     labels = ["     0"] + [f"{10 * i + 1 if i else 1:>2}-{10 * (i + 1):<3}" for i in range(BUCKETS)]
     top = max(counts) or 1
     text = Text()
-    for label, count in reversed(list(zip(labels, counts))):
+    for label, count in reversed(list(zip(labels, counts, strict=True))):
         bar = "█" * round(count / top * BAR_WIDTH)
         text.append(f"{label} ", style="dim")
         text.append(bar or "·", style="green" if label.strip() != "0" else "grey50")

@@ -12,14 +12,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from ...engine.options import (
+from ...engine import (
     FALLBACK_DEFAULTS,
+    Level,
     SearchOptions,
+    normalize_query,
     parse_option,
+    parse_seed,
     resolve_options,
 )
-from ...engine.request import normalize_query, parse_seed
-from ...engine.result import Level
 from ...errors import InputError
 from ...store import NamespaceInfo
 from ..safe_text import one_line

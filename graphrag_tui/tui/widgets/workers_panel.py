@@ -9,7 +9,6 @@ from textual.widgets import Static
 
 from ..run_state import RunState
 
-
 BARS = " ▁▂▃▄▅▆▇█"
 
 

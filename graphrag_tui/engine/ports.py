@@ -1,4 +1,6 @@
-"""The one small async interface every answering model implements."""
+"""The engine's port to a model: the one small async interface every answering model
+implements (graphrag_tui.models holds the implementations), the request it gets and the
+errors it may raise. The engine depends on this, never on a model module."""
 
 from __future__ import annotations
 

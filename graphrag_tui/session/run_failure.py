@@ -3,10 +3,14 @@ batches finished before the error, so they can still be read and exported."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..engine.result import BatchResult, ReduceReport, SearchResult
 from ..engine.search import GlobalSearch, SearchPlan
 from ..safe_text import one_line
-from .widgets.setup_form import RunRequest
+
+if TYPE_CHECKING:
+    from .run import SearchRequest
 
 #: How much of an exception's message the error line keeps.
 MESSAGE_LIMIT = 300
@@ -23,7 +27,7 @@ def error_words(error: BaseException) -> str:
 
 
 def failed_result(
-    request: RunRequest, plan: SearchPlan | None, search: GlobalSearch | None, error: BaseException
+    request: SearchRequest, plan: SearchPlan | None, search: GlobalSearch | None, error: BaseException
 ) -> SearchResult:
     """The run as far as it went, `failed` with the error in words."""
     text = error_words(error) + "; the run stopped there"

@@ -3,11 +3,24 @@
 and only show what comes back."""
 
 from .model import ModelSession, ModelState, ModelStatus
-from .options import Resolved, ResolvedOptions, Setting, SettingsResolver, resolve_retrieval
+from .options import (
+    Resolved,
+    ResolvedOptions,
+    Setting,
+    SettingsResolver,
+    resolve_retrieval,
+)
 from .run import RunSession, SearchRequest
 
 __all__ = [
-    "ModelSession", "ModelState", "ModelStatus",
-    "Resolved", "ResolvedOptions", "Setting", "SettingsResolver", "resolve_retrieval",
-    "RunSession", "SearchRequest",
+    "ModelSession",
+    "ModelState",
+    "ModelStatus",
+    "Resolved",
+    "ResolvedOptions",
+    "RunSession",
+    "SearchRequest",
+    "Setting",
+    "SettingsResolver",
+    "resolve_retrieval",
 ]

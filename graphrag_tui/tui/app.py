@@ -26,7 +26,7 @@ from ..engine.events import Event
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions
 from ..engine.prompts import map_messages, prompt_text
 from ..engine.result import Level, SearchResult
-from ..engine.search import SearchPlan, utc_now
+from ..engine.search import utc_now
 from ..errors import InputError
 from ..export import check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm

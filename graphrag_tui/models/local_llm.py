@@ -58,6 +58,8 @@ TEMPERATURE = 0.0
 SEED = 42
 #: The local model runs one Map batch at a time unless the user sets --concurrency.
 DEFAULT_CONCURRENCY = 1
+#: What SmolLM2's chat template adds around a system and a user message (measured: 13).
+TEMPLATE_TOKENS = 16
 STARTUP_TIMEOUT = 60.0
 THREADS_ENV = "GRAPHRAG_TUI_LOCAL_THREADS"
 

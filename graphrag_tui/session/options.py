@@ -17,17 +17,15 @@ from ..config import ENV_PREFIX, UserDefaults, load_user_defaults
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
 from ..errors import InputError
+from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
+from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
 
 Source = Literal["default", "config", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
 MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
 
 # The local model: see `fit_local`.
-#: One Map batch at a time unless the user sets the concurrency.
-LOCAL_DEFAULT_CONCURRENCY = 1
-#: What SmolLM2's chat template adds around a system and a user message (measured: 13).
-TEMPLATE_TOKENS = 16
 #: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
 #: model's real tokens (English by up to ~15%, measured; Chinese about 3.4x).
 DEFAULT_FILL_PERCENT = 80
@@ -139,9 +137,7 @@ def resolve_retrieval(
     given). `names` names the options nobody gave, in messages (default: their flags)."""
     if model_kind == "local":
         if context_window is None:
-            from ..models.local_llm import model_context_window
-
-            context_window = model_context_window()
+            context_window = local_llm.model_context_window()
         return fit_local(given, context_window, names=names)
     return _resolve(given, names)
 
@@ -190,7 +186,7 @@ def fit_local(
     def label(name: str) -> str:
         return _label(name, given, names)
 
-    concurrency = base.concurrency if "concurrency" in given else LOCAL_DEFAULT_CONCURRENCY
+    concurrency = base.concurrency if "concurrency" in given else DEFAULT_CONCURRENCY
     slot = context_window // concurrency
     if slot < MIN_SLOT_CONTEXT:
         raise InputError(
@@ -237,10 +233,8 @@ def form_defaults(given: Mapping[str, Setting], model_kind: str, *, names: Mappi
     possible (a given option that does not fit is shown as given: running says why)."""
     values = {n: s.value for n, s in given.items()}
     if model_kind == "local":
-        from ..models.local_llm import model_context_window
-
         try:
-            window = model_context_window()
+            window = local_llm.model_context_window()
         except InputError:  # not installed: running says so
             return _resolve(given, names).options
         concurrency = {n: s for n, s in given.items() if n == "concurrency"}

@@ -45,7 +45,7 @@ def failed_result(
         batches, reduce, selected = [], ReduceReport(budget=request.options.reduce_prompt_budget), []
     return SearchResult(
         query=plan.query if plan else request.query,
-        namespace=plan.namespace if plan else request.namespace,
+        namespace=plan.namespace if plan else request.namespace or "",
         level=plan.level if plan else request.level,
         seed=plan.seed if plan else request.seed,
         status="failed",

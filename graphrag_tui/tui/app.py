@@ -9,6 +9,7 @@ import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -387,8 +388,7 @@ class GraphRAGApp(App[int]):
         request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle)
         try:
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
-                options = await asyncio.to_thread(self.run_options, form, kind)
-                request = SearchRequest(form.query, form.namespace, form.level, options, form.seed, form.shuffle)
+                request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
             plan = await asyncio.to_thread(run.prepare, request)
             self.post_message(RunPlanned(plan))
             model = await self.models.open(self.model_settings(kind, plan.options.concurrency))

@@ -12,7 +12,12 @@ from graphrag_tui import cli
 from graphrag_tui.errors import InputError
 from graphrag_tui.models import local_llm
 from graphrag_tui.session import options as session_options
-from graphrag_tui.session.options import Setting, SettingsResolver, form_defaults, resolve_retrieval
+from graphrag_tui.session.options import (
+    Setting,
+    SettingsResolver,
+    form_defaults,
+    resolve_retrieval,
+)
 from tests.stores import three_leaves
 
 LABELS = {"map_budget": "Map budget", "map_reserve": "Map reserve", "reduce_budget": "Reduce budget",

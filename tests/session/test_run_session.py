@@ -101,7 +101,7 @@ async def test_a_run_that_breaks_ends_failed_and_keeps_its_finished_batches(stor
     with pytest.raises(asyncio.CancelledError):
         await task
     assert result.status == "failed" and result.error == "internal error: RuntimeError: the face broke; the run stopped there"
-    assert [b.status for b in result.batches][0] == "succeeded"
+    assert result.batches[0].status == "succeeded"
     assert run.result is result
 
 

@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -335,11 +336,27 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .importer import format_report, import_graphrag
+    """Ctrl+C (SIGINT) is noted, not raised, so that what is said is what happened: before
+    the commit the import stops and nothing is written (exit 130); after it, the import is
+    complete (exit 0, with a note)."""
+    from .importer import ImportInterrupted, format_report, import_graphrag
 
-    report = import_graphrag(args.source, args.store, args.namespace, args.text)
-    _say(format_report(report))
-    return 0
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        try:
+            report = import_graphrag(args.source, args.store, args.namespace, args.text,
+                                     interrupted=interrupted.is_set)
+        except ImportInterrupted:
+            _warn("graphrag-tui: interrupted: nothing was written")
+            return 130
+        _say(format_report(report))  # paths, names and notes come from outside
+        if interrupted.is_set():
+            _warn(f"note: the interrupt came after the import was committed: namespace "
+                  f"'{report.namespace}' was imported in full")
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -350,6 +367,10 @@ def cmd_app(args: argparse.Namespace) -> int:
     with CommunityStore.open(store_path):
         pass  # a bad store is an input error before the app starts
     from .tui.app import AppSettings, GraphRAGApp
+    from .tui.keymap import check_keymap
+
+    defaults = resolved.user_defaults  # the config file, read once for the whole command
+    keymap = check_keymap(defaults.keymap, f"config file {defaults.config_file}: [keymap]")
 
     app = GraphRAGApp(
         AppSettings(
@@ -361,6 +382,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             shuffle=not args.no_shuffle,
             model=resolved.model,
             given_options=resolved.options.given,
+            keymap=keymap,
         )
     )
     app.run()

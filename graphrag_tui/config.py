@@ -1,5 +1,5 @@
 """The user's defaults: `config.toml` in the user config directory (or --config PATH), then
-`GRAPHRAG_TUI_<OPTION>` environment variables. Flags override both; --no-config ignores both.
+`GRAPHRAG_TUI_<KEY>` environment variables over it. Flags override both; --no-config ignores both.
 
 ```toml
 [retrieval]
@@ -16,20 +16,43 @@ api_key_env = "MY_GATEWAY_KEY"
 timeout = 120
 response_format = "json_object"
 max_response_bytes = 8388608
+
+[keymap]  # binding id = comma-separated keys (the file only)
+export = "e,ctrl+e"
 ```
+
+pydantic-settings reads both sources and merges them; pydantic checks the values. Each source
+is also checked on its own, so a bad file value is an error even where a variable overrides
+it, and every error is one line naming the file, section and key, or the variable.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import platformdirs
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
-from .engine.options import FALLBACK_DEFAULTS, parse_option
+from .engine.options import parse_option
 from .engine.request import has_surrogates, shown
 from .errors import InputError
 from .models.factory import parse_max_response_bytes, parse_timeout
@@ -37,9 +60,96 @@ from .models.openai_http import RESPONSE_FORMATS
 
 APP_NAME = "graphrag-tui"
 ENV_PREFIX = "GRAPHRAG_TUI_"
-RETRIEVAL_KEYS = tuple(FALLBACK_DEFAULTS)
-MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes")
-SECTIONS = {"retrieval": RETRIEVAL_KEYS, "model": MODEL_KEYS}
+
+#: Stands for the setting in a check's message: pydantic reports the reason alone, at the
+#: value's location, and `_one_line` names the setting from the source the value came from.
+_SETTING = "\x00"
+
+
+def _checked_by(check: Callable[[Any, str], Any]) -> Callable[[Any], Any]:
+    """A pydantic validator from `check(value, label)`, whose InputError starts with the label."""
+
+    def validate(value: Any) -> Any:
+        try:
+            return check(value, _SETTING)
+        except InputError as error:
+            raise ValueError(str(error).removeprefix(f"{_SETTING} ")) from None
+
+    return validate
+
+
+def _string(value: Any, label: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{label} must be a string, got {shown(value)}")
+    return value
+
+
+def _response_format(value: Any, label: str) -> str:
+    text = _string(value, label)
+    if text not in RESPONSE_FORMATS:
+        raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(value)}")
+    return text
+
+
+_KEY_NAME = re.compile(r"[!-+\--~]+")  # printable ASCII but space and comma: `ctrl+e`, `f1`, `question_mark`
+
+
+def _key_list(value: Any, label: str) -> str:
+    """Comma-separated key names, as Textual's `App.set_keymap` takes them (spaces around
+    the commas dropped: Textual would keep them as part of the key)."""
+    keys = [key.strip(" ") for key in _string(value, label).split(",")]
+    if not all(_KEY_NAME.fullmatch(key) for key in keys):
+        raise InputError(f"{label} must be key names separated by commas, like \"e,ctrl+e\", got {shown(value)}")
+    return ",".join(keys)
+
+
+Text = Annotated[str | None, BeforeValidator(_checked_by(_string))]
+
+
+class RetrievalConfig(BaseModel):
+    """[retrieval]: the search options' defaults (SPEC §3.1); the keys of engine/options.py."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    map_budget: int | None = None
+    reduce_budget: int | None = None
+    map_reserve: int | None = None
+    reduce_reserve: int | None = None
+    concurrency: int | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _option(cls, value: Any, info: ValidationInfo) -> Any:
+        return _checked_by(partial(parse_option, str(info.field_name)))(value)
+
+
+class ModelConfig(BaseModel):
+    """[model]: the chat-completions endpoint's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: Text = None
+    model: Text = None
+    api_key_env: Text = None
+    timeout: Annotated[float | None, BeforeValidator(_checked_by(parse_timeout))] = None
+    response_format: Annotated[str | None, BeforeValidator(_checked_by(_response_format))] = None
+    max_response_bytes: Annotated[int | None, BeforeValidator(_checked_by(parse_max_response_bytes))] = None
+
+
+class Settings(BaseSettings):
+    """The whole file; the sources are given when it is built (`_build_sources`)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=True, extra="forbid")
+
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
+    keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
+
+
+#: The sections with fixed keys; each key is also read from the variable GRAPHRAG_TUI_<KEY>.
+SECTIONS = {"retrieval": tuple(RetrievalConfig.model_fields), "model": tuple(ModelConfig.model_fields)}
+_KNOWN_SECTIONS = ", ".join(f"[{name}]" for name in Settings.model_fields)
 
 
 class UserDefaults(BaseModel):
@@ -48,6 +158,8 @@ class UserDefaults(BaseModel):
 
     retrieval: dict[str, Any] = {}
     model: dict[str, Any] = {}
+    #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
+    keymap: dict[str, str] = {}
     labels: dict[str, str] = {}
     #: The config file path, if one was read.
     config_file: str | None = None
@@ -57,70 +169,130 @@ def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
+def file_label(path: Path | str, section: str, key: str) -> str:
+    """How messages name a key of the config file."""
+    return f"config file {path}: [{section}] {key if _KEY_NAME.fullmatch(key) else repr(key)}"
+
+
+class ConfigFileSource(TomlConfigSettingsSource):
+    """The TOML file, which must exist (it was given, or found); any reading error is one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = f"config file {path}: "
+        super().__init__(Settings, toml_file=path)
+        self.data: dict[str, Any] = self.toml_data
+
+    def label(self, section: str, key: str) -> str:
+        return file_label(self.path, section, key)
+
+    def _read_files(self, files: Any, deep_merge: bool = False) -> dict[str, Any]:
+        return self._read_file(self.path)
+
+    def _read_file(self, path: Any) -> dict[str, Any]:
+        try:
+            return tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"config file {path} does not exist") from None
+        except OSError as error:
+            raise InputError(f"config file {path} cannot be read: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise InputError(f"config file {path} is not UTF-8 text (byte {error.start})") from None
+        except tomllib.TOMLDecodeError as error:
+            raise InputError(f"config file {path} is not valid TOML: {error}") from None
+        except (RecursionError, ValueError):  # arrays nested thousands deep; integers of thousands of digits
+            raise InputError(f"config file {path} is not valid TOML: a value is nested too deeply or too long") from None
+
+
+class EnvironmentSource(EnvSettingsSource):
+    """GRAPHRAG_TUI_<KEY> for each key of SECTIONS (flat names: the keys are unique across
+    sections); an empty variable counts as unset."""
+
+    where = ""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(Settings)
+        self.data: dict[str, dict[str, str]] = {}
+        for section, keys in SECTIONS.items():
+            for key in keys:
+                name = self.label(section, key)
+                value = self.env_vars.get(name)
+                if value is not None:
+                    if has_surrogates(value):
+                        raise InputError(f"{name} is not valid UTF-8")
+                    self.data.setdefault(section, {})[key] = value
+
+    def label(self, section: str, key: str) -> str:
+        return self.env_prefix + key.upper()
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # Only our variables: the others (API keys among them) are never read here.
+        return {name: value for name, value in self._environ.items() if name.startswith(self.env_prefix) and value != ""}
+
+    def __call__(self) -> dict[str, Any]:
+        return self.data
+
+
+Source = ConfigFileSource | EnvironmentSource
+
+
 def load_user_defaults(
     config_path: Path | None, *, no_config: bool, environ: Mapping[str, str]
 ) -> UserDefaults:
-    """The config file's values, then the environment's over them; each checked here, so a
-    bad value is reported naming its file, section and key, or its variable."""
+    """The config file's values, then the environment's over them, checked: a bad value is
+    reported naming its file, section and key, or its variable."""
     if no_config:
         return UserDefaults()
-    defaults = UserDefaults()
     path = config_path or default_config_path()
+    sources: list[Source] = []
     if config_path is not None or path.is_file():
-        _read_file(path, defaults)
-    for section, keys in SECTIONS.items():
-        for key in keys:
-            name = ENV_PREFIX + key.upper()
-            value = environ.get(name)
-            if value is not None and value != "":
-                if has_surrogates(value):
-                    raise InputError(f"{name} is not valid UTF-8")
-                _set(defaults, section, key, value, name)
-    return defaults
+        sources.append(ConfigFileSource(path))
+        _settings(sources[-1])
+    sources.append(EnvironmentSource(environ))
+    _settings(sources[-1])
+    settings = _settings(*reversed(sources))  # the first source wins
+    labels = {}
+    for source in sources:  # the variables' labels over the file's
+        for section in SECTIONS:
+            labels.update({key: source.label(section, key) for key in source.data.get(section, {})})
+    return UserDefaults(
+        retrieval=settings.retrieval.model_dump(exclude_unset=True),
+        model=settings.model.model_dump(exclude_unset=True),
+        keymap=settings.keymap,
+        labels=labels,
+        config_file=str(path) if isinstance(sources[0], ConfigFileSource) else None,
+    )
 
 
-def _read_file(path: Path, defaults: UserDefaults) -> None:
+def _settings(*sources: Source) -> Settings:
+    """The settings from the sources, the first winning. An error is named from `sources[0]`:
+    each source is checked alone before they are merged, so a merge does not fail."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"config file {path} does not exist") from None
-    except OSError as error:
-        raise InputError(f"config file {path} cannot be read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"config file {path} is not UTF-8 text (byte {error.start})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"config file {path} is not valid TOML: {error}") from None
-    except (RecursionError, ValueError):  # arrays nested thousands deep; integers of thousands of digits
-        raise InputError(f"config file {path} is not valid TOML: a value is nested too deeply or too long") from None
-    for section, values in data.items():
-        if section not in SECTIONS:
-            unknown = f"section [{section}]" if isinstance(values, dict) else f"key {section!r}"
-            raise InputError(f"config file {path}: unknown {unknown} (known sections: [retrieval], [model])")
-        if not isinstance(values, dict):
-            raise InputError(f"config file {path}: {section} must be a section ([{section}] with its keys), got {shown(values)}")
-        for key, value in values.items():
-            if key not in SECTIONS[section]:
-                raise InputError(f"config file {path}: unknown key {key!r} in [{section}]")
-            _set(defaults, section, key, value, f"config file {path}: [{section}] {key}")
-    defaults.config_file = str(path)
+        return Settings(_build_sources=(sources, {}))  # type: ignore[call-arg]  # BaseSettings's own argument
+    except ValidationError as error:
+        raise _one_line(error, sources[0]) from None
 
 
-def _set(defaults: UserDefaults, section: str, key: str, value: Any, label: str) -> None:
-    getattr(defaults, section)[key] = _checked(key, value, label)
-    defaults.labels[key] = label
+def _one_line(error: ValidationError, source: Source) -> InputError:
+    """The first problem in the source's order, as one line naming where it is."""
+    order: dict[tuple[Any, ...], int] = {(section,): index for index, section in enumerate(source.data)}
+    for section, values in source.data.items():
+        if isinstance(values, dict):
+            order.update({(section, key): index for index, key in enumerate(values)})
 
+    def position(loc: tuple[int | str, ...]) -> tuple[int, int]:
+        """(the section's place, the key's place in it): a section's own problem comes first."""
+        return order.get(loc[:1], len(order)), (order.get(loc[:2], -1) if len(loc) > 1 else -1)
 
-def _checked(key: str, value: Any, label: str) -> Any:
-    """The value of one setting, checked; InputError naming `label` otherwise."""
-    if key in RETRIEVAL_KEYS:
-        return parse_option(key, value, label)
-    if key == "timeout":
-        return parse_timeout(value, label)
-    if key == "max_response_bytes":
-        return parse_max_response_bytes(value, label)
-    if not isinstance(value, str):
-        raise InputError(f"{label} must be a string, got {shown(value)}")
-    if key == "response_format" and value not in RESPONSE_FORMATS:
-        raise InputError(f"{label} must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(value)}")
-    return value
-
+    details = min(error.errors(), key=lambda details: position(details["loc"]))
+    section, *rest = (str(part) for part in details["loc"])
+    if not rest:
+        if details["type"] == "extra_forbidden":
+            unknown = f"section [{section}]" if isinstance(details["input"], dict) else f"key {section!r}"
+            return InputError(f"{source.where}unknown {unknown} (known sections: {_KNOWN_SECTIONS})")
+        return InputError(f"{source.where}{section} must be a section ([{section}] with its keys), got {shown(details['input'])}")
+    if details["type"] == "extra_forbidden":
+        return InputError(f"{source.where}unknown key {rest[0]!r} in [{section}]")
+    reason = details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"]
+    return InputError(f"{source.label(section, rest[0])} {reason}")

@@ -181,3 +181,48 @@ def write_index(
 
 def drop_column(rows: list[dict[str, Any]], column: str) -> list[dict[str, Any]]:
     return [{k: v for k, v in row.items() if k != column} for row in rows]
+
+
+def write_large_index(folder: Path, communities: int, claims_per_leaf: int) -> Path:
+    """Write :func:`large_index_tables` as Parquet files into ``folder`` (no copy on the way)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in large_index_tables(communities, claims_per_leaf).items():
+        pq.write_table(pa.Table.from_pylist(rows), folder / file_name(name, "3.x"))
+    return folder
+
+
+def large_index_tables(communities: int, claims_per_leaf: int) -> dict[str, list[dict[str, Any]]]:
+    """A GraphRAG 3.x index big enough for an import to take a while: a tenth of the
+    communities are roots (level 0), the rest their children (level 1, the leaves); each
+    leaf has its own entity, text unit and ``claims_per_leaf`` claims; one document."""
+    roots = max(1, communities // 10)
+    rows: dict[str, list[dict[str, Any]]] = {
+        "communities": [], "community_reports": [], "entities": [], "text_units": [], "covariates": [],
+        "documents": [{"id": "d0", "human_readable_id": 0, "title": "big.txt", "text": "Big.", "raw_data": None}],
+    }
+    for n in range(communities):
+        leaf = n >= roots
+        parent = n % roots if leaf else -1
+        rows["communities"].append({
+            "id": f"community-uuid-{n}", "human_readable_id": n, "community": n, "level": int(leaf),
+            "parent": parent, "children": [] if leaf else list(range(roots + n, communities, roots)),
+            "entity_ids": [f"ent-{n}"] if leaf else [], "text_unit_ids": [f"t{n}"] if leaf else [],
+        })
+        rows["community_reports"].append({
+            "id": f"report-uuid-{n}", "human_readable_id": n, "community": n, "level": int(leaf), "parent": parent,
+            "title": f"Report {n}", "summary": f"Summary of community {n}, " + "with some words " * 8,
+            "full_content": f"# Report {n}",
+        })
+        if not leaf:
+            continue
+        rows["entities"].append({"id": f"ent-{n}", "human_readable_id": n, "title": f"ENTITY {n}",
+                                 "description": f"Entity {n}."})
+        rows["text_units"].append({"id": f"t{n}", "human_readable_id": n, "text": f"Chunk {n}. " * 10,
+                                   "document_id": "d0"})
+        for k in range(claims_per_leaf):
+            hrid = n * claims_per_leaf + k
+            rows["covariates"].append({
+                "id": f"claim-uuid-{hrid}", "human_readable_id": hrid, "description": f"Claim {hrid} " * 6,
+                "subject_id": f"ENTITY {n}", "object_id": "NONE", "text_unit_id": f"t{n}",
+            })
+    return rows

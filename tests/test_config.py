@@ -6,10 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic_settings import EnvSettingsSource, TomlConfigSettingsSource
 
-from graphrag_tui.config import load_user_defaults
-from graphrag_tui.engine.options import resolve_options
+from graphrag_tui.config import (
+    SECTIONS,
+    ConfigFileSource,
+    EnvironmentSource,
+    Settings,
+    file_label,
+    load_user_defaults,
+)
+from graphrag_tui.engine.options import FALLBACK_DEFAULTS, resolve_options
+from graphrag_tui.engine.request import shown
 from graphrag_tui.errors import InputError
+from tests.cli_runner import run_cli
+from tests.stores import three_leaves
 
 
 def load(path: Path | None, **environ: str):
@@ -73,8 +84,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
         ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
         ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
-        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model])"),
-        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model])"),
+        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model], [keymap])"),
+        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [keymap])"),
         ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
     ],
 )
@@ -140,3 +151,122 @@ def test_no_config_reads_nothing(tmp_path: Path) -> None:
     path = config(tmp_path, "[retrieval]\nmap_budget = -3\n")
     defaults = load_user_defaults(path, no_config=True, environ={"GRAPHRAG_TUI_MAP_BUDGET": "x"})
     assert (defaults.retrieval, defaults.model, defaults.labels) == ({}, {}, {})
+
+
+# -- issue 10: pydantic-settings is the source; [keymap] ------------------------------------------
+
+
+def test_the_file_and_the_variables_merge_through_pydantic_settings(tmp_path: Path) -> None:
+    path = config(tmp_path, '[retrieval]\nmap_budget = 900\nconcurrency = 2\n'
+                            '[model]\nbase_url = "http://file/v1"\nmax_response_bytes = 1000\n'
+                            '[keymap]\ngoto = "ctrl+g"\n')
+    defaults = load(path, GRAPHRAG_TUI_CONCURRENCY="7", GRAPHRAG_TUI_BASE_URL="http://env/v1",
+                    GRAPHRAG_TUI_RESPONSE_FORMAT="text", GRAPHRAG_TUI_MAP_RESERVE="",  # empty: unset
+                    OPENAI_API_KEY="sk-never-read", graphrag_tui_model="lower-case is another variable")
+    assert defaults.retrieval == {"map_budget": 900, "concurrency": 7}
+    assert defaults.model == {"base_url": "http://env/v1", "max_response_bytes": 1000, "response_format": "text"}
+    assert defaults.keymap == {"goto": "ctrl+g"}
+    assert defaults.labels == {
+        "map_budget": f"config file {path}: [retrieval] map_budget",
+        "concurrency": "GRAPHRAG_TUI_CONCURRENCY",
+        "base_url": "GRAPHRAG_TUI_BASE_URL",
+        "max_response_bytes": f"config file {path}: [model] max_response_bytes",
+        "response_format": "GRAPHRAG_TUI_RESPONSE_FORMAT",
+    }
+    assert defaults.config_file == str(path)
+
+
+def test_the_sources_are_pydantic_settings_sources(tmp_path: Path) -> None:
+    path = config(tmp_path, "[retrieval]\nmap_budget = 900\n[keymap]\nquit = \"ctrl+q\"\n")
+    file_source = ConfigFileSource(path)
+    env_source = EnvironmentSource({"GRAPHRAG_TUI_MAP_BUDGET": "1200", "GRAPHRAG_TUI_TIMEOUT": "9", "HOME": "/h"})
+    assert isinstance(file_source, TomlConfigSettingsSource) and isinstance(env_source, EnvSettingsSource)
+    assert file_source() == {"retrieval": {"map_budget": 900}, "keymap": {"quit": "ctrl+q"}}
+    assert env_source() == {"retrieval": {"map_budget": "1200"}, "model": {"timeout": "9"}}
+    assert dict(env_source.env_vars) == {"GRAPHRAG_TUI_MAP_BUDGET": "1200", "GRAPHRAG_TUI_TIMEOUT": "9"}  # no other variable is read
+    settings = Settings(_build_sources=((env_source, file_source), {}))
+    assert settings.model_dump(exclude_unset=True) == {
+        "retrieval": {"map_budget": 1200}, "model": {"timeout": 9.0}, "keymap": {"quit": "ctrl+q"}}
+
+
+def test_the_sections_keys_are_the_models_fields() -> None:
+    assert SECTIONS == {
+        "retrieval": tuple(FALLBACK_DEFAULTS),
+        "model": ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes"),
+    }
+
+
+def test_a_variable_over_a_bad_file_value_does_not_hide_it(tmp_path: Path) -> None:
+    path = config(tmp_path, "[retrieval]\nmap_budget = -3\n")
+    assert error_of(path, GRAPHRAG_TUI_MAP_BUDGET="900") == \
+        f"config file {path}: [retrieval] map_budget must be a positive integer, got -3"
+
+
+def test_the_first_problem_in_the_file_is_reported(tmp_path: Path) -> None:
+    path = config(tmp_path, '[model]\ntimeout = "x"\nmodel = 5\n[retrieval]\nmap_budgett = 1\nmap_budget = -3\n')
+    assert error_of(path) == f"config file {path}: [model] timeout must be a positive number of seconds, got 'x'"
+    path = config(tmp_path, '[retrieval]\nmap_budgett = 1\nmap_budget = -3\n')
+    assert error_of(path) == f"config file {path}: unknown key 'map_budgett' in [retrieval]"
+    path = config(tmp_path, '[retrieval]\nmap_budget = 1\n[zzz]\n[model]\ntimeout = -1\n')
+    assert error_of(path) == f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [keymap])"
+    # the file before the variables; the variables in their sections' order
+    assert error_of(config(tmp_path, "[model]\ntimeout = 0\n"), GRAPHRAG_TUI_MAP_BUDGET="0") == \
+        f"config file {tmp_path / 'config.toml'}: [model] timeout must be a positive number of seconds, got 0"
+    assert error_of(config(tmp_path, ""), GRAPHRAG_TUI_TIMEOUT="0", GRAPHRAG_TUI_CONCURRENCY="0") == \
+        "GRAPHRAG_TUI_CONCURRENCY must be a positive integer, got '0'"
+
+
+def test_deeply_nested_tables_are_one_line(tmp_path: Path) -> None:
+    deep = ".".join(["a"] * 3000)
+    path = config(tmp_path, f"[retrieval]\n{deep} = 1\n")
+    assert error_of(path) == f"config file {path}: unknown key 'a' in [retrieval]"
+    path = config(tmp_path, f"[keymap]\ngoto = {'[' * 400}{']' * 400}\n")
+    nested: list = []
+    for _ in range(399):
+        nested = [nested]
+    assert error_of(path) == f"config file {path}: [keymap] goto must be a string, got {shown(nested)}"
+
+
+def test_the_keymap_section(tmp_path: Path) -> None:
+    path = config(tmp_path, '[keymap]\ngoto = "ctrl+g"\nexport = "e,ctrl+e"\n"app.help" = "f1 , question_mark"\n')
+    defaults = load(path, GRAPHRAG_TUI_KEYMAP="x")  # the keymap is read from the file only
+    assert defaults.keymap == {"goto": "ctrl+g", "export": "e,ctrl+e", "app.help": "f1,question_mark"}
+    assert (defaults.retrieval, defaults.model, defaults.labels) == ({}, {}, {})
+    assert load_user_defaults(path, no_config=True, environ={}).keymap == {}
+    assert file_label(path, "keymap", "goto") == f"config file {path}: [keymap] goto"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[keymap]\ngoto = 5\n", "[keymap] goto must be a string, got 5"),
+        ('[keymap]\ngoto = ["g"]\n', "[keymap] goto must be a string, got ['g']"),
+        ('[keymap]\ngoto = ""\n', "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got ''"),
+        ('[keymap]\ngoto = "e,,f"\n', "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got 'e,,f'"),
+        ('[keymap]\ngoto = "e,"\n', "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got 'e,'"),
+        ('[keymap]\ngoto = "ctrl g"\n',
+         "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got 'ctrl g'"),
+        ('[keymap]\ngoto = "é"\n', "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got 'é'"),
+        ('[keymap]\ngoto = "\\u001b[31m"\n',
+         "[keymap] goto must be key names separated by commas, like \"e,ctrl+e\", got '\\x1b[31m'"),
+        ('[keymap]\n"go\\u001bto" = ""\n',
+         "[keymap] 'go\\x1bto' must be key names separated by commas, like \"e,ctrl+e\", got ''"),
+        ("keymap = 5\n", "keymap must be a section ([keymap] with its keys), got 5"),
+        ('keymap = "goto"\n', "keymap must be a section ([keymap] with its keys), got 'goto'"),
+        ('[Keymap]\ngoto = "g"\n', "unknown section [Keymap] (known sections: [retrieval], [model], [keymap])"),
+    ],
+)
+def test_a_bad_keymap_entry_names_the_file_section_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = config(tmp_path, text)
+    assert error_of(path) == f"config file {path}: {message}"
+
+
+def test_the_cli_reads_a_keymap_and_refuses_a_bad_one_in_one_line(tmp_path: Path) -> None:
+    store = three_leaves(tmp_path / "harbour.db")
+    path = config(tmp_path, '[retrieval]\nmap_budget = 900\n[keymap]\ngoto = "ctrl+g"\n')
+    run = run_cli("plan", str(store), "Who funds the bridge?", "--config", str(path), "--json")
+    assert (run.code, run.stderr, run.json["options"]["map_budget"]) == (0, "", 900)
+    path.write_text('[retrieval]\nmap_budget = 900\n[keymap]\ngoto = "ctrl+g,"\n')
+    run = run_cli("plan", str(store), "Who funds the bridge?", "--config", str(path), "--json")
+    message = "must be key names separated by commas, like \"e,ctrl+e\", got 'ctrl+g,'"
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: [keymap] goto {message}\n")

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import shutil
+import signal
 import sqlite3
+import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from graphrag_tui.errors import InputError
@@ -18,9 +28,17 @@ from tests.graphrag_fixtures import (
     drop_column,
     index_tables,
     write_index,
+    write_large_index,
 )
+from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "graphrag-sample-data" / "msgraphrag-v3-christmas-carol"
+# ../shared beside the checkout (/work/main/tests -> /work/shared), or beside a worktree's parent.
+SHARED = next(
+    (folder / "shared" / "graphrag-sample-data" / "msgraphrag-v3-christmas-carol"
+     for folder in Path(__file__).resolve().parents[1:4]
+     if (folder / "shared" / "graphrag-sample-data").is_dir()),
+    Path("/nonexistent"),
+)
 
 
 def rows(store: Path, sql: str, *params) -> list[tuple]:
@@ -354,6 +372,19 @@ def test_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "s.db").exists()
 
 
+@pytest.mark.parametrize("namespace", ["a\x1b]0;title\x07b", "a\u202eb", "a\tb", "a\udcffb"],
+                         ids=["osc", "bidi", "tab", "not-utf8"])
+def test_a_namespace_with_control_characters_is_refused(tmp_path: Path, namespace: str) -> None:
+    run = import_cli(write_index(tmp_path / "out"), tmp_path / "s.db", namespace)
+    shown = repr(namespace)  # every control character written as an escape
+    message = (f"invalid namespace {shown}: no control characters, bidirectional controls "
+               "or bytes that are not UTF-8")
+    if namespace == "a\udcffb":  # the command line refuses text arguments that are not UTF-8 first
+        message = "--namespace is not valid UTF-8"
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def test_unreadable_parquet_leaves_existing_store_unchanged(tmp_path: Path) -> None:
     store = tmp_path / "store.db"
     import_graphrag(write_index(tmp_path / "good"), store, "ns")
@@ -441,3 +472,248 @@ def test_shared_graphrag_v3_sample(tmp_path: Path) -> None:
     assert rows(store, "SELECT id FROM rag_community_summaries WHERE id = 'cc/' || ?", "0") == [("cc/0",)]
     members = json.loads(rows(store, "SELECT members FROM rag_community_summaries WHERE id = 'cc/0'")[0][0])
     assert len(members) > 0
+
+
+# --- the real command: unwritable targets, bad hierarchies, Ctrl+C (issue 9) ------------------
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file of the folder (not its subfolders) and its sha256."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def import_cli(src: Path, store: Path, ns: str = "ns") -> Run:
+    return run_cli("import-graphrag", str(src), str(store), "--namespace", ns)
+
+
+# Root passes permission checks, so as root (CI) the command runs as `nobody`: the CLI's own
+# `main` in a process that drops its privileges once its modules are loaded.
+_AS_NOBODY = """
+import os, sys
+import graphrag_tui.cli, graphrag_tui.importer.api, pyarrow.parquet
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+sys.exit(graphrag_tui.cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def unprivileged(tmp_path: Path) -> Iterator[tuple[Path, Callable[..., Run]]]:
+    """A folder to work in and a runner of the command without root's powers."""
+    if os.geteuid() != 0:
+        yield tmp_path, lambda *args: run_cli(*args)
+        return
+    folder = Path(tempfile.mkdtemp(prefix="grt-unprivileged-"))  # /tmp/pytest-of-root is 0700
+    folder.chmod(0o755)
+    os.chown(folder, 65534, 65534)
+
+    def run(*args: str) -> Run:
+        done = subprocess.run([sys.executable, "-c", _AS_NOBODY, *args], capture_output=True, text=True,
+                              env=clean_env(), timeout=60, stdin=subprocess.DEVNULL)
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    try:
+        yield folder, run
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_import_into_a_read_only_folder_or_file_is_exit_2(unprivileged: tuple[Path, Callable[..., Run]]) -> None:
+    base, run_import = unprivileged
+    src = write_index(base / "out")
+    folder = base / "ro"
+    folder.mkdir()
+    existing = folder / "old.db"
+    assert import_cli(src, existing, "old").code == 0
+    for path in (base, src, folder, existing, *src.iterdir()):
+        os.chown(path, os.stat(base).st_uid, os.stat(base).st_gid)
+    before = snapshot(folder)
+    folder.chmod(0o555)
+    try:
+        for store in (folder / "new.db", existing):
+            run = run_import("import-graphrag", str(src), str(store), "--namespace", "ns")
+            assert (run.code, run.stdout, run.stderr) == (2, "", (
+                f"graphrag-tui: error: cannot import into {store}: folder {folder} is not writable "
+                "(the store and its journal are written there)\n"))
+        assert snapshot(folder) == before
+    finally:
+        folder.chmod(0o755)
+    existing.chmod(0o444)
+    run = run_import("import-graphrag", str(src), str(existing), "--namespace", "ns")
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", f"graphrag-tui: error: cannot import into {existing}: the file is not writable\n")
+    assert snapshot(folder) == before
+
+
+def test_import_into_a_path_under_a_file_or_a_missing_folder_is_exit_2(tmp_path: Path) -> None:
+    src = write_index(tmp_path / "out")
+    regular = tmp_path / "regular"
+    regular.write_text("not a folder")
+    run = import_cli(src, regular / "s.db")
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", f"graphrag-tui: error: folder of the store is not a folder: {regular}\n")
+    run = import_cli(src, tmp_path / "missing" / "s.db")
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", f"graphrag-tui: error: folder of the store does not exist: {tmp_path / 'missing'}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "regular"]
+    assert regular.read_text() == "not a folder"
+
+
+def _set_parents(tables: dict, parents: dict[int, int]) -> dict:
+    for name in ("communities", "community_reports"):
+        for row in tables[name]:
+            n = row["community"]
+            if n in parents:
+                row["parent"] = parents[n]
+            row.pop("children", None)
+    return tables
+
+
+def test_a_fully_cyclic_hierarchy_is_refused(tmp_path: Path) -> None:
+    # 0 -> 1 -> 0 and 2 -> 3 -> 9 -> 10 -> 2: every community is some community's parent.
+    tables = _set_parents(index_tables(), {0: 1, 1: 0, 2: 3, 3: 9, 9: 10, 10: 2})
+    src = write_index(tmp_path / "out", tables=tables)
+    store = tmp_path / "s.db"
+    run = import_cli(src, store)
+    assert (run.code, run.stdout, run.stderr) == (2, "", (
+        f"graphrag-tui: error: {src / 'communities.parquet'}: every community is some community's parent "
+        "(the 'parent' links form cycles), so there is no leaf community to search or to hold claims\n"))
+    assert not store.exists()
+
+
+def test_a_partly_cyclic_hierarchy_is_noted(tmp_path: Path) -> None:
+    # 2 -> 9 -> 2 is a cycle; 10 stays a leaf under 2, and 1 and 3 are leaves too.
+    tables = _set_parents(index_tables(), {2: 9, 9: 2})
+    report = import_graphrag(write_index(tmp_path / "out", tables=tables), tmp_path / "s.db", "ns")
+    assert report.leaves == 3
+    assert [note for note in report.notes if "cycles" in note] == [
+        "2 communities form cycles of 'parent' links (community 2 among them): they are imported "
+        "as they are, and the search reaches them only by level"
+    ]
+
+
+def test_zero_communities_is_refused_and_keeps_the_namespace(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    assert import_cli(write_index(tmp_path / "full"), store).code == 0
+    before = snapshot(tmp_path)
+    src = write_index(tmp_path / "empty")
+    reports = src / "community_reports.parquet"
+    pq.write_table(pq.read_table(reports).slice(0, 0), reports)  # the same columns, no rows
+    run = import_cli(src, store)
+    assert (run.code, run.stdout, run.stderr) == (2, "", (
+        f"graphrag-tui: error: {src / 'community_reports.parquet'}: no community has a report, so there is "
+        "nothing to import (the namespace would be empty)\n"))
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("table", ["communities", "community_reports"])
+def test_a_negative_level_is_refused(tmp_path: Path, table: str) -> None:
+    tables = index_tables()
+    tables[table][3]["level"] = -1
+    if table == "community_reports":  # the report's own level is read only without a communities row
+        tables["communities"] = [row for row in tables["communities"] if row["community"] != 3]
+    src = write_index(tmp_path / "out", tables=tables)
+    run = import_cli(src, tmp_path / "s.db")
+    assert (run.code, run.stdout, run.stderr) == (2, "", (
+        f"graphrag-tui: error: {src / (table + '.parquet')}: column 'level' row 3 is not a level (0 or more): -1\n"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# Ctrl+C at different moments of a real import of a synthetic index big enough to take seconds.
+
+BIG_COMMUNITIES, BIG_CLAIMS_PER_LEAF = 10_000, 10
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_large_index(tmp_path_factory.mktemp("big") / "out", BIG_COMMUNITIES, BIG_CLAIMS_PER_LEAF)
+
+
+def _wait_for(condition: Callable[[], bool], child: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert child.poll() is None, f"the import ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.001)
+
+
+def _start_import(src: Path, store: Path, stdout: int | None = subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen(
+        [EXECUTABLE, "import-graphrag", str(src), str(store), "--namespace", "big"],
+        stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(), text=True,
+    )
+
+
+def _reading_parquet(child: subprocess.Popen) -> bool:
+    """pyarrow is loaded only once the import has begun (the CLI's Ctrl+C handling is on)."""
+    try:
+        return "libarrow" in Path(f"/proc/{child.pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+@pytest.mark.parametrize("moment", ["reading", "writing"])
+@pytest.mark.parametrize("existing", [True, False], ids=["existing-store", "new-store"])
+def test_ctrl_c_before_the_commit_writes_nothing(tmp_path: Path, big_index: Path, moment: str, existing: bool) -> None:
+    store = tmp_path / "s.db"
+    if existing:
+        assert import_cli(write_index(tmp_path / "small"), store, "other").code == 0
+    before = snapshot(tmp_path)
+    journal = tmp_path / "s.db-journal"
+    child = _start_import(big_index, store)
+    try:
+        if moment == "reading":
+            _wait_for(lambda: _reading_parquet(child), child, "the import to start")
+        else:  # SQLite's rollback journal exists from the first write to the commit
+            _wait_for(journal.exists, child, "the import to write")
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert (child.returncode, stdout, stderr) == (130, "", "graphrag-tui: interrupted: nothing was written\n")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+def test_ctrl_c_after_the_commit_says_the_import_is_complete(tmp_path: Path, big_index: Path) -> None:
+    store = tmp_path / "s.db"
+    journal = tmp_path / "s.db-journal"
+    # The child's stdout is a pipe that is already full: it blocks printing its report (after
+    # the commit) until the test reads, so the interrupt surely comes after the commit.
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    filler = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filler += os.write(write_end, b"x" * 4096)
+    os.set_blocking(write_end, True)
+    child = _start_import(big_index, store, stdout=write_end)
+    os.close(write_end)
+    try:
+        _wait_for(journal.exists, child, "the import to write")
+        _wait_for(lambda: not journal.exists(), child, "the commit")
+        child.send_signal(signal.SIGINT)
+        with os.fdopen(read_end, "rb") as pipe:
+            output = pipe.read()
+        stderr = child.stderr.read()
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    assert output[:filler] == b"x" * filler
+    leaves = BIG_COMMUNITIES - BIG_COMMUNITIES // 10
+    claims = leaves * BIG_CLAIMS_PER_LEAF
+    assert output[filler:].decode() == (
+        f"Imported GraphRAG 3.x index {big_index}\n"
+        f"  into new store {store}, namespace 'big' (community text: summary)\n"
+        f"Communities: {BIG_COMMUNITIES} (level 0: {BIG_COMMUNITIES // 10}, level 1: {leaves})\n"
+        f"Leaves: {leaves}\n"
+        f"Entities: {leaves}\n"
+        f"Claims: {claims} (assigned to a leaf: {claims} [{claims} by subject entity, 0 by text unit], unassigned: 0)\n"
+        f"Chunks: {leaves}\n"
+        "Documents: 1\n"
+        "Skipped dangling references: none\n"
+    )
+    assert (child.returncode, stderr) == (0, (
+        "note: the interrupt came after the import was committed: namespace 'big' was imported in full\n"))
+    assert rows(store, "SELECT count(*) FROM rag_claims WHERE namespace = 'big'") == [(claims,)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.confirm import ConfirmScreen
 from graphrag_tui.tui.screens.export import ExportScreen, default_export_path
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
-from graphrag_tui.tui.screens.keys import KeysScreen
 from graphrag_tui.tui.screens.save_response import SaveResponseScreen
 
 from .stores import build_store
@@ -572,33 +570,6 @@ async def test_export_dialog(tmp_path: Path) -> None:
         await pilot.pause()
         assert app.results == [default, tmp_path / "report", None]
         assert len(app.screen_stack) == 1
-
-
-async def test_keys_screen_lists_keys_and_closes() -> None:
-    app = Host()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await push(app, pilot, KeysScreen(), app.record)
-        text = screen_text(app)
-        for key, meaning in [
-            ("Enter", "run the query (in the query field)"),
-            ("Esc", "cancel a running run; close a screen or dialog"),
-            ("g", "go to a community by id or number"),
-            ("e", "export the run (JSON and Markdown report)"),
-            ("s", "in a batch: save a response too long to show whole"),
-            ("?", "this list of keys"),
-            ("ctrl+p", "command palette"),
-            ("ctrl+q", "quit (asks first while a run is going)"),
-            ("tab / shift+tab", "move focus between fields and panels"),
-        ]:
-            assert re.search(rf"\s{re.escape(key)}\s+{re.escape(meaning)}", text), key
-        await pilot.press("question_mark")
-        await pilot.pause()
-        assert len(app.screen_stack) == 1
-        await push(app, pilot, KeysScreen(), app.record)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert len(app.screen_stack) == 1
-        assert app.results == [None, None]
 
 
 @pytest.mark.parametrize(

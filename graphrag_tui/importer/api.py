@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from graphrag_tui.errors import InputError
+from graphrag_tui.safe_text import clean
 from graphrag_tui.importer.mapping import build_rows
 from graphrag_tui.importer.parquet_tables import read_index
 from graphrag_tui.importer.report import ImportReport
-from graphrag_tui.importer.writer import write_namespace
+from graphrag_tui.importer.writer import ImportInterrupted, check_writable, write_namespace
 
 TEXT_COLUMNS = ("summary", "full_content")
 
@@ -19,11 +21,16 @@ def import_graphrag(
     store_path: Path,
     namespace: str,
     text: Literal["summary", "full_content"] = "summary",
+    *,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> ImportReport:
     """Import a GraphRAG 1.x/2.x/3.x index into ``namespace`` of the store, replacing it.
 
     Everything is read and checked before the store is touched, and the store is written in one
     transaction: a failure raises InputError (one line) and leaves the store as it was.
+    `interrupted` is polled between the steps and while writing: once it returns True before
+    the commit, the import stops with ImportInterrupted and the store is left as it was. Once
+    the commit has begun, the import completes.
     """
     if text not in TEXT_COLUMNS:
         raise InputError(f"--text must be summary or full_content, not {text!r}")
@@ -34,10 +41,18 @@ def import_graphrag(
             f"invalid namespace {namespace!r}: no '/' and no leading or trailing spaces "
             "('/' separates the namespace from the GraphRAG number in IDs)"
         )
+    if clean(namespace) != namespace or "\t" in namespace or "\n" in namespace:
+        raise InputError(
+            f"invalid namespace {namespace!r}: no control characters, bidirectional controls "
+            "or bytes that are not UTF-8"
+        )
     source_dir = Path(source_dir)
     store_path = Path(store_path)
 
+    check_writable(store_path)  # before the (long) read; checked again when writing
     index = read_index(source_dir, text)
+    if interrupted():
+        raise ImportInterrupted
     report = ImportReport(
         source_dir=source_dir,
         store_path=store_path,
@@ -46,5 +61,7 @@ def import_graphrag(
         text_column=text,
     )
     rows = build_rows(index, namespace, text, report)
-    report.replaced_rows, report.new_store = write_namespace(store_path, namespace, rows)
+    if interrupted():
+        raise ImportInterrupted
+    report.replaced_rows, report.new_store = write_namespace(store_path, namespace, rows, interrupted)
     return report

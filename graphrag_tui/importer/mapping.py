@@ -169,7 +169,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
                 f"{tables['communities'].path.name} and no level"
             )
         parent = as_int(reports_table, "parent", i, row.get("parent"), allow_null=True) if reports_table.has("parent") else None
-        structure[number] = (level, parent if parent is not None and parent >= 0 else None)
+        structure[number] = (_level(reports_table, i, level), parent if parent is not None and parent >= 0 else None)
 
     unreported = sorted(set(communities) - set(reports))
     if unreported:
@@ -183,8 +183,24 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
             report.skip("parent community references not found among the reports")
             parent = None
         parent_of[number] = parent
+    if not structure:
+        raise InputError(
+            f"{reports_table.path}: no community has a report, so there is nothing to import "
+            "(the namespace would be empty)"
+        )
     has_children = {p for p in parent_of.values() if p is not None}
     leaves = sorted(n for n in structure if n not in has_children)
+    cyclic = _in_cycles(parent_of)
+    if not leaves:
+        raise InputError(
+            f"{tables['communities'].path}: every community is some community's parent (the "
+            f"'parent' links form cycles), so there is no leaf community to search or to hold claims"
+        )
+    if cyclic:
+        report.notes.append(
+            f"{len(cyclic)} communities form cycles of 'parent' links (community {min(cyclic)} among "
+            "them): they are imported as they are, and the search reaches them only by level"
+        )
 
     members: dict[int, list[str]] = {}  # number -> entity store ids
     empty_text = 0
@@ -360,7 +376,7 @@ def _read_communities(table: Table, report: ImportReport) -> dict[int, _Communit
         )
         communities[number] = _Community(
             number=number,
-            level=as_int(table, "level", i, row["level"]),
+            level=_level(table, i, as_int(table, "level", i, row["level"])),
             parent=parent if parent is not None and parent >= 0 else None,
             entity_ids=[e for e in entity_ids if e is not None],
             text_unit_ids={u for u in units if u is not None},
@@ -369,6 +385,33 @@ def _read_communities(table: Table, report: ImportReport) -> dict[int, _Communit
     if repeated:
         report.notes.append(f"{table.path.name}: skipped {repeated} rows repeating an earlier community")
     return communities
+
+
+def _level(table: Table, row_index: int, level: int | None) -> int | None:
+    """GraphRAG levels count down from 0 (the roots); a negative one is damage."""
+    if level is not None and level < 0:
+        raise InputError(
+            f"{table.path}: column '{table.column_label('level')}' row {row_index} "
+            f"is not a level (0 or more): {level}"
+        )
+    return level
+
+
+def _in_cycles(parent_of: dict[int, int | None]) -> set[int]:
+    """The communities that are their own ancestor."""
+    cyclic: set[int] = set()
+    done: set[int] = set()
+    for start in parent_of:
+        path: dict[int, None] = {}
+        node: int | None = start
+        while node is not None and node not in done and node not in path:
+            path[node] = None
+            node = parent_of.get(node)
+        if node is not None and node in path:  # the walk came back to itself: a new cycle
+            on_cycle = list(path)[list(path).index(node):]
+            cyclic.update(on_cycle)
+        done.update(path)
+    return cyclic
 
 
 def _check_children(table: Table, communities: dict[int, _Community], report: ImportReport) -> None:

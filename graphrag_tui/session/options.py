@@ -67,6 +67,8 @@ class Resolved:
     options: ResolvedOptions
     model: ModelSettings | None = None
     model_sources: Mapping[str, Setting] = field(default_factory=dict)
+    #: What the config file and the environment said (the app's [keymap], say).
+    user_defaults: UserDefaults = field(default_factory=UserDefaults)
 
 
 def _user_source(label: str) -> Source:
@@ -104,12 +106,12 @@ class SettingsResolver:
         given = self.retrieval_given({n: flags.get(n) for n in FALLBACK_DEFAULTS})
         options = resolve_retrieval(given)  # checked first: a bad option is the first error
         if not with_model:
-            return Resolved(options)
+            return Resolved(options, user_defaults=self.defaults)
         settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
-        return Resolved(options, settings, self.model_sources(flags, settings))
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults)
 
     def model_sources(self, flags: Mapping[str, Any | None], settings: ModelSettings) -> dict[str, Setting]:
         user = self.user_settings(self.defaults.model)

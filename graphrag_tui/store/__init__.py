@@ -7,5 +7,6 @@ from graphrag_tui.store.store import (
     CommunityStore,
     NamespaceInfo,
 )
+from graphrag_tui.store.validation import StoreError
 
-__all__ = ["ChunkDetail", "ClaimDetail", "CommunityDetail", "CommunityStore", "NamespaceInfo"]
+__all__ = ["ChunkDetail", "ClaimDetail", "CommunityDetail", "CommunityStore", "NamespaceInfo", "StoreError"]

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine.corpus import Claim, CommunityContext, Excerpt
 from graphrag_tui.errors import InputError
+from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import TABLES, create_schema
+from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Communities expanded per round of queries in `iter_communities`.
@@ -52,7 +54,7 @@ _REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 # dangling parent link simply ends a path.
 _NAMESPACE_CTES = """
 ns(id, parent, level, summary) AS (
-    SELECT id, parent_community_id, level, summary_content
+    SELECT id, parent_community_id, level, CAST(summary_content AS TEXT)
     FROM rag_community_summaries WHERE namespace = :ns
 ),
 parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
@@ -91,21 +93,24 @@ wanted(root, leaf) AS (
 # Claims of the leaves whose ids are in a JSON array (:leaves), ordered by leaf id, then
 # claim id: id, leaf, subject entity id, description, object entity id, chunk id. Entity
 # names are looked up in Python: a dict beats two joins (four B-tree searches) per claim.
+# The CASTs (no-ops on text) make a BLOB or a number in a hostile store text too, and a NULL
+# subject or description empty.
 _CLAIMS_SELECT = """
-SELECT c.id, c.community_summary_id, c.subject_entity_id, c.description, c.object_entity_id,
-       c.source_chunk_id
+SELECT CAST(c.id AS TEXT), c.community_summary_id, coalesce(CAST(c.subject_entity_id AS TEXT), ''),
+       coalesce(CAST(c.description AS TEXT), ''), CAST(c.object_entity_id AS TEXT),
+       CAST(c.source_chunk_id AS TEXT)
 FROM rag_claims AS c
 WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 """
 
 # Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
-# and reading them all beats finding out which.
-_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities"
+# and reading them all beats finding out which. A name that is not text counts as missing.
+_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text'"
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (
-    "SELECT id, coalesce(content, '') FROM rag_children "
+    "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
 
@@ -171,8 +176,30 @@ class CommunityDetail(BaseModel):
     chunks: list[ChunkDetail] = []
 
 
-def _is_blank(text: Any) -> bool:
-    return text is None or not str(text).strip()
+def _is_blank(raw: bytes | None) -> bool:
+    """Whether a summary (passed as BLOB, so that bytes that are not UTF-8 cannot fail the
+    call) is empty after trimming."""
+    return raw is None or not raw.decode("utf-8", errors="replace").strip()
+
+
+def _text(value: Any) -> str | None:
+    """A column value as text for display: a BLOB is decoded (U+FFFD for bad bytes), a
+    number written out, NULL kept as None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _claim_detail(claim: Claim, source_parent_id: Any) -> ClaimDetail:
+    """The drill-down's claim; a NULL where a claim needs text (id, subject, description)
+    shows as empty."""
+    return ClaimDetail(
+        id=_text(claim.id) or "", leaf_id=claim.leaf_id, subject=_text(claim.subject) or "",
+        object=_text(claim.object), description=_text(claim.description) or "",
+        chunk_id=_text(claim.chunk_id), source_parent_id=_text(source_parent_id),
+    )
 
 
 def _parse_members(raw: Any) -> list[str]:
@@ -181,7 +208,7 @@ def _parse_members(raw: Any) -> list[str]:
         return []
     try:
         value = json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep
         return []
     if not isinstance(value, list):
         return []
@@ -189,20 +216,33 @@ def _parse_members(raw: Any) -> list[str]:
             for item in value]
 
 
-def _readonly_uri(path: Path, header: bytes) -> str:
-    """URI for a read-only connection that creates no side files.
+def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
+    """A read-only connection that creates no side files.
 
     Header bytes 18/19 are 2 for a WAL-mode file. Even a `mode=ro` connection to such a
-    file creates `-shm` (and may create `-wal`); when no `-wal` file exists nobody is
-    writing, so `immutable=1` reads the file as it is without any locking or side files.
-    When a `-wal` exists its frames must be read, so we fall back to plain `mode=ro`.
+    file creates `-shm` (and may create `-wal`). Without a `-wal` file nobody is writing,
+    so `immutable=1` reads the file as it is, with no locking or side files. A `-wal`
+    without a `-shm` is left over (every connection of a writer maps the `-shm`): its
+    frames must be read, so the connection keeps its WAL index in its own memory
+    (exclusive locking mode, which SQLite only allows read-only without file locks). With
+    both files, a writer may be active: plain `mode=ro` shares its `-shm` and sees its
+    commits.
     """
     uri = path.resolve().as_uri()
     is_wal = header[18] == 2 or header[19] == 2
     wal_file = path.with_name(path.name + "-wal")
+    shm_file = path.with_name(path.name + "-shm")
     if is_wal and not wal_file.exists():
-        return uri + "?mode=ro&immutable=1"
-    return uri + "?mode=ro"
+        return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, check_same_thread=False)
+    if is_wal and not shm_file.exists():
+        conn = sqlite3.connect(uri + "?mode=ro&vfs=unix-none", uri=True, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+    return sqlite3.connect(uri + "?mode=ro", uri=True, check_same_thread=False)
 
 
 def _check_file(path: Path) -> bytes:
@@ -266,23 +306,31 @@ class CommunityStore:
     def open(cls, path: str | Path) -> CommunityStore:
         """Open an existing store read-only; the file is never changed and no side files
         are created. Raises `InputError` (one line naming the path) for a missing file, a
-        directory, a non-SQLite file, or a database missing required tables or columns."""
+        directory, a non-SQLite file, or a database missing required tables or columns,
+        and `StoreError` for a bad community row (`validation.check_communities`) or any
+        SQLite error."""
         path = Path(path)
         header = _check_file(path)
         conn = None
         try:
-            conn = sqlite3.connect(_readonly_uri(path, header), uri=True,
-                                   check_same_thread=False)
+            conn = _readonly_connection(path, header)
             _check_schema(conn, path)
-        except sqlite3.DatabaseError as exc:
+            check_communities(conn, path)
+            return cls(conn, path, writable=False)
+        except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
-            raise InputError(f"Cannot open store {path}: {exc}") from None
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+                raise StoreError(
+                    f"Cannot open store {path}: it holds an unfinished transaction "
+                    f"({path.name}-journal) that only a writer can roll back; "
+                    "open it once with sqlite3 to recover it"
+                ) from None
+            raise StoreError(f"Cannot open store {path}: {one_line(str(exc))}") from None
         except InputError:
             if conn is not None:
                 conn.close()
             raise
-        return cls(conn, path, writable=False)
 
     @classmethod
     def create(cls, path: str | Path) -> CommunityStore:
@@ -336,8 +384,20 @@ class CommunityStore:
     # -- reading -------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        """Every read goes through here: a SQLite error becomes a StoreError, and text that
+        is not valid UTF-8 is read again with U+FFFD for the bad bytes (and from then on,
+        on this connection; the default decoder is faster, so it stays until needed)."""
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                try:
+                    return self._conn.execute(sql, params).fetchall()
+                except sqlite3.OperationalError as exc:
+                    if not str(exc).startswith("Could not decode to UTF-8"):
+                        raise
+                    self._conn.text_factory = lenient_text
+                    return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every namespace found in any table, sorted by name, with its counts."""
@@ -351,7 +411,8 @@ class CommunityStore:
         }
         for field, table in simple.items():
             for ns, n in self._query(
-                f"SELECT namespace, count(*) FROM {table} GROUP BY namespace"
+                f"SELECT namespace, count(*) FROM {table} "
+                "WHERE typeof(namespace) = 'text' GROUP BY namespace"
             ):
                 counts[ns][field] = n
         for ns, level, n in self._query(
@@ -371,11 +432,7 @@ class CommunityStore:
         """
         for ns, n in self._query(leaf_sql):
             counts[ns]["leaf_count"] = n
-        return [
-            NamespaceInfo(name=ns, **counts[ns])
-            for ns in sorted(counts, key=lambda name: (name is None, name))
-            if ns is not None
-        ]
+        return [NamespaceInfo(name=ns, **counts[ns]) for ns in sorted(counts)]
 
     def community_levels(self) -> dict[str, dict[int, int]]:
         """Namespace -> {level: communities}, for the namespaces that have communities (what
@@ -420,7 +477,7 @@ class CommunityStore:
         condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
-            f"WHERE {condition} AND NOT grt_is_blank(summary) ORDER BY id COLLATE BINARY",
+            f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
             params,
         )
         if not selected:
@@ -429,7 +486,7 @@ class CommunityStore:
             leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
         else:
             roots = ("roots(id) AS (SELECT id FROM ns "
-                     "WHERE level = :level AND NOT grt_is_blank(summary))")
+                     "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
             leaves_of = defaultdict(list)
             for root, leaf in self._descendant_leaves(roots, params):
                 leaves_of[root].append(leaf)
@@ -437,7 +494,7 @@ class CommunityStore:
         # Nearly every chunk of the namespace is cited: one sequential read of them beats a
         # lookup per cited id. A chunk of another namespace (odd, but allowed) is looked up.
         chunks: dict[str, Excerpt | None] = {chunk_id: Excerpt(chunk_id, content) for chunk_id, content in self._query(
-            "SELECT id, coalesce(content, '') FROM rag_children WHERE namespace = ?", (namespace,))}
+            "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children WHERE namespace = ?", (namespace,))}
         # A group of communities at a time: a few set-based queries per group, and only
         # that group's claims in memory (a large store has millions).
         for start in range(0, len(selected), _GROUP):
@@ -457,7 +514,7 @@ class CommunityStore:
 
     def _add_chunks(self, chunks: dict[str, Excerpt | None], chunk_ids: list[str]) -> None:
         """Look chunks up by id (any namespace); an id with no row is recorded as None."""
-        rows = self._query(_CHUNKS_SELECT, (json.dumps(chunk_ids),))
+        rows = self._query(_CHUNKS_SELECT, (json.dumps([c for c in chunk_ids if isinstance(c, str)]),))
         chunks.update((chunk_id, Excerpt(chunk_id, content)) for chunk_id, content in rows)
         chunks.update((chunk_id, None) for chunk_id in chunk_ids if chunk_id not in chunks)
 
@@ -519,20 +576,20 @@ class CommunityStore:
         ))
         cited = dict.fromkeys(claim.chunk_id for claim in claims if claim.chunk_id is not None)
         found = {
-            row[0]: ChunkDetail(id=row[0], content=row[1], parent_id=row[2], parent_title=row[3])
+            row[0]: ChunkDetail(id=row[0], content=_text(row[1]), parent_id=_text(row[2]),
+                                parent_title=_text(row[3]))
             for row in self._query(
                 "SELECT ch.id, coalesce(ch.content, ''), ch.parent_id, p.title "
                 "FROM rag_children AS ch LEFT JOIN rag_parents AS p ON p.id = ch.parent_id "
                 "WHERE ch.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(cited)),),
+                (json.dumps([c for c in cited if isinstance(c, str)]),),
             )
         }
         return CommunityDetail(
-            id=cid, namespace=namespace, name=name, level=int(level), parent_id=parent,
+            id=cid, namespace=namespace, name=_text(name), level=level, parent_id=parent,
             parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
-            is_leaf=not children, summary=summary or "", members=_parse_members(members),
-            claims=[ClaimDetail(**claim._asdict(), source_parent_id=documents.get(claim.id))
-                    for claim in claims],
+            is_leaf=not children, summary=_text(summary) or "", members=_parse_members(members),
+            claims=[_claim_detail(claim, documents.get(claim.id)) for claim in claims],
             chunks=[found[c] for c in cited if c in found],
         )
 

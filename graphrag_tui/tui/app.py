@@ -8,7 +8,7 @@ import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 from rich.text import Text
 from textual import on
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
@@ -37,6 +37,7 @@ from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setti
 from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
+from .commands import GraphRAGCommands
 from .messages import (
     ModelStateChanged,
     OpenBatch,
@@ -78,11 +79,6 @@ LOCAL_MODEL_LIMITS = (
 )
 
 
-def palette_text(text: str) -> str:
-    """Store text for the command palette, which parses its titles as markup."""
-    return one_line(text).replace("[", "\\[")
-
-
 class AppSettings(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -100,6 +96,8 @@ class AppSettings(BaseModel):
     #: Retrieval options given by flags or the config file; the others are defaults, which
     #: the local LLM caps to fit its context. None: those that differ from the defaults.
     given_options: frozenset[str] | None = None
+    #: Binding id -> comma-separated keys (the `[keymap]` config, checked by tui.keymap.check_keymap).
+    keymap: dict[str, str] = {}
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -114,13 +112,21 @@ def describe_model(settings: ModelSettings) -> str:
 class GraphRAGApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "graphrag-tui"
+    #: Each binding has an id: the `[keymap]` config section remaps keys by id (see tui/keymap.py);
+    #: the tooltip is what the keys screen says the key does.
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding("escape", "escape", "Cancel run", show=False),
-        Binding("g", "goto", "Go to community"),
-        Binding("e", "export", "Export"),
-        Binding("question_mark", "keys", "Keys"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit",
+                tooltip="quit (asks first while a run is going)"),
+        Binding("escape", "escape", "Cancel run", show=False, id="cancel-run",
+                tooltip="cancel a running run"),
+        Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
+        Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
+        Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
+        # Textual adds this one itself, without an id, unless the app binds the action.
+        Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
+                id="command-palette", tooltip="command palette"),
     ]
+    COMMANDS = App.COMMANDS | {GraphRAGCommands}
 
     def __init__(
         self,
@@ -163,6 +169,7 @@ class GraphRAGApp(App[int]):
         if given is None:
             given = frozenset(n for n, v in FALLBACK_DEFAULTS.items() if getattr(settings.options, n) != v)
         self.given_options: frozenset[str] = given
+        self.set_keymap(settings.keymap)
 
     # The open model and what it was opened for, for tests that look at it or set one.
 
@@ -537,7 +544,7 @@ class GraphRAGApp(App[int]):
         )
 
     def action_keys(self) -> None:
-        self.push_screen(KeysScreen())
+        self.push_screen(KeysScreen(self.screen))
 
     def action_export(self) -> None:
         result = self.run_state.result
@@ -582,23 +589,3 @@ class GraphRAGApp(App[int]):
             self.notify(error_words(error), title="Export failed", severity="error", markup=False)
             return
         self.notify(one_line("Wrote " + " and ".join(str(p) for p in written)), title="Exported", markup=False)
-
-    # -- command palette -----------------------------------------------------------------
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Run", "Run global search with the question in the setup form", self.setup_form.submit)
-        yield SystemCommand("Cancel run", "Cancel the running search (Esc)", self.cancel_event.set)
-        yield SystemCommand("Go to community", "Open a community by id or GraphRAG number (g)", self.action_goto)
-        yield SystemCommand("Export run", "Write the finished run as JSON and Markdown (e)", self.action_export)
-        form = self.setup_form
-        for info in form.namespaces.values():
-            yield SystemCommand(
-                f"Namespace: {palette_text(info.name)}", f"{info.community_count} communities",
-                lambda n=info.name: form.select_namespace(n),
-            )
-        current = form.namespaces.get(form.namespace or "")
-        if current is not None:
-            yield SystemCommand("Level: leaf", f"{current.leaf_count} leaves", lambda: form.select_level("leaf"))
-            for level, count in current.levels.items():
-                yield SystemCommand(f"Level: {level}", f"{count} communities", lambda lv=level: form.select_level(lv))

@@ -93,8 +93,9 @@ class BatchScreen(TabbedScreen):
     """The batch view. Selecting a part row posts `OpenCommunity`."""
 
     BINDINGS = [
-        Binding("escape", "close", "Back"),
-        Binding("s", "save_response", "Save whole response"),
+        Binding("escape", "close", "Back", id="back", tooltip="back to the screen before"),
+        Binding("s", "save_response", "Save whole response", id="save-response",
+                tooltip="save a response too long to show whole"),
     ]
 
     def __init__(

@@ -59,7 +59,7 @@ def claim_text(claim: ClaimDetail) -> Text:
 class CommunityScreen(TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`."""
 
-    BINDINGS = [Binding("escape", "close", "Back")]
+    BINDINGS = [Binding("escape", "close", "Back", id="back", tooltip="back to the screen before")]
     AUTO_FOCUS = "#hierarchy"
 
     def __init__(

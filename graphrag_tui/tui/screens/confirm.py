@@ -11,15 +11,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ..safe_text import clean
+from .keys import bound_keys
 
 
 class ConfirmScreen(ModalScreen[bool]):
     """Dismisses True for Yes (`y`), False for No (`n`, Esc). No has focus at first."""
 
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n", "answer(False)", "No"),
-        Binding("escape", "answer(False)", "No", show=False),
+        Binding("y", "answer(True)", "Yes", id="yes"),
+        Binding("n", "answer(False)", "No", id="no"),
+        Binding("escape", "answer(False)", "No", show=False, id="dialog-cancel"),
     ]
 
     def __init__(self, question: str, *, yes: str = "Yes", no: str = "No") -> None:
@@ -32,8 +33,10 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="confirm-dialog"):
             yield Static(Text(clean(self.question)), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
-                yield Button(Text(f"{self.yes_label} (y)"), variant="error", id="confirm-yes")
-                yield Button(Text(f"{self.no_label} (n)"), variant="primary", id="confirm-no")
+                yield Button(Text(f"{self.yes_label} ({', '.join(bound_keys(self, 'yes'))})"),
+                             variant="error", id="confirm-yes")
+                yield Button(Text(f"{self.no_label} ({', '.join(bound_keys(self, 'no'))})"),
+                             variant="primary", id="confirm-no")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -27,7 +27,7 @@ class InputDialog(ModalScreen[T | None]):
     `-input` and `-error`), say what it is for, and implement `accept`, which returns the
     result, or shows an error with `show_error` and returns None to keep the dialog open."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
     NAME: ClassVar[str]
     HEADING: ClassVar[str]
     #: What Enter does, for the keys line.

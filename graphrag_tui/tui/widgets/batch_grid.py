@@ -37,11 +37,11 @@ class BatchGrid(Widget, can_focus=True):
     only redraws, it never makes the screen lay itself out again."""
 
     BINDINGS = [
-        Binding("left", "move(-1)", "Previous", show=False),
-        Binding("right", "move(1)", "Next", show=False),
-        Binding("up", "move_row(-1)", show=False),
-        Binding("down", "move_row(1)", show=False),
-        Binding("enter", "open", "Open batch"),
+        Binding("left", "move(-1)", "Previous", show=False, id="grid-previous", tooltip="previous batch"),
+        Binding("right", "move(1)", "Next", show=False, id="grid-next", tooltip="next batch"),
+        Binding("up", "move_row(-1)", "Up", show=False, id="grid-up", tooltip="batch above"),
+        Binding("down", "move_row(1)", "Down", show=False, id="grid-down", tooltip="batch below"),
+        Binding("enter", "open", "Open batch", id="open-batch", tooltip="open the selected batch"),
     ]
 
     cursor: reactive[int] = reactive(0)

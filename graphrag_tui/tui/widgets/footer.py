@@ -42,7 +42,7 @@ class KeyFooter(Widget):
         palette = None
         for _, binding, enabled, _ in self.screen.active_bindings.values():
             entry = (binding.key, app.get_key_display(binding), binding.description, enabled)
-            if binding.key == app.COMMAND_PALETTE_BINDING and app.ENABLE_COMMAND_PALETTE:
+            if binding.action in ("command_palette", "app.command_palette") and app.ENABLE_COMMAND_PALETTE:
                 palette = entry
             elif binding.show and binding.action not in seen:
                 seen.add(binding.action)

@@ -1,0 +1,119 @@
+"""The `[keymap]` config: binding id -> comma-separated keys, checked before the app opens.
+
+```toml
+[keymap]
+goto = "ctrl+g"
+export = "x,ctrl+e"
+```
+
+Every binding of the app, its screens and widgets has an id (`BINDINGS`); the app hands
+the checked keymap to Textual's `App.set_keymap`. A key binding is replaced, not added to:
+`goto = "ctrl+g"` frees `g`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from textual.binding import Binding
+from textual.dom import DOMNode
+from textual.keys import Keys, _character_to_key
+
+from ..engine.request import has_surrogates, shown
+from ..errors import InputError
+
+MODIFIERS = ("ctrl", "alt", "shift", "super", "meta", "hyper")
+#: Key names Textual knows (without modifiers): escape, f5, pageup, home, …
+NAMED_KEYS = frozenset(
+    name for k in Keys if not (name := k.value.rpartition("+")[2]).startswith("<")
+) | {"space", "enter", "tab", "backspace"}
+#: Textual's names of the printable ASCII characters: question_mark, full_stop, plus, …
+CHARACTER_KEYS = frozenset(_character_to_key(chr(code)) for code in range(33, 127))
+
+
+def binding_owners() -> tuple[type[DOMNode], ...]:
+    """The classes whose BINDINGS carry ids (imported here: the CLI checks a keymap before
+    anything of the app is built)."""
+    from .app import GraphRAGApp
+    from .screens.batch import BatchScreen
+    from .screens.community import CommunityScreen
+    from .screens.confirm import ConfirmScreen
+    from .screens.input_dialog import InputDialog
+    from .screens.keys import KeysScreen
+    from .screens.main import MainScreen
+    from .widgets.batch_grid import BatchGrid
+
+    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid)
+
+
+def class_bindings(owner: type[DOMNode]) -> list[Binding]:
+    """The bindings `owner` has, its base classes' included (a key bound again replaces)."""
+    by_key: dict[str, Binding] = {}
+    for base in reversed(owner.__mro__):
+        for binding in base.__dict__.get("BINDINGS", []):
+            if isinstance(binding, Binding):
+                for key in binding.key.split(","):
+                    by_key[key.strip()] = binding
+    return list(by_key.values())
+
+
+def known_ids(owners: Iterable[type[DOMNode]] | None = None) -> list[str]:
+    ids = {b.id for owner in owners or binding_owners() for b in class_bindings(owner) if b.id}
+    return sorted(ids)
+
+
+def normalize_key(key: str) -> str | None:
+    """The key as Textual names it (`?` -> `question_mark`), or None if it is not a key."""
+    *modifiers, name = key.split("+")
+    if any(m not in MODIFIERS for m in modifiers) or len(set(modifiers)) != len(modifiers):
+        return None
+    if len(name) == 1:
+        if not name.isprintable() or name.isspace():
+            return None
+        name = _character_to_key(name)
+    elif name not in NAMED_KEYS and name not in CHARACTER_KEYS:
+        return None
+    return "+".join([*modifiers, name])
+
+
+def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict[str, str]:
+    """The keymap with its keys in Textual's names, or InputError (one line, naming
+    `source` and the id) for an unknown id, a value that is not keys, or two bindings of
+    one screen (or widget, or the app) given the same key."""
+    owners = binding_owners()
+    ids = known_ids(owners)
+    checked: dict[str, str] = {}
+    for binding_id, value in keymap.items():
+        name = shown(binding_id)
+        if binding_id not in ids:
+            raise InputError(f"{source} {name}: no key binding has this id (known ids: {', '.join(ids)})")
+        if not isinstance(value, str) or has_surrogates(value):
+            raise InputError(f"{source} {binding_id}: must be a string of keys such as \"ctrl+g\" or \"x,f5\", got {shown(value)}")
+        keys = [key.strip() for key in value.split(",")]
+        normalized = [normalize_key(key) for key in keys]
+        if not keys or None in normalized:
+            bad = next((k for k, n in zip(keys, normalized, strict=True) if n is None), value)
+            raise InputError(
+                f"{source} {binding_id}: {shown(bad)} is not a key (keys are written as in Textual: "
+                "g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
+            )
+        checked[binding_id] = ",".join(dict.fromkeys(n for n in normalized if n))
+    for owner in owners:
+        _check_clashes(class_bindings(owner), checked, source)
+    return checked
+
+
+def _check_clashes(bindings: list[Binding], keymap: Mapping[str, str], source: str) -> None:
+    """Two different bindings of one class on one key: Textual would silently drop one."""
+    holder: dict[str, Binding] = {}
+    for binding in bindings:
+        if binding.system:
+            continue
+        remapped_keys = keymap.get(binding.id) if binding.id else None
+        keys = (remapped_keys or binding.key).split(",")
+        for key in (k.strip() for k in keys):
+            other = holder.setdefault(key, binding)
+            if other is not binding and (other.id != binding.id or other.id is None):
+                remapped = binding if binding.id in keymap else other
+                taken = other if remapped is binding else binding
+                what = f"the key of {taken.id}" if taken.id else f"already bound ({taken.description or taken.action})"
+                raise InputError(f"{source} {remapped.id}: {key} is {what}")

@@ -1,0 +1,200 @@
+"""Hostile stores through the real CLI and the app's entry (issue 9, items 5 and 10).
+
+A bad community row is exit 2 with one line naming the table, the column and the row,
+before anything starts; text that is not UTF-8 elsewhere is read with U+FFFD; a WAL store
+with a `-wal` and no `-shm` is read whole and nothing appears beside it. No case changes
+the store's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.store import CommunityStore
+from tests import hostile_stores as hostile
+from tests.chat_server import Scripted, ScriptedChatServer, community_of, map_reply
+from tests.cli_runner import run_cli
+
+QUESTION = "Who funds the bridge?"
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file of the folder and its sha256."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def faces(store: Path) -> dict[str, list[str]]:
+    """Each face's command line: info, plan, query and the app (`graphrag-tui STORE`)."""
+    return {
+        "info": ["info", str(store)],
+        "plan": ["plan", str(store), QUESTION, "--no-config"],
+        "query": ["query", str(store), QUESTION, "--no-config"],
+        "app": [str(store), "--no-config"],
+    }
+
+
+REFUSED: list[tuple[Callable[[Path], Path], str]] = [
+    (hostile.level_null, "rag_community_summaries.level is NULL, not an integer (row with id 'ns/2')"),
+    (hostile.level_text, "rag_community_summaries.level is text, not an integer (row with id 'ns/2')"),
+    (hostile.level_blob, "rag_community_summaries.level is a BLOB, not an integer (row with id 'ns/2')"),
+    (hostile.level_real, "rag_community_summaries.level is a real number (1.5), not an integer (row with id 'ns/2')"),
+    (hostile.community_id_null, "rag_community_summaries.id is NULL, not text (rowid 3)"),
+    (hostile.community_id_bad_utf8, "rag_community_summaries.id is not valid UTF-8 (rowid 3)"),
+    (hostile.namespace_null, "rag_community_summaries.namespace is NULL, not text (row with id 'ns/2')"),
+    (hostile.namespace_bad_utf8, "rag_community_summaries.namespace is not valid UTF-8 (row with id 'ns/2')"),
+    (hostile.parent_blob, "rag_community_summaries.parent_community_id is a BLOB, not text (row with id 'ns/2')"),
+]
+
+
+@pytest.mark.parametrize(("build", "problem"), REFUSED, ids=[
+    "level_null", "level_text", "level_blob", "level_real", "community_id_null", "community_id_bad_utf8",
+    "namespace_null", "namespace_bad_utf8", "parent_blob"])
+def test_a_bad_community_row_is_exit_2_with_one_line_in_every_face(
+    tmp_path: Path, build: Callable[[Path], Path], problem: str
+) -> None:
+    store = build(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    expected = f"graphrag-tui: error: Bad community store {store}: {problem}\n"
+    for face, args in faces(store).items():
+        # The app's entry gets /dev/null as stdin: it must stop before Textual starts.
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (face, 2, "", expected)
+    assert snapshot(tmp_path) == before
+
+
+def test_bad_community_row_is_a_store_error_from_open(tmp_path: Path) -> None:
+    from graphrag_tui.errors import InputError
+    from graphrag_tui.store import StoreError
+
+    store = hostile.level_text(tmp_path / "store.db")
+    with pytest.raises(StoreError) as caught:
+        CommunityStore.open(store)
+    assert isinstance(caught.value, InputError)
+    assert str(caught.value) == (
+        f"Bad community store {store}: rag_community_summaries.level is text, not an integer (row with id 'ns/2')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "community", "shown"),
+    [
+        (hostile.summary_bad_utf8, "ns/2", "[Community summary]: A\ufffd\ufffd\n"),
+        (hostile.claim_bad_utf8, "ns/2", "- Port Authority: A\ufffd\ufffd"),  # subject: description
+        (hostile.summary_blob, "ns/2", "[Community summary]: \ufffdA\n"),
+        (hostile.claim_description_blob, "ns/2", "- Port Authority: \ufffdA"),
+        (hostile.chunk_content_blob, "ns/1", "- [Chunk k/1] \ufffdA"),
+    ],
+    ids=["summary", "claim", "summary-blob", "claim-blob", "chunk-blob"],
+)
+def test_text_that_is_not_utf8_is_read_with_replacement_characters(
+    tmp_path: Path, build: Callable[[Path], Path], community: str, shown: str
+) -> None:
+    store = build(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    info = run_cli("info", str(store))
+    assert (info.code, info.stderr) == (0, "")
+    assert info.stdout == (
+        f"{store}: 1 namespace(s)\n"
+        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 2 claims, 1 chunks, 1 documents, 1 entities\n"
+    )
+    script = Scripted({"ns/1": map_reply("The port authority funds the bridge.", 80)})
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--no-config",
+                      "--no-shuffle", "--json", timeout=60)
+    assert run.code == 0, run.stderr
+    assert run.json["status"] == "completed"
+    maps = [r for r in server.chat_requests() if r.stage == "map"]
+    assert [community_of(r) for r in maps] == ["ns/1"]  # one batch: ns/1, then ns/2
+    section = maps[0].prompt.split(f"[Community ID: {community} |", 1)[1]
+    assert shown in section
+    with CommunityStore.open(store) as opened:
+        detail = opened.community(community)
+    assert detail is not None
+    text = shown.rsplit(" ", 1)[1].rstrip("\n")
+    if build in (hostile.summary_bad_utf8, hostile.summary_blob):
+        assert detail.summary == text
+    elif build is hostile.chunk_content_blob:
+        assert [c.content for c in detail.chunks] == [text]
+    else:
+        assert [c.description for c in detail.claims] == [text]
+    assert snapshot(tmp_path) == before
+
+
+def test_a_claim_without_namespace_belongs_to_no_namespace(tmp_path: Path) -> None:
+    store = hostile.claim_namespace_null(tmp_path / "store.db")
+    info = run_cli("info", str(store))
+    assert (info.code, info.stderr) == (0, "")
+    assert info.stdout == (
+        f"{store}: 1 namespace(s)\n"
+        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 1 claims, 1 chunks, 1 documents, 1 entities\n"
+    )
+    with CommunityStore.open(store) as opened:  # still found through its community
+        assert [c.id for c in opened.community("ns/2").claims] == ["c/2"]
+
+
+def test_a_wal_store_without_shm_is_read_whole_and_nothing_appears_beside_it(tmp_path: Path) -> None:
+    store = hostile.wal_without_shm(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    assert sorted(before) == ["store.db", "store.db-wal"]
+    assert os.path.getsize(tmp_path / "store.db-wal") > 0
+
+    info = run_cli("info", str(store))
+    assert (info.code, info.stderr) == (0, "")
+    # ns/3 lives only in the -wal file: reading it proves the frames were applied.
+    assert info.stdout == (
+        f"{store}: 1 namespace(s)\n"
+        "  ns: 4 communities (3 leaves; level 0: 1, level 1: 3), 2 claims, 1 chunks, 1 documents, 1 entities\n"
+    )
+    assert snapshot(tmp_path) == before
+    plan = run_cli("plan", str(store), QUESTION, "--no-config", "--no-shuffle", "--json")
+    assert plan.code == 0, plan.stderr
+    assert [b["community_ids"] for b in plan.json["batches"]] == [["ns/1", "ns/2", "ns/3"]]
+    assert snapshot(tmp_path) == before
+    query = run_cli("query", str(store), QUESTION, "--no-config", "--no-shuffle", "--json")
+    assert query.code == 0, query.stderr
+    assert query.json["summary_count"] == 3
+    assert snapshot(tmp_path) == before
+
+
+DISPLAYED: list[tuple[Callable[[Path], Path], Callable[[CommunityStore], object], object]] = [
+    (hostile.chunk_content_blob, lambda s: s.community("ns/1").chunks[0].content, "\ufffdA"),
+    (hostile.entity_name_null, lambda s: s.community("ns/1").claims[0].subject, "e/1"),  # the id stands in
+    (hostile.community_name_blob, lambda s: s.community("ns/2").name, "\ufffdA"),
+    (hostile.summary_blob, lambda s: s.community("ns/2").summary, "\ufffdA"),
+    (hostile.claim_description_null, lambda s: s.community("ns/2").claims[0].description, ""),
+    (hostile.claim_chunk_blob, lambda s: (s.community("ns/2").claims[0].chunk_id, s.community("ns/2").chunks),
+     ("\ufffdA", [])),
+    (hostile.members_deep, lambda s: s.community("ns/2").members, []),
+]
+
+
+@pytest.mark.parametrize(("build", "shown", "expected"), DISPLAYED, ids=[
+    "chunk_content_blob", "entity_name_null", "community_name_blob", "summary_blob", "claim_description_null",
+    "claim_chunk_blob", "members_deep"])
+def test_a_value_of_the_wrong_type_where_text_is_shown_is_read_as_text(
+    tmp_path: Path, build: Callable[[Path], Path], shown: Callable[[CommunityStore], object], expected: object
+) -> None:
+    store = build(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    with CommunityStore.open(store) as opened:  # the drill-down
+        assert shown(opened) == expected
+    run = run_cli("query", str(store), QUESTION, "--no-config", "--json")
+    assert (run.code, run.json["status"], run.json["summary_count"]) == (0, "completed", 2), run.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_a_hot_journal_is_one_line_and_left_alone(tmp_path: Path) -> None:
+    store = hostile.hot_journal(tmp_path / "store.db")
+    before = snapshot(tmp_path)
+    assert sorted(before) == ["store.db", "store.db-journal"]
+    expected = (f"graphrag-tui: error: Cannot open store {store}: it holds an unfinished transaction "
+                "(store.db-journal) that only a writer can roll back; open it once with sqlite3 to recover it\n")
+    for face, args in faces(store).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (face, 2, "", expected)
+    assert snapshot(tmp_path) == before

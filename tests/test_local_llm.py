@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.models import local_llm
-from graphrag_tui.models.local_llm import LocalLLM, LocalLLMError, LocalState
+from graphrag_tui.models.local_llm import LocalLLM, LocalLLMError
 from tests.cli_runner import EXECUTABLE, clean_env, run_cli
 from tests.stores import build_store, three_leaves
 
@@ -171,13 +171,13 @@ def test_ctrl_c_cancels_the_run_and_stops_the_server(store) -> None:
     assert wait_gone(pid, 2.0), f"server {pid} still running after Ctrl+C"
 
 
-async def test_the_app_api_reports_load_state_and_stops_the_server() -> None:
-    states: list[str] = []
-    llm = LocalLLM(slots=2, on_change=lambda server: states.append(server.state.value))
-    assert llm.state == LocalState.STOPPED and llm.pid is None
+async def test_the_server_api_starts_and_stops_the_server() -> None:
+    """(Its model's states, opening to ready to closed: tests/session/test_model_session.py.)"""
+    llm = LocalLLM(slots=2)
+    assert llm.installed and not llm.is_running and llm.pid is None
     assert llm.slot_context == llm.context_window // 2
     await llm.start()
-    assert llm.state == LocalState.READY and llm.is_running
+    assert llm.is_running
     assert llm.slot_context == llm.context_window // 2  # as the server reports it
     pid = llm.pid
     model = llm.chat_model(timeout=30)
@@ -185,8 +185,7 @@ async def test_the_app_api_reports_load_state_and_stops_the_server() -> None:
     await model.aclose()  # does not own the server
     assert llm.is_running
     await llm.stop()
-    assert llm.state == LocalState.STOPPED and wait_gone(pid, 2.0)
-    assert states == ["starting", "ready", "stopped"]
+    assert not llm.is_running and wait_gone(pid, 2.0)
 
 
 async def test_a_server_that_cannot_start_fails_with_one_line_and_no_process(tmp_path: Path) -> None:
@@ -198,7 +197,7 @@ async def test_a_server_that_cannot_start_fails_with_one_line_and_no_process(tmp
         await llm.start(timeout=30)
     message = str(error.value)
     assert "\n" not in message and local_llm.INSTALL_COMMANDS in message
-    assert llm.state == LocalState.FAILED and llm.message == message
+    assert not llm.is_running and llm.message == message
     assert llm.pid is not None and wait_gone(llm.pid, 2.0)
 
 

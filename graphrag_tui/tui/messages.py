@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from ..engine import Event, SearchPlan, SearchResult
+from ..session.model import ModelStatus
 
 
 class OpenCommunity(Message):
@@ -52,12 +53,10 @@ class RunRejected(Message):
         self.error = error
 
 
-class LocalModelState(Message):
-    """The local LLM's server changed state while a run opened it: `starting`, `ready`
-    (`slot_context` tokens per slot) or `failed` (`detail`: one line)."""
+class ModelStateChanged(Message):
+    """The model session changed state (opening, ready, failed, closed): the model picker's
+    status line shows it."""
 
-    def __init__(self, state: str, detail: str = "", slot_context: int | None = None) -> None:
+    def __init__(self, status: ModelStatus) -> None:
         super().__init__()
-        self.state = state
-        self.detail = detail
-        self.slot_context = slot_context
+        self.status = status

@@ -32,12 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from graphrag_tui.engine.ports import ChatRequest, ModelError  # noqa: E402
+from graphrag_tui.engine import ChatRequest, GlobalSearch, ModelError  # noqa: E402
 from graphrag_tui.engine.prompts import map_messages  # noqa: E402
 from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA  # noqa: E402
-from graphrag_tui.engine.search import GlobalSearch  # noqa: E402
-from graphrag_tui.models.local_llm import LocalLLM, availability, default_threads, fit_local_options  # noqa: E402
+from graphrag_tui.models.local_llm import LocalLLM, availability, default_threads  # noqa: E402
 from graphrag_tui.planning import prepare_plan  # noqa: E402
+from graphrag_tui.session.options import fit_local_options  # noqa: E402
 from graphrag_tui.store import CommunityStore  # noqa: E402
 
 SAMPLE_STORE = ROOT / "sample_db" / "sample.db"

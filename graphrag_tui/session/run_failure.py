@@ -3,9 +3,13 @@ batches finished before the error, so they can still be read and exported."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..engine import BatchResult, GlobalSearch, ReduceReport, SearchPlan, SearchResult
 from ..safe_text import one_line
-from .widgets.setup_form import RunRequest
+
+if TYPE_CHECKING:
+    from .run import SearchRequest
 
 #: How much of an exception's message the error line keeps.
 MESSAGE_LIMIT = 300
@@ -22,7 +26,7 @@ def error_words(error: BaseException) -> str:
 
 
 def failed_result(
-    request: RunRequest, plan: SearchPlan | None, search: GlobalSearch | None, error: BaseException
+    request: SearchRequest, plan: SearchPlan | None, search: GlobalSearch | None, error: BaseException
 ) -> SearchResult:
     """The run as far as it went, `failed` with the error in words."""
     text = error_words(error) + "; the run stopped there"
@@ -40,7 +44,7 @@ def failed_result(
         batches, reduce, selected = [], ReduceReport(budget=request.options.reduce_prompt_budget), []
     return SearchResult(
         query=plan.query if plan else request.query,
-        namespace=plan.namespace if plan else request.namespace,
+        namespace=plan.namespace if plan else request.namespace or "",
         level=plan.level if plan else request.level,
         seed=plan.seed if plan else request.seed,
         status="failed",

@@ -1,0 +1,248 @@
+"""One resolver for every setting of a run: each retrieval option and model setting comes
+from a flag or a form field, else the environment, else the config file, else its default,
+and keeps where it came from (`Setting.source`) and how messages name it (`Setting.label`).
+
+The local LLM's budgets are fitted here too (SPEC §4): its context window is split over its
+parallel slots, and every prompt plus its reserve must fit one slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..config import ENV_PREFIX, UserDefaults, load_user_defaults
+from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
+from ..engine.options import resolve_options as validated_options
+from ..errors import InputError
+from ..models import local_llm
+from ..models.factory import ModelSettings, resolve_model_settings
+from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
+
+Source = Literal["default", "config", "environment", "flag", "form"]
+#: The model settings a flag or the config can give (`local_llm` only as a flag).
+MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
+
+# The local model: see `fit_local`.
+#: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
+#: model's real tokens (English by up to ~15%, measured; Chinese about 3.4x).
+DEFAULT_FILL_PERCENT = 80
+#: ... and are at most this: on a 2-core CPU a 2k-token Map batch takes 10-30 s, an 8k one
+#: minutes (near the default timeout), and smaller batches cost fewer seconds per token.
+DEFAULT_BUDGET_CAP = 2048
+#: Slots smaller than this hold too little to be useful.
+MIN_SLOT_CONTEXT = 512
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value and where it came from; `label` names it in messages: a flag (--map-budget),
+    a config key (config file P: [retrieval] map_budget), a variable (GRAPHRAG_TUI_MAP_BUDGET)
+    or a form field's label (Map budget)."""
+
+    value: Any
+    source: Source
+    label: str
+
+
+@dataclass(frozen=True)
+class ResolvedOptions:
+    options: SearchOptions
+    #: Each retrieval option's value as resolved, with where it came from.
+    sources: Mapping[str, Setting]
+
+    @property
+    def given(self) -> frozenset[str]:
+        """The options someone gave (flag, form, environment, config); the rest are defaults."""
+        return frozenset(n for n, s in self.sources.items() if s.source != "default")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Everything a command resolved: retrieval options, and the model settings (None for
+    commands without a model)."""
+
+    options: ResolvedOptions
+    model: ModelSettings | None = None
+    model_sources: Mapping[str, Setting] = field(default_factory=dict)
+    #: What the config file and the environment said (the app's [keymap], say).
+    user_defaults: UserDefaults = field(default_factory=UserDefaults)
+
+
+def _user_source(label: str) -> Source:
+    return "environment" if label.startswith(ENV_PREFIX) else "config"
+
+
+class SettingsResolver:
+    """The user's defaults (the config file, read once, and the environment over it), and the
+    flags or form values over those."""
+
+    def __init__(self, defaults: UserDefaults | None = None) -> None:
+        self.defaults = defaults or UserDefaults()
+
+    @classmethod
+    def load(cls, config_path: Path | None, *, no_config: bool, environ: Mapping[str, str]) -> SettingsResolver:
+        return cls(load_user_defaults(config_path, no_config=no_config, environ=environ))
+
+    def user_settings(self, section: Mapping[str, Any]) -> dict[str, Setting]:
+        labels = self.defaults.labels
+        return {k: Setting(v, _user_source(labels.get(k, k)), labels.get(k, k)) for k, v in section.items()}
+
+    def retrieval_given(
+        self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
+    ) -> dict[str, Setting]:
+        """The retrieval options given: `values` (None: not given) over the user's defaults."""
+        given = self.user_settings(self.defaults.retrieval)
+        for name, value in values.items():
+            if value is not None:
+                given[name] = Setting(value, source, (labels or {}).get(name) or flag(name))
+        return given
+
+    def resolve(self, flags: Mapping[str, Any | None], *, with_model: bool = True) -> Resolved:
+        """The options and model settings of a command from its flags. With the local LLM the
+        budgets are fitted to one slot and the server gets one slot per Map worker."""
+        given = self.retrieval_given({n: flags.get(n) for n in FALLBACK_DEFAULTS})
+        options = resolve_retrieval(given)  # checked first: a bad option is the first error
+        if not with_model:
+            return Resolved(options, user_defaults=self.defaults)
+        settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
+        if settings.kind == "local":
+            options = resolve_retrieval(given, "local")
+            settings = settings.model_copy(update={"local_slots": options.options.concurrency})
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults)
+
+    def model_sources(self, flags: Mapping[str, Any | None], settings: ModelSettings) -> dict[str, Setting]:
+        user = self.user_settings(self.defaults.model)
+        sources: dict[str, Setting] = {}
+        for key in MODEL_KEYS:
+            value = getattr(settings, key)
+            if flags.get(key) not in (None, False):
+                sources[key] = Setting(value, "flag", flag(key))
+            elif key in user and not (key == "base_url" and settings.local_llm):
+                sources[key] = Setting(value, user[key].source, user[key].label)
+            else:
+                sources[key] = Setting(value, "default", flag(key))
+        return sources
+
+
+def resolve_retrieval(
+    given: Mapping[str, Setting],
+    model_kind: str = "extractive",
+    *,
+    names: Mapping[str, str] | None = None,
+    context_window: int | None = None,
+) -> ResolvedOptions:
+    """The retrieval options from the given ones (the others default), checked; for the local
+    model fitted to one slot of its context window (read from the installed model unless
+    given). `names` names the options nobody gave, in messages (default: their flags)."""
+    if model_kind == "local":
+        if context_window is None:
+            context_window = local_llm.model_context_window()
+        return fit_local(given, context_window, names=names)
+    return _resolve(given, names)
+
+
+def _label(name: str, given: Mapping[str, Setting], names: Mapping[str, str] | None) -> str:
+    setting = given.get(name)
+    return setting.label if setting is not None else (names or {}).get(name) or flag(name)
+
+
+def _resolve(given: Mapping[str, Setting], names: Mapping[str, str] | None) -> ResolvedOptions:
+    unknown = sorted(set(given) - set(FALLBACK_DEFAULTS))
+    if unknown:
+        raise InputError(f"unknown retrieval option {unknown[0]!r}")
+    options = validated_options(
+        {}, {n: s.value for n, s in given.items()}, {n: _label(n, given, names) for n in FALLBACK_DEFAULTS}
+    )
+    return _with_sources(options, given, names)
+
+
+def _with_sources(
+    options: SearchOptions, given: Mapping[str, Setting], names: Mapping[str, str] | None
+) -> ResolvedOptions:
+    sources = {
+        n: Setting(getattr(options, n), given[n].source if n in given else "default", _label(n, given, names))
+        for n in FALLBACK_DEFAULTS
+    }
+    return ResolvedOptions(options, sources)
+
+
+def fit_local(
+    given: Mapping[str, Setting], context_window: int, *, names: Mapping[str, str] | None = None
+) -> ResolvedOptions:
+    """Retrieval options for the local model, whose context window is split evenly over its
+    parallel slots (one slot per Map worker), so every prompt + reserve must fit one slot.
+
+    - concurrency: as given, else 1;
+    - slot context = context window // concurrency; limit = slot context - template tokens;
+    - a given budget above the limit is an InputError naming it;
+    - a default budget is capped to 80% of the slot (headroom for the estimate's undercount)
+      and to 2048 tokens (batches a CPU answers within seconds, not minutes);
+    - a default reserve is capped to a quarter of its budget; a reserve that leaves no
+      prompt is an InputError.
+    """
+    base = _resolve(given, names).options  # validates every given value as usual
+
+    def label(name: str) -> str:
+        return _label(name, given, names)
+
+    concurrency = base.concurrency if "concurrency" in given else DEFAULT_CONCURRENCY
+    slot = context_window // concurrency
+    if slot < MIN_SLOT_CONTEXT:
+        raise InputError(
+            f"{label('concurrency')} {concurrency} splits the local model's context window of {context_window} tokens "
+            f"into slots of {slot} tokens; use at most {max(1, context_window // MIN_SLOT_CONTEXT)}"
+        )
+    limit = slot - TEMPLATE_TOKENS
+    values: dict[str, int] = {"concurrency": concurrency}
+    for stage in ("map", "reduce"):
+        budget_name, reserve_name = f"{stage}_budget", f"{stage}_reserve"
+        budget: int = getattr(base, budget_name)
+        if budget_name in given:
+            if budget > limit:
+                raise InputError(
+                    f"{label(budget_name)} {budget} does not fit the local model: with {label('concurrency')} "
+                    f"{concurrency} each slot holds {slot} tokens, so {label(budget_name)} can be at most {limit}"
+                )
+        else:
+            budget = min(budget, slot * DEFAULT_FILL_PERCENT // 100, DEFAULT_BUDGET_CAP)
+        reserve: int = getattr(base, reserve_name)
+        if reserve_name not in given:
+            reserve = min(reserve, budget // 4)
+        if reserve >= budget:
+            raise InputError(
+                f"{label(reserve_name)} {reserve} leaves no room for a prompt in {label(budget_name)} {budget} "
+                f"(the local model's slots hold {slot} tokens)"
+            )
+        values[budget_name], values[reserve_name] = budget, reserve
+    return _with_sources(SearchOptions(**values), given, names)
+
+
+def fit_local_options(
+    request: Mapping[str, Any | None], defaults: Mapping[str, Any | None] | None, context_window: int
+) -> SearchOptions:
+    """`fit_local` for values named by their flags: `request` (flags) over `defaults`."""
+    given = {n: Setting(v, "config", flag(n)) for n, v in (defaults or {}).items() if v is not None}
+    given.update({n: Setting(v, "flag", flag(n)) for n, v in request.items() if v is not None})
+    return fit_local(given, context_window).options
+
+
+def form_defaults(given: Mapping[str, Setting], model_kind: str, *, names: Mapping[str, str]) -> SearchOptions:
+    """What a form shows in the option fields the user has not edited: the given options,
+    else the defaults; for the local LLM the defaults fitted to one slot when that is
+    possible (a given option that does not fit is shown as given: running says why)."""
+    values = {n: s.value for n, s in given.items()}
+    if model_kind == "local":
+        try:
+            window = local_llm.model_context_window()
+        except InputError:  # not installed: running says so
+            return _resolve(given, names).options
+        concurrency = {n: s for n, s in given.items() if n == "concurrency"}
+        for attempt in (given, concurrency, {}):
+            try:
+                return fit_local(attempt, window, names=names).options.model_copy(update=values)
+            except InputError:
+                continue
+    return _resolve(given, names).options

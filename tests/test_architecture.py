@@ -1,5 +1,5 @@
-"""The static checks CI runs through pytest: the engine's layering (import-linter, the
-contract in pyproject.toml), ruff on the code and the tests, and mypy strict on the engine."""
+"""The static checks CI runs through pytest: the layering (import-linter, the contracts in
+pyproject.toml), ruff on the code and the tests, and mypy strict on the engine."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -25,26 +27,79 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     return run([str(BIN / "lint-imports"), "--no-cache", "--no-logo"], cwd)
 
 
-def test_the_engine_imports_no_model_store_face_sqlite3_or_textual() -> None:
+ENGINE = "The engine is headless: no model, store, face, sqlite3 or textual"
+SESSION = "The session layer is headless: no face, no textual"
+STORE = "The store knows no face, session, model or textual"
+MODELS = "The models know no face, session, store or textual"
+LAYERS = "Layers: the faces over the session over the adapters over the engine"
+CONTRACTS = (ENGINE, SESSION, STORE, MODELS, LAYERS)
+
+
+def verdicts(stdout: str) -> dict[str, str]:
+    """Each contract's KEPT or BROKEN, from lint-imports' summary."""
+    found = {}
+    for line in stdout.splitlines():
+        name, _, verdict = line.rpartition(" ")
+        if name in CONTRACTS and verdict in ("KEPT", "BROKEN"):
+            found[name] = verdict
+    return found
+
+
+def broken_copy(tmp_path: Path, module: str, line: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """lint-imports on a copy of the package where `module` (a path under graphrag_tui/) ends
+    with `line`; also the number of that line."""
+    shutil.copytree(ROOT / "graphrag_tui", tmp_path / "graphrag_tui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    source = tmp_path / "graphrag_tui" / module
+    source.write_text(source.read_text() + f"\n{line}  # noqa: E402\n")
+    return lint_imports(tmp_path), len(source.read_text().splitlines())
+
+
+def test_every_layering_contract_is_kept() -> None:
     checked = lint_imports(ROOT)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "The engine is headless: no model, store, face, sqlite3 or textual KEPT" in checked.stdout
-    assert checked.stdout.rstrip().endswith("Contracts: 1 kept, 0 broken.")
+    assert verdicts(checked.stdout) == dict.fromkeys(CONTRACTS, "KEPT")
+    assert checked.stdout.rstrip().endswith("Contracts: 5 kept, 0 broken.")
 
 
 def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Path) -> None:
     """The contract is not vacuous: one `import sqlite3` in the engine breaks it."""
-    shutil.copytree(ROOT / "graphrag_tui", tmp_path / "graphrag_tui", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    corpus = tmp_path / "graphrag_tui" / "engine" / "corpus.py"
-    corpus.write_text(corpus.read_text() + "\nimport sqlite3  # noqa: E402\n")
-    line = len(corpus.read_text().splitlines())
-    checked = lint_imports(tmp_path)
+    checked, line = broken_copy(tmp_path, "engine/corpus.py", "import sqlite3")
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "graphrag_tui.engine is not allowed to import sqlite3:" in checked.stdout
     assert f"-   graphrag_tui.engine.corpus -> sqlite3 (l.{line})" in checked.stdout
-    assert "The engine is headless: no model, store, face, sqlite3 or textual BROKEN" in checked.stdout
-    assert "Contracts: 0 kept, 1 broken." in checked.stdout
+    assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), ENGINE: "BROKEN"}
+    assert "Contracts: 4 kept, 1 broken." in checked.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract", "complaint", "chain"),
+    [
+        # Each new contract, broken by one import the others let through.
+        ("session/run_failure.py", "import textual", SESSION,
+         "graphrag_tui.session is not allowed to import textual:",
+         "-   graphrag_tui.session.run_failure -> textual"),
+        ("store/schema.py", "from graphrag_tui.models import factory", STORE,
+         "graphrag_tui.store is not allowed to import graphrag_tui.models:",
+         "-   graphrag_tui.store.schema -> graphrag_tui.models.factory"),
+        ("models/gguf.py", "from graphrag_tui.store import store", MODELS,
+         "graphrag_tui.models is not allowed to import graphrag_tui.store:",
+         "-   graphrag_tui.models.gguf -> graphrag_tui.store.store"),
+        ("tui/run_state.py", "from graphrag_tui import cli", LAYERS,
+         "graphrag_tui.tui is not allowed to import graphrag_tui.cli:",
+         "- graphrag_tui.tui.run_state -> graphrag_tui.cli"),
+    ],
+    ids=["session-imports-textual", "store-imports-models", "models-import-the-store", "the-app-imports-the-cli"],
+)
+def test_each_new_contract_breaks_when_violated(
+    tmp_path: Path, module: str, line: str, contract: str, complaint: str, chain: str
+) -> None:
+    checked, number = broken_copy(tmp_path, module, line)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), contract: "BROKEN"}
+    assert complaint in checked.stdout.splitlines()
+    assert f"{chain} (l.{number})" in checked.stdout.splitlines()
+    assert "Contracts: 4 kept, 1 broken." in checked.stdout
 
 
 def test_ruff_finds_nothing() -> None:

@@ -347,6 +347,9 @@ def test_a_question_that_is_not_utf8_is_an_input_error(store: Path) -> None:
         ('[model]\nresponse_format = "yaml"\n',
          "[model] response_format must be one of json_object, json_schema, text, got 'yaml'"),
         ("[retrieval]\nmap_budget = -3\n", "[retrieval] map_budget must be a positive integer, got -3"),
+        # The minus sign is not a digit (it was counted as one).
+        pytest.param("[retrieval]\nmap_budget = -1" + "0" * 400 + "\n",
+                     "[retrieval] map_budget must be a positive integer, got a 401-digit number", id="a-huge-negative-number"),
         ("[retrieval]\nconcurrency = 1000\n", "[retrieval] concurrency must be at most 256 (parallel model calls), got 1000"),
         ("[retrieval]\nmap_budget = 500\nmap_reserve = 500\n",
          "[retrieval] map_budget (500) must exceed [retrieval] map_reserve (500)"),

@@ -20,7 +20,7 @@ def ascii_integer(text: str) -> int | None:
 
 def shown(value: object, limit: int = 40) -> str:
     """A value as an error message quotes it: its repr, cut to `limit` characters."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"a {len(str(value))}-digit number"
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"a {len(str(abs(value)))}-digit number"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -24,8 +24,7 @@ from graphrag_tui.tui.screens.confirm import ConfirmScreen
 from graphrag_tui.tui.screens.export import ExportScreen, default_export_path
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
 from graphrag_tui.tui.screens.save_response import SaveResponseScreen
-
-from .stores import build_store
+from tests.stores import build_store
 
 EVIL = "[bold]x[/bold] [/] [@click=app.quit]q \x1b[31mred \x1b]8;;http://evil\x07link \u202etxt"
 #: What the screen must show for EVIL: markup literal, ESC/BEL as control pictures, no bidi.

@@ -102,6 +102,23 @@ async def push(app: Host, pilot, screen, callback=None) -> None:
     app.push_screen(screen, callback)
     await pilot.pause()
     await pilot.pause()
+    if isinstance(screen, CommunityScreen):  # it reads the store in a worker
+        await wait_for(pilot, lambda: screen.loaded, "the community to load")
+
+
+async def wait_for(pilot, condition, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def submit_goto(pilot, screen: GoToCommunityScreen) -> None:
+    """Enter in the go-to dialog, then wait for the worker's lookup to be answered."""
+    await pilot.press("enter")
+    await pilot.pause()
+    await wait_for(pilot, lambda: not screen.looking, "the lookup")
 
 
 def rendered(app: App, selector: str) -> str:
@@ -496,8 +513,8 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         await push(app, pilot, screen, app.record)
         field = app.screen.query_one("#goto-input", Input)
         assert app.focused is field
-        await pilot.press("9", "9", "enter")
-        await pilot.pause()
+        await pilot.press("9", "9")
+        await submit_goto(pilot, screen)
         assert app.screen is screen
         assert rendered(app, "#goto-error") == "No community 99 in namespace ns."
         assert "No community 99 in namespace ns." in screen_text(app)
@@ -509,8 +526,7 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         assert field.value == ""
         markup = "[bold]x[/bold] [/] [@click=app.quit]q"
         field.insert_text_at_cursor(markup)
-        await pilot.press("enter")
-        await pilot.pause()
+        await submit_goto(pilot, screen)
         assert app.screen is screen
         assert rendered(app, "#goto-error") == f"No community {markup} in namespace ns."
         assert f"No community {markup}" in screen_text(app)
@@ -522,8 +538,7 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         assert rendered(app, "#goto-error") == "Type a community id or number."
 
         field.value = " 2 "
-        await pilot.press("enter")
-        await pilot.pause()
+        await submit_goto(pilot, screen)
         assert app.results == ["ns/2"]
         assert len(app.screen_stack) == 1
 

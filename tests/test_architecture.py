@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TUI_CONTRACT = "The app reads the store through its API: no sqlite3 under graphrag_tui.tui"
 IMPORTER_CONTRACT = "The importer writes through the store: no sqlite3 under graphrag_tui.importer"
+STORE_CONTRACT = "The store is below the faces: no session, model, importer or face"
 LIMIT = 300  # seconds: mypy's first run, without a cache, on a loaded machine
 
 
@@ -35,7 +36,8 @@ def test_the_engine_imports_no_model_store_face_sqlite3_or_textual() -> None:
     assert "The engine is headless: no model, store, face, sqlite3 or textual KEPT" in checked.stdout
     assert f"{TUI_CONTRACT} KEPT" in checked.stdout
     assert f"{IMPORTER_CONTRACT} KEPT" in checked.stdout
-    assert checked.stdout.rstrip().endswith("Contracts: 3 kept, 0 broken.")
+    assert f"{STORE_CONTRACT} KEPT" in checked.stdout
+    assert checked.stdout.rstrip().endswith("Contracts: 4 kept, 0 broken.")
 
 
 def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Path) -> None:
@@ -50,29 +52,33 @@ def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Pat
     assert "graphrag_tui.engine is not allowed to import sqlite3:" in checked.stdout
     assert f"-   graphrag_tui.engine.corpus -> sqlite3 (l.{line})" in checked.stdout
     assert "The engine is headless: no model, store, face, sqlite3 or textual BROKEN" in checked.stdout
-    assert "Contracts: 2 kept, 1 broken." in checked.stdout
+    assert "Contracts: 3 kept, 1 broken." in checked.stdout
 
 
 @pytest.mark.parametrize(
-    ("module", "contract"),
-    [("tui/screens/community.py", "TUI_CONTRACT"), ("importer/writer.py", "IMPORTER_CONTRACT")],
+    ("module", "imported", "contract"),
+    [
+        ("tui/screens/community.py", "sqlite3", TUI_CONTRACT),
+        ("importer/writer.py", "sqlite3", IMPORTER_CONTRACT),
+        ("store/schema.py", "textual", STORE_CONTRACT),
+    ],
 )
-def test_the_contracts_break_when_the_app_or_the_importer_imports_sqlite3(
-    tmp_path: Path, module: str, contract: str
+def test_the_layer_contracts_break_on_a_forbidden_import(
+    tmp_path: Path, module: str, imported: str, contract: str
 ) -> None:
-    """Only the store speaks SQLite: one `import sqlite3` in the app or the importer breaks
-    its contract (and only that one)."""
+    """Only the store speaks SQLite, and the store sits below the faces: one forbidden
+    import breaks its contract (and only that one)."""
     shutil.copytree(ROOT / "graphrag_tui", tmp_path / "graphrag_tui", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     source = tmp_path / "graphrag_tui" / module
-    source.write_text(source.read_text() + "\nimport sqlite3  # noqa: E402\n")
+    source.write_text(source.read_text() + f"\nimport {imported}  # noqa: E402\n")
     line = len(source.read_text().splitlines())
     dotted = "graphrag_tui." + module.removesuffix(".py").replace("/", ".")
     checked = lint_imports(tmp_path)
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert f"-   {dotted} -> sqlite3 (l.{line})" in checked.stdout
-    assert f"{globals()[contract]} BROKEN" in checked.stdout
-    assert "Contracts: 2 kept, 1 broken." in checked.stdout
+    assert f"-   {dotted} -> {imported} (l.{line})" in checked.stdout
+    assert f"{contract} BROKEN" in checked.stdout
+    assert "Contracts: 3 kept, 1 broken." in checked.stdout
 
 
 def test_ruff_finds_nothing() -> None:

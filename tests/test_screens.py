@@ -358,6 +358,24 @@ async def test_community_is_read_off_the_ui_thread_behind_a_loading_line(store, 
         assert screen.query_one("#claims", DataTable).row_count == 2
 
 
+async def test_community_closed_before_the_store_answers_is_harmless(store, monkeypatch) -> None:
+    gate = Gate(store.community)
+    monkeypatch.setattr(store, "community", gate)
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = CommunityScreen(store, "ns/1")
+        app.push_screen(screen)
+        await pilot.pause()
+        assert gate.entered.wait(5)
+        await pilot.press("escape")  # Esc works while the store is being read
+        await pilot.pause()
+        assert len(app.screen_stack) == 1
+        gate.released.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and len(app.screen_stack) == 1 and not screen.loaded
+
+
 async def test_community_store_error_is_a_message_not_a_crash(store) -> None:
     """The store's error (a StoreError, never sqlite3's) is shown in words on the screen."""
     store.close()  # every read now fails inside SQLite

@@ -29,10 +29,12 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 ENGINE = "The engine is headless: no model, store, face, sqlite3 or textual"
 SESSION = "The session layer is headless: no face, no textual"
-STORE = "The store knows no face, session, model or textual"
+STORE = "The store knows no face, session, model, importer or textual"
 MODELS = "The models know no face, session, store or textual"
 LAYERS = "Layers: the faces over the session over the adapters over the engine"
-CONTRACTS = (ENGINE, SESSION, STORE, MODELS, LAYERS)
+TUI_CONTRACT = "The app reads the store through its API: no sqlite3 under graphrag_tui.tui"
+IMPORTER_CONTRACT = "The importer writes through the store: no sqlite3 under graphrag_tui.importer"
+CONTRACTS = (ENGINE, SESSION, STORE, MODELS, LAYERS, TUI_CONTRACT, IMPORTER_CONTRACT)
 
 
 def verdicts(stdout: str) -> dict[str, str]:
@@ -59,7 +61,7 @@ def test_every_layering_contract_is_kept() -> None:
     checked = lint_imports(ROOT)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert verdicts(checked.stdout) == dict.fromkeys(CONTRACTS, "KEPT")
-    assert checked.stdout.rstrip().endswith("Contracts: 5 kept, 0 broken.")
+    assert checked.stdout.rstrip().endswith("Contracts: 7 kept, 0 broken.")
 
 
 def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Path) -> None:
@@ -69,7 +71,7 @@ def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Pat
     assert "graphrag_tui.engine is not allowed to import sqlite3:" in checked.stdout
     assert f"-   graphrag_tui.engine.corpus -> sqlite3 (l.{line})" in checked.stdout
     assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), ENGINE: "BROKEN"}
-    assert "Contracts: 4 kept, 1 broken." in checked.stdout
+    assert "Contracts: 6 kept, 1 broken." in checked.stdout
 
 
 @pytest.mark.parametrize(
@@ -88,8 +90,18 @@ def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Pat
         ("tui/run_state.py", "from graphrag_tui import cli", LAYERS,
          "graphrag_tui.tui is not allowed to import graphrag_tui.cli:",
          "- graphrag_tui.tui.run_state -> graphrag_tui.cli"),
+        ("tui/screens/community.py", "import sqlite3", TUI_CONTRACT,
+         "graphrag_tui.tui is not allowed to import sqlite3:",
+         "-   graphrag_tui.tui.screens.community -> sqlite3"),
+        ("importer/writer.py", "import sqlite3", IMPORTER_CONTRACT,
+         "graphrag_tui.importer is not allowed to import sqlite3:",
+         "-   graphrag_tui.importer.writer -> sqlite3"),
+        ("store/schema.py", "from graphrag_tui.importer import api", STORE,
+         "graphrag_tui.store is not allowed to import graphrag_tui.importer:",
+         "-   graphrag_tui.store.schema -> graphrag_tui.importer.api"),
     ],
-    ids=["session-imports-textual", "store-imports-models", "models-import-the-store", "the-app-imports-the-cli"],
+    ids=["session-imports-textual", "store-imports-models", "models-import-the-store", "the-app-imports-the-cli",
+         "the-app-imports-sqlite3", "the-importer-imports-sqlite3", "the-store-imports-the-importer"],
 )
 def test_each_new_contract_breaks_when_violated(
     tmp_path: Path, module: str, line: str, contract: str, complaint: str, chain: str
@@ -99,7 +111,7 @@ def test_each_new_contract_breaks_when_violated(
     assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), contract: "BROKEN"}
     assert complaint in checked.stdout.splitlines()
     assert f"{chain} (l.{number})" in checked.stdout.splitlines()
-    assert "Contracts: 4 kept, 1 broken." in checked.stdout
+    assert "Contracts: 6 kept, 1 broken." in checked.stdout
 
 
 def test_ruff_finds_nothing() -> None:

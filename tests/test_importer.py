@@ -430,9 +430,16 @@ def test_bad_store_paths(tmp_path: Path) -> None:
 
 
 def test_sqlite_failure_on_new_file_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphrag_tui.importer import writer
+    from graphrag_tui.store import namespace_write
 
-    monkeypatch.setitem(writer.INSERTS, "rag_claims", ("claims", "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?, ?, ?)"))
+    real_insert_sql = namespace_write.insert_sql
+
+    def failing_claims(table: str) -> str:
+        if table == "rag_claims":
+            return "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        return real_insert_sql(table)
+
+    monkeypatch.setattr(namespace_write, "insert_sql", failing_claims)
     store = tmp_path / "new.db"
     message = _error(write_index(tmp_path / "out"), store)
     assert message == f"cannot import into {store}: no such table: no_such_table"

@@ -26,7 +26,7 @@ NO_OBJECT = "NONE"
 
 @dataclass
 class StoreRows:
-    """Rows for the five store tables, as tuples in the column order of ``writer.INSERTS``."""
+    """Rows for the five store tables, as tuples in the column order of ``store.schema.COLUMNS``."""
 
     parents: list[tuple[Any, ...]] = field(default_factory=list)
     children: list[tuple[Any, ...]] = field(default_factory=list)

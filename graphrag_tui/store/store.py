@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store.schema import TABLES, create_schema
+from graphrag_tui.store.schema import COLUMNS, TABLES, create_schema, insert_sql
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -35,21 +35,6 @@ _LEAF_OF_ROW = itemgetter(1)
 _CHUNK_OF_CLAIM = attrgetter("chunk_id")
 #: Builds a named tuple from a plain one in C, skipping the named tuple's Python-level __new__.
 _NEW_TUPLE = tuple.__new__
-
-# Columns the store reads; extra columns are ignored.
-_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "rag_parents": ("id", "namespace", "title", "content"),
-    "rag_children": ("id", "namespace", "parent_id", "content"),
-    "rag_entities": ("id", "namespace", "name", "description"),
-    "rag_community_summaries": (
-        "id", "namespace", "community_name", "summary_content", "level",
-        "parent_community_id", "members",
-    ),
-    "rag_claims": (
-        "id", "namespace", "subject_entity_id", "object_entity_id", "description",
-        "source_parent_id", "source_chunk_id", "community_summary_id",
-    ),
-}
 
 # Common table expressions over one namespace (:ns). A leaf is a row of the namespace whose
 # id no row of the namespace names as parent (`parent_ids`). The caller adds `roots(id)`,
@@ -291,7 +276,7 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
             f"Not a community store: {path} is missing table(s) {', '.join(missing)}"
         )
     missing_columns = []
-    for table, columns in _REQUIRED_COLUMNS.items():
+    for table, columns in COLUMNS.items():  # extra columns are ignored
         present = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({table})")}
         missing_columns += [f"{table}.{col}" for col in columns if col not in present]
     if missing_columns:
@@ -388,17 +373,15 @@ class CommunityStore:
         Missing keys become NULL. Returns the number of rows inserted."""
         if not self.writable:
             raise InputError(f"Store {self.path} is open read-only")
-        if table not in _REQUIRED_COLUMNS:
+        if table not in COLUMNS:
             raise ValueError(f"unknown table {table!r}")
-        columns = _REQUIRED_COLUMNS[table]
+        columns = COLUMNS[table]
         rows = list(rows)
         unknown = {key for row in rows for key in row} - set(columns)
         if unknown:
             raise ValueError(f"unknown column(s) for {table}: {', '.join(sorted(unknown))}")
-        sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
-               f"VALUES ({', '.join('?' for _ in columns)})")
         with self._lock, self._conn:
-            self._conn.executemany(sql, ([row.get(col) for col in columns] for row in rows))
+            self._conn.executemany(insert_sql(table), ([row.get(col) for col in columns] for row in rows))
         return len(rows)
 
     # -- reading -------------------------------------------------------------------------

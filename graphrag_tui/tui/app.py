@@ -515,12 +515,7 @@ class GraphRAGApp(App[int]):
         self.open_community(message.community_id)
 
     def open_community(self, community_id: str) -> None:
-        try:
-            screen = CommunityScreen(self.store, community_id)  # reads the store
-        except InputError as error:
-            self.notify(one_line(str(error)), title="Cannot open the community", severity="error", markup=False)
-            return
-        self.push_screen(screen)
+        self.push_screen(CommunityScreen(self.store, community_id))  # reads the store in a worker
 
     def on_open_batch(self, message: OpenBatch) -> None:
         state = self.run_state

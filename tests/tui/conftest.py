@@ -18,6 +18,8 @@ from textual.widgets import DataTable, Input, Static
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.models.factory import ModelSettings
 from graphrag_tui.tui.app import AppSettings, GraphRAGApp
+from graphrag_tui.tui.screens.community import CommunityScreen
+from graphrag_tui.tui.screens.goto import GoToCommunityScreen
 from tests.chat_server import Scripted, community_of  # noqa: F401 (shared with the TUI tests)
 
 QUESTION = "Who funds the bridge?"
@@ -107,6 +109,26 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
         await pilot.pause(0.05)
+
+
+async def wait_community(pilot: Pilot) -> None:
+    """Wait until the community view on top has read the store (in its worker) and shows it."""
+    def shown() -> bool:
+        screen = pilot.app.screen
+        return isinstance(screen, CommunityScreen) and screen.loaded
+
+    await wait_until(pilot, shown, timeout=10.0, what="the community view to load")
+    await pilot.pause()
+
+
+async def wait_lookup(pilot: Pilot) -> None:
+    """Wait until the go-to dialog's lookup (in its worker) is answered."""
+    def answered() -> bool:
+        screen = pilot.app.screen
+        return not (isinstance(screen, GoToCommunityScreen) and screen.looking)
+
+    await wait_until(pilot, answered, timeout=10.0, what="the go-to lookup")
+    await pilot.pause()
 
 
 async def wait_finished(pilot: Pilot) -> None:

@@ -22,7 +22,19 @@ from graphrag_tui.tui.widgets.footer import KeyFooter
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.stores import three_leaves
 
-from .conftest import Scripted, ask, community_of, make_app, rows, screen_text, text_of, wait_finished, wait_until
+from .conftest import (
+    Scripted,
+    ask,
+    community_of,
+    make_app,
+    rows,
+    screen_text,
+    text_of,
+    wait_community,
+    wait_finished,
+    wait_lookup,
+    wait_until,
+)
 
 SIZE = (140, 42)
 LONG_ANSWER = "The bridge budget comes from harbour dues. " * 9 + "x" * 13  # 400 characters
@@ -240,6 +252,7 @@ async def test_drill_down_from_the_answer_citations(store: Path) -> None:
             app.screen.query_one("#citations", OptionList).focus()
             await pilot.press("enter")
             await pilot.pause()
+            await wait_community(pilot)
 
             screen = app.screen
             assert isinstance(screen, CommunityScreen) and screen.community_id == "ns/1"
@@ -333,9 +346,12 @@ async def test_g_then_a_bare_number_opens_that_community(store: Path) -> None:
         assert isinstance(app.screen, GoToCommunityScreen)
         await pilot.press("9", "enter")
         await pilot.pause()
+        await wait_lookup(pilot)
         assert text_of(pilot, "#goto-error") == "No community 9 in namespace ns."
         await pilot.press("backspace", "2", "enter")
         await pilot.pause()
+        await wait_lookup(pilot)
+        await wait_community(pilot)
         assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == "ns/2"
         assert text_of(pilot, "#community-header").startswith("Community ns/2")
         await pilot.press("escape")

@@ -24,7 +24,7 @@ from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.stores import PAD, build_store
 
-from .conftest import Scripted, ask, make_app, screen_text, terminal_output, wait_finished, wait_until
+from .conftest import Scripted, ask, make_app, screen_text, terminal_output, wait_community, wait_finished, wait_until
 
 SIZE = (140, 42)
 EVIL = (
@@ -173,6 +173,7 @@ async def test_untrusted_text_is_inert_everywhere(tmp_path: Path) -> None:
             citations.focus()
             await pilot.press("enter")
             await pilot.pause()
+            await wait_community(pilot)
             assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == "ns/1"
             text = assert_inert(app, "community overview")
             assert "Summary [bold]x[/bold] [/] [@click=app.quit]quit[/]" in text
@@ -197,6 +198,7 @@ async def test_untrusted_text_is_inert_everywhere(tmp_path: Path) -> None:
             citations.focus()
             await pilot.press("down", "enter")
             await pilot.pause()
+            await wait_community(pilot)
             assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == EVIL_ID
             assert "Community ns/[@click=app.quit]␛[31m3" in assert_inert(app, "hostile id")
             await pilot.press("escape")

@@ -30,7 +30,7 @@ from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply
 from tests.cli_runner import run_cli
 from tests.stores import build_store, three_leaves
 
-from .conftest import Scripted, ask, make_app, screen_text, wait_finished, wait_until
+from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait_finished, wait_until
 
 SIZE = (140, 42)
 KNOWN_IDS = (
@@ -263,6 +263,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
             # The community view (its hierarchy list focused): 3 tabs, so 1 2 3.
             app.open_community("ns/1")
             await pilot.pause()
+            await wait_community(pilot)
             assert isinstance(app.screen, CommunityScreen)
             keys = await open_keys(pilot)
             assert keys.rows == [
@@ -297,6 +298,7 @@ async def test_number_keys_on_a_community_missing_from_the_store_do_nothing(stor
     async with app.run_test(size=SIZE) as pilot:
         app.push_screen(CommunityScreen(app.store, "ns/404"))
         await pilot.pause()
+        await wait_community(pilot)
         await pilot.press("1")
         await pilot.pause()
         keys = await open_keys(pilot)

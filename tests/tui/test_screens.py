@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -101,6 +102,23 @@ async def push(app: Host, pilot, screen, callback=None) -> None:
     app.push_screen(screen, callback)
     await pilot.pause()
     await pilot.pause()
+    if isinstance(screen, CommunityScreen):  # it reads the store in a worker
+        await wait_for(pilot, lambda: screen.loaded, "the community to load")
+
+
+async def wait_for(pilot, condition, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def submit_goto(pilot, screen: GoToCommunityScreen) -> None:
+    """Enter in the go-to dialog, then wait for the worker's lookup to be answered."""
+    await pilot.press("enter")
+    await pilot.pause()
+    await wait_for(pilot, lambda: not screen.looking, "the lookup")
 
 
 def rendered(app: App, selector: str) -> str:
@@ -293,6 +311,84 @@ async def test_long_lists_are_cut_and_say_so(store, monkeypatch) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert app.opened == ["ns/1"]
+
+
+class Gate:
+    """Wraps a real store method: records the thread each call runs on and holds the call
+    until `release` (so a test sees what the screen shows while the store is being read)."""
+
+    def __init__(self, method) -> None:
+        self.method = method
+        self.threads: list[int] = []
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, *args):
+        self.threads.append(threading.get_ident())
+        self.entered.set()
+        assert self.released.wait(10), "the test never released the store call"
+        return self.method(*args)
+
+
+async def test_community_is_read_off_the_ui_thread_behind_a_loading_line(store, monkeypatch) -> None:
+    gate = Gate(store.community)
+    monkeypatch.setattr(store, "community", gate)
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = CommunityScreen(store, "ns/1")
+        app.push_screen(screen)
+        await pilot.pause()
+        assert gate.entered.wait(5)
+        await pilot.pause()
+        # The UI thread is free while the store is read: the loading line is drawn.
+        assert not screen.loaded and screen.detail is None
+        assert rendered(app, "#community-loading") == "Reading community ns/1…"
+        assert "Reading community ns/1…" in screen_text(app)
+        assert not screen.query("#community-header")
+        gate.released.set()
+        await wait_for(pilot, lambda: screen.loaded, "the community to load")
+        assert gate.threads != [] and threading.main_thread().ident not in gate.threads
+        assert not screen.query("#community-loading")
+        assert rendered(app, "#community-header") == (
+            "Community ns/1  Bridge\n"
+            "Namespace ns   Level 1   Leaf yes   Parent ns/0   Claims 2   Chunks 1"
+        )
+        assert app.focused is screen.query_one("#hierarchy", OptionList)
+        assert screen.query_one("#claims", DataTable).row_count == 2
+
+
+async def test_community_closed_before_the_store_answers_is_harmless(store, monkeypatch) -> None:
+    gate = Gate(store.community)
+    monkeypatch.setattr(store, "community", gate)
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = CommunityScreen(store, "ns/1")
+        app.push_screen(screen)
+        await pilot.pause()
+        assert gate.entered.wait(5)
+        await pilot.press("escape")  # Esc works while the store is being read
+        await pilot.pause()
+        assert len(app.screen_stack) == 1
+        gate.released.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and len(app.screen_stack) == 1 and not screen.loaded
+
+
+async def test_community_store_error_is_a_message_not_a_crash(store) -> None:
+    """The store's error (a StoreError, never sqlite3's) is shown in words on the screen."""
+    store.close()  # every read now fails inside SQLite
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await push(app, pilot, CommunityScreen(store, "ns/1"))
+        assert app.is_running and isinstance(app.screen, CommunityScreen)
+        assert rendered(app, "#community-missing") == (
+            f"Cannot read community ns/1: Cannot read store {store.path}: "
+            "Cannot operate on a closed database.\n\nPress Esc to go back."
+        )
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(app.screen_stack) == 1
 
 
 # -- BatchScreen -------------------------------------------------------------------------
@@ -495,8 +591,8 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         await push(app, pilot, screen, app.record)
         field = app.screen.query_one("#goto-input", Input)
         assert app.focused is field
-        await pilot.press("9", "9", "enter")
-        await pilot.pause()
+        await pilot.press("9", "9")
+        await submit_goto(pilot, screen)
         assert app.screen is screen
         assert rendered(app, "#goto-error") == "No community 99 in namespace ns."
         assert "No community 99 in namespace ns." in screen_text(app)
@@ -508,8 +604,7 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         assert field.value == ""
         markup = "[bold]x[/bold] [/] [@click=app.quit]q"
         field.insert_text_at_cursor(markup)
-        await pilot.press("enter")
-        await pilot.pause()
+        await submit_goto(pilot, screen)
         assert app.screen is screen
         assert rendered(app, "#goto-error") == f"No community {markup} in namespace ns."
         assert f"No community {markup}" in screen_text(app)
@@ -521,8 +616,7 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         assert rendered(app, "#goto-error") == "Type a community id or number."
 
         field.value = " 2 "
-        await pilot.press("enter")
-        await pilot.pause()
+        await submit_goto(pilot, screen)
         assert app.results == ["ns/2"]
         assert len(app.screen_stack) == 1
 
@@ -535,6 +629,35 @@ async def test_goto_resolves_shows_error_inline_and_cancels(store) -> None:
         await pilot.pause()
         assert app.results == ["ns/2", "anything", None]
         assert app.is_running
+
+
+async def test_goto_looks_up_off_the_ui_thread_and_shows_store_errors_inline(store) -> None:
+    gate = Gate(lambda text: store.resolve_community("ns", text))
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = GoToCommunityScreen(gate, "ns")
+        await push(app, pilot, screen, app.record)
+        await pilot.press("2", "enter")
+        assert gate.entered.wait(5)
+        await pilot.pause()
+        assert screen.looking and app.screen is screen
+        assert rendered(app, "#goto-error") == "Looking for community 2…"
+        await pilot.press("enter")  # a second Enter while looking starts no second lookup
+        await pilot.pause()
+        gate.released.set()
+        await wait_for(pilot, lambda: not screen.looking, "the lookup")
+        assert len(gate.threads) == 1 and gate.threads[0] != threading.main_thread().ident
+        assert app.results == ["ns/2"] and len(app.screen_stack) == 1
+
+        store.close()  # every read now fails inside SQLite: a StoreError, shown inline
+        screen = GoToCommunityScreen(lambda text: store.resolve_community("ns", text), "ns")
+        await push(app, pilot, screen, app.record)
+        await pilot.press("2")
+        await submit_goto(pilot, screen)
+        assert app.screen is screen
+        assert rendered(app, "#goto-error") == (
+            f"Cannot read store {store.path}: Cannot operate on a closed database."
+        )
 
 
 async def test_export_dialog(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply
 from tests.stores import three_leaves
 
-from .conftest import Scripted, ask, make_app, wait_finished, wait_until
+from .conftest import Scripted, ask, make_app, wait_community, wait_finished, wait_until
 
 SIZE = (140, 42)
 SAMPLE_STORE = Path(__file__).resolve().parents[2] / "sample_db" / "sample.db"
@@ -118,6 +118,7 @@ def test_community_view(snap_compare, store: Path) -> None:
             app.screen.query_one("#citations", OptionList).focus()
             await pilot.press("enter")  # the first cited community: ns/1
             await pilot.pause()
+            await wait_community(pilot)
             await pilot.click("#--content-tab-tab-claims")
             await settle(pilot)
 

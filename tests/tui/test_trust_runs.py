@@ -20,7 +20,7 @@ from graphrag_tui.tui.screens.export import ExportScreen
 from graphrag_tui.tui.screens.main import MainScreen
 from tests.stores import three_leaves
 
-from .conftest import ask, make_app, text_of, wait_finished, wait_until
+from .conftest import ask, make_app, text_of, wait_community, wait_finished, wait_lookup, wait_until
 
 SIZE = (140, 42)
 #: One community per batch, one batch at a time: the model's calls come in batch order.
@@ -198,6 +198,8 @@ async def test_a_store_with_undecodable_text_is_read_leniently_in_the_run_and_th
         app.screen.query_one("#goto-input", Input).value = "ns/2"
         await pilot.press("enter")
         await pilot.pause()
+        await wait_lookup(pilot)
+        await wait_community(pilot)
         screen = app.screen
         assert isinstance(screen, CommunityScreen)
         assert str(screen.query_one("#summary", Static).render()) == "\ufffd\ufffdA"

@@ -2,20 +2,25 @@
 
 Every string shown here comes from the store and is untrusted: it is rendered only as
 `rich.text.Text` built from `safe_text` (never parsed as markup).
+
+The store is read in a thread worker, never on the UI thread: the screen shows a loading
+line, the worker posts `CommunityScreen.Loaded`, and its handler composes the view.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from ...errors import InputError
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
@@ -73,21 +78,54 @@ class CommunityScreen(TabbedScreen):
         super().__init__(name=name, id=id, classes=classes)
         self.store = store
         self.community_id = community_id
+        #: Whether the worker's reading of the store has arrived, and been shown.
+        self._arrived = False
+        self.loaded = False
         self.error: str | None = None
-        try:
-            self.detail: CommunityDetail | None = store.community(community_id)
-        except sqlite3.Error as exc:
-            self.detail = None
-            self.error = str(exc)
+        self.detail: CommunityDetail | None = None
         #: Option index in the hierarchy list -> the community id it opens.
         self._targets: dict[int, str] = {}
-        self._chunk_index = {
-            chunk.id: index for index, chunk in enumerate(self.detail.chunks)
-        } if self.detail else {}
+        self._chunk_index: dict[str, int] = {}
+
+    @dataclass
+    class Loaded(Message):
+        """What the worker read: the community (None if no such id), or the store's error."""
+
+        detail: CommunityDetail | None
+        error: str | None
+
+    # -- reading the store (off the UI thread) -------------------------------------------
+
+    def on_mount(self) -> None:
+        self.run_worker(self._read, thread=True, exit_on_error=False, group="community")
+
+    def _read(self) -> None:
+        try:
+            self.post_message(self.Loaded(self.store.community(self.community_id), None))
+        except InputError as error:  # StoreError: an unreadable store or row
+            self.post_message(self.Loaded(None, str(error)))
+
+    @on(Loaded)
+    async def _loaded(self, message: Loaded) -> None:
+        message.stop()
+        self.detail, self.error, self._arrived = message.detail, message.error, True
+        if self.detail is not None:
+            self._chunk_index = {chunk.id: index for index, chunk in enumerate(self.detail.chunks)}
+        await self.recompose()
+        self._fill_claims()
+        if self.detail is not None:
+            self.query_one("#hierarchy", OptionList).focus()
+        self.refresh_bindings()
+        self.loaded = True
 
     # -- composing -----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        if not self._arrived:
+            yield Static(Text.assemble(("Reading community ", "dim"), one_line(self.community_id), ("…", "dim")),
+                         id="community-loading")
+            yield KeyFooter()
+            return
         detail = self.detail
         if detail is None:
             yield Static(self._missing_text(), id="community-missing")
@@ -127,7 +165,7 @@ class CommunityScreen(TabbedScreen):
                             "to read the chunk it cites.", style="dim italic"))
         yield KeyFooter()
 
-    def on_mount(self) -> None:
+    def _fill_claims(self) -> None:
         if self.detail is None:
             return
         table = self.query_one("#claims", DataTable)

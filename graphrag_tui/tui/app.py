@@ -176,24 +176,6 @@ class GraphRAGApp(App[int]):
         self.given_options: frozenset[str] = given
         self.set_keymap(settings.keymap)
 
-    # The open model and what it was opened for, for tests that look at it or set one.
-
-    @property
-    def _model(self) -> ChatModel | None:
-        return self.models.model
-
-    @_model.setter
-    def _model(self, model: ChatModel) -> None:
-        self.models.adopt(model, self.settings.model.kind)
-
-    @property
-    def _model_key(self) -> tuple[str, int | None] | None:
-        return self.models.key
-
-    @_model_key.setter
-    def _model_key(self, key: tuple[str, int | None]) -> None:
-        self.models.key = key
-
     # -- screens -------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen:

@@ -69,7 +69,7 @@ async def test_the_app_runs_the_local_llm_and_batches_finish_one_by_one() -> Non
         await ask(pilot, "What are the main themes of the harbor city?")
         while app.run_state.phase != "finished":
             assert time.monotonic() - began < 240, f"still {app.run_state.phase} after 240 s"
-            server = getattr(app._model, "server", None)
+            server = getattr(app.models.model, "server", None)
             if pid is None and server is not None:
                 pid = server.pid
             await pilot.pause(0.1)
@@ -90,11 +90,11 @@ async def test_the_app_runs_the_local_llm_and_batches_finish_one_by_one() -> Non
         assert set(range(succeeded[-1] + 1)) <= set(succeeded), succeeded
         assert "llama.cpp server: starting…" in statuses
         assert statuses[-1] == "llama.cpp server: ready (context 8192 tokens per slot)"
-        assert pid is not None and app._model.server.is_running  # type: ignore[union-attr]
+        assert pid is not None and app.models.model.server.is_running  # type: ignore[union-attr]
         print(f"local LLM app run: {total} batches, {result.status}, {elapsed:.1f} s")
 
     # The app exited: its server is stopped and reaped.
-    assert not app._model.server.is_running  # type: ignore[union-attr]
+    assert not app.models.model.server.is_running  # type: ignore[union-attr]
     assert not os.path.exists(f"/proc/{pid}")
 
 

@@ -169,13 +169,13 @@ async def test_switching_to_the_endpoint_makes_the_next_run_ask_it(store: Path) 
             await ask(pilot)
             await wait_finished(pilot)
             assert server.chat_requests() == []  # the extractive model answered
-            assert type(app._model).__name__ == "ExtractiveModel"
+            assert type(app.models.model).__name__ == "ExtractiveModel"
 
             # With the keyboard: open the picker, go down to the endpoint, choose it.
             picker(app).focus()
             await pilot.press("enter", "down", "down", "enter")
             await wait_until(pilot, lambda: app.model_kind == "http", what="the endpoint chosen")
-            assert app._model is None  # the extractive model was closed
+            assert app.models.model is None  # the extractive model was closed
             assert f"model m1 @ {host}" in header(app)
             assert text_of(pilot, "#model-status") == "OpenAI-compatible HTTP API"
             await ask(pilot)
@@ -183,11 +183,11 @@ async def test_switching_to_the_endpoint_makes_the_next_run_ask_it(store: Path) 
             assert app.run_state.result.status == "completed"
             assert [r.stage for r in server.chat_requests()] == ["map", "map", "map", "reduce"]
             assert {r.json["model"] for r in server.chat_requests()} == {"m1"}
-            endpoint = app._model
+            endpoint = app.models.model
             assert isinstance(endpoint, OpenAIChatModel)
 
             await choose(pilot, "extractive")
-            assert app._model is None and endpoint._client.is_closed
+            assert app.models.model is None and endpoint._client.is_closed
 
 
 async def test_the_picker_is_locked_while_a_run_goes(store: Path) -> None:
@@ -199,7 +199,7 @@ async def test_the_picker_is_locked_while_a_run_goes(store: Path) -> None:
             return '{"answer": "", "usefulness": 0}'
 
     app = picker_app(store, ModelSettings())
-    app._model, app._model_key = Held("http://127.0.0.1:9/v1", "m", None), ("extractive", None)
+    app.models.adopt(Held("http://127.0.0.1:9/v1", "m", None), "extractive")
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot)
         await wait_until(pilot, lambda: app.run_state.phase == "map", what="the run")
@@ -287,7 +287,7 @@ async def test_local_start_shows_starting_then_ready_and_caps_default_budgets(
             assert "model local LLM: SmolLM2-135M" in header(app)
 
             await choose(pilot, "extractive")  # switching away stops the local model
-            assert closed == ["local"] and app._model is None
+            assert closed == ["local"] and app.models.model is None
             assert app.screen.query_one("#opt-map_budget", Input).value == "8000"  # the defaults again
             await choose(pilot, "local")
             assert text_of(pilot, "#model-status") == "llama.cpp server: not started (starts on the first run)"

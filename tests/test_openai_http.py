@@ -146,9 +146,9 @@ async def test_429_retry_after_seconds() -> None:
                 await model.complete(request())
         finally:
             await model.aclose()
-    assert info.value.kind == "http"
+    assert info.value.kind == "rate_limited"
     assert info.value.status == 429
-    assert info.value.retry_after == 3.0
+    assert (info.value.retry_after, info.value.wait_source) == (3.0, "retry-after")
     assert info.value.message.startswith("HTTP 429: ")
 
 

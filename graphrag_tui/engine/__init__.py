@@ -13,17 +13,20 @@ from .events import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    ConcurrencyChanged,
     Event,
     Finished,
     Planned,
+    RateLimited,
     ReduceCandidateDecided,
     ReduceStarted,
     RetryWaiting,
 )
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
-from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, Stage
+from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, RateWaitSource, Stage
 from .prompts import map_messages, prompt_text, reduce_messages
+from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from .request import (
     ascii_integer,
@@ -58,6 +61,11 @@ __all__ = [
     "draw_seed",
     "plan_search",
     "utc_now",
+    # rate limits
+    "DEFAULT_MAX_RATE_WAIT",
+    "RateLimits",
+    "parse_max_rate_wait",
+    "parse_per_minute",
     # inputs
     "Claim",
     "CommunityContext",
@@ -87,6 +95,7 @@ __all__ = [
     "MAP_REPLY_SCHEMA",
     "ModelError",
     "REDUCE_REPLY_SCHEMA",
+    "RateWaitSource",
     "Stage",
     "map_messages",
     "prompt_text",
@@ -96,9 +105,11 @@ __all__ = [
     "BatchFailed",
     "BatchStarted",
     "BatchSucceeded",
+    "ConcurrencyChanged",
     "Event",
     "Finished",
     "Planned",
+    "RateLimited",
     "ReduceCandidateDecided",
     "ReduceStarted",
     "RetryWaiting",

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .ports import ErrorKind
+from .ports import ErrorKind, RateWaitSource
 from .result import Decision, Status
 
 
@@ -52,6 +52,33 @@ class RetryWaiting(_Event):
     seconds: float
 
 
+class RateLimited(_Event):
+    """A 429 (issue 12): every send pauses `wait_s`, then the call (a Map batch, or the
+    Reduce call when `batch_index` is None) is sent again; `concurrency` is the limit on
+    calls in flight from now on."""
+
+    type: Literal["rate_limited"] = "rate_limited"
+    batch_index: int | None
+    wait_s: float
+    source: RateWaitSource
+    concurrency: int
+
+
+ChangeReason = Literal["rate_limited", "recovered"]
+
+
+class ConcurrencyChanged(_Event):
+    """The limit on calls in flight changed: halved after a 429 (`rate_limited`), or one
+    more after a run of successes (`recovered`). Serialized as `{from, to, reason}`."""
+
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
+    type: Literal["concurrency_changed"] = "concurrency_changed"
+    from_: int = Field(alias="from")
+    to: int
+    reason: ChangeReason
+
+
 class BatchSucceeded(_Event):
     type: Literal["batch_succeeded"] = "batch_succeeded"
     batch_index: int
@@ -93,6 +120,8 @@ Event = Annotated[
     | BatchStarted
     | AttemptFailed
     | RetryWaiting
+    | RateLimited
+    | ConcurrencyChanged
     | BatchSucceeded
     | BatchFailed
     | ReduceCandidateDecided

@@ -63,6 +63,8 @@ def failure_reason(attempt: Attempt) -> str:
         return f"invalid fields ({_short(error.split(', got ', 1)[0])})"
     if kind == "response_too_large":
         return "response too large"
+    if kind == "rate_limited":
+        return "rate limited"
     if kind == "internal":
         typed = _TYPE_AND_DETAIL.match(error)
         return f"internal error ({typed.group(1) if typed else _short(error)})"

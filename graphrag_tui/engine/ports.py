@@ -11,8 +11,16 @@ from pydantic import BaseModel, ConfigDict
 Stage = Literal["map", "reduce"]
 #: `response_too_large`: the reply passed the size cap (--max-response-bytes) and was not read
 #: further; `internal`: an unexpected error while handling one call (a bug), which fails
-#: that batch or Reduce call, never the run.
-ErrorKind = Literal["http", "timeout", "transport", "invalid_json", "invalid_fields", "response_too_large", "internal"]
+#: that batch or Reduce call, never the run. `rate_limited`: an HTTP 429 (issue 12), which
+#: re-queues the call without using one of its attempts, until its wait budget is spent.
+ErrorKind = Literal[
+    "http", "timeout", "transport", "invalid_json", "invalid_fields", "response_too_large", "internal", "rate_limited"
+]
+#: Where the wait after a 429 came from: the response header that announced it, or
+#: `backoff` when the server announced none (the engine's own doubling wait).
+RateWaitSource = Literal[
+    "retry-after-ms", "retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "backoff"
+]
 
 
 class ChatMessage(BaseModel):
@@ -46,13 +54,17 @@ class ModelError(Exception):
         *,
         status: int | None = None,
         retry_after: float | None = None,
+        wait_source: RateWaitSource | None = None,
         raw_response: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.message = message
         self.status = status
+        #: Seconds the server asked to wait (503 and 429); for a 429, `wait_source` names
+        #: the header it came from.
         self.retry_after = retry_after
+        self.wait_source = wait_source
         self.raw_response = raw_response
 
 

@@ -1,29 +1,45 @@
-"""Calling the model (SPEC §3.5): one attempt, bounded in time and recorded, and the one
-retry loop Map and Reduce share: at most two attempts with the same request, the second
-after the server's Retry-After (capped), each failure reported as an event."""
+"""Calling the model (SPEC §3.5, issue 12): one attempt, bounded in time and recorded, and
+the one retry loop every model call of a run shares: at most two attempts with the same
+request, the second after a 503's Retry-After (capped), each failure reported as an event.
+A 429 is not a failed attempt: the call goes back to the run's gate (throttle.py), which
+pauses every send for the announced wait and lowers the concurrency, and is sent again with
+the same attempt number, until the waits pass the call's budget (--max-rate-wait)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from .events import AttemptFailed, EventReporter, RetryWaiting
+from .events import AttemptFailed, ChangeReason, ConcurrencyChanged, EventReporter, RateLimited, RetryWaiting
 from .failures import error_text, for_log, internal_error
-from .ports import ChatModel, ChatRequest, ModelError
+from .options import MAX_CONCURRENCY
+from .ports import ChatModel, ChatRequest, ModelError, RateWaitSource
+from .prompts import prompt_text
+from .rate_limits import RateLimits
 from .replies import ReplyError, repair_text
 from .result import RAW_RESPONSE_CAP, Attempt, cap_raw_response
+from .throttle import LimitChange, Throttle
+from .tokens import TextSize
 
 log = logging.getLogger("graphrag_tui.engine")
 
 T = TypeVar("T")
 ATTEMPTS = 2
 MAX_RETRY_WAIT = 60.0
-#: The statuses whose Retry-After the second attempt waits for.
-RETRY_AFTER_STATUSES = (429, 503)
+#: The status whose Retry-After the second attempt waits for (a 429's is the gate's).
+RETRY_AFTER_STATUS = 503
+#: A 429 without a wait the server announced waits BACKOFF_FIRST seconds, doubling with each
+#: 429 in a row of the same call, up to BACKOFF_CAP (the OpenAI SDK starts at 0.5 s).
+BACKOFF_FIRST = 1.0
+BACKOFF_CAP = 60.0
+#: An announced wait is honoured but never shorter than this, doubling with each 429 in a
+#: row: a server that keeps answering "retry now" cannot make a call spin (after fifteen
+#: in a row the floor is 164 s, and the budget ends it).
+MIN_RATE_WAIT = 0.01
 
 #: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
 #: every attempt whose raw response is longer than RAW_RESPONSE_CAP, which results keep.
@@ -46,6 +62,8 @@ class ModelCaller:
     clock: Callable[[], float]
     wall_clock: Callable[[], datetime]
     on_long_response: LongResponseHook | None = None
+    #: The run's gate: caps, 429 pauses, the concurrency limit (none of them by default).
+    throttle: Throttle = field(default_factory=lambda: Throttle(RateLimits(), MAX_CONCURRENCY))
 
     async def attempt(
         self,
@@ -54,15 +72,16 @@ class ModelCaller:
         number: int,
         record: list[Attempt],
         batch_index: int | None,
-    ) -> tuple[Attempt, T | None, float | None]:
+    ) -> tuple[Attempt, T | None, ModelError | None]:
         """One call, recorded in `record`. Returns the attempt, the parsed reply (or None)
-        and the Retry-After wait the server asked for. Only cancellation raises."""
+        and the model's error, if it raised one (a 429 as `rate_limited`, whichever kind the
+        model gave it). Only cancellation raises."""
         started_at = self.wall_clock().isoformat()
         began = self.clock()
         attempt = Attempt(attempt=number, started_at=started_at, duration_s=0.0)
         record.append(attempt)
         parsed: T | None = None
-        retry_after: float | None = None
+        model_error: ModelError | None = None
         try:
             async with asyncio.timeout(self.timeout):
                 raw: object = await self.model.complete(request)
@@ -73,11 +92,11 @@ class ModelCaller:
         except TimeoutError:
             attempt.error_kind, attempt.error = "timeout", f"no reply within {self.timeout:g} s"
         except ModelError as error:
-            attempt.error_kind, attempt.error = error.kind, error_text(str(error.message))
+            model_error = error
+            kind = "rate_limited" if error.status == 429 else error.kind
+            attempt.error_kind, attempt.error = kind, error_text(str(error.message))
             if error.raw_response is not None:
                 self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
-            if error.status in RETRY_AFTER_STATUSES:
-                retry_after = error.retry_after
         except Exception as error:  # from the model object: this attempt fails, not the run
             log.info("model call failed unexpectedly: %s", for_log(error))
             attempt.error_kind, attempt.error = "internal", internal_error(error)
@@ -94,7 +113,13 @@ class ModelCaller:
                 log.info("handling a reply failed unexpectedly: %s", for_log(error))
                 attempt.error_kind, attempt.error = "internal", internal_error(error)
         attempt.duration_s = round(self.clock() - began, 6)
-        return attempt, parsed, retry_after
+        return attempt, parsed, model_error
+
+    def limit_changed(self, change: LimitChange | None, reason: ChangeReason) -> None:
+        if change is not None:
+            report = self.report
+            fields = {"t": report.now(), "from": change.old, "to": change.new, "reason": reason}
+            report(ConcurrencyChanged.model_validate(fields))
 
     def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
         """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole
@@ -105,6 +130,21 @@ class ModelCaller:
                 self.on_long_response(batch_index, attempt.attempt, raw)
             except Exception as error:  # the listener's failure must not cost the reply
                 log.info("on_long_response failed: %s", for_log(error))
+
+
+def rate_wait(error: ModelError | None, in_a_row: int) -> tuple[float, RateWaitSource]:
+    """How long the `in_a_row`-th 429 in a row of one call waits, and why."""
+    doubling = 2.0 ** min(in_a_row - 1, 64)
+    announced = error.retry_after if error is not None else None
+    if error is None or announced is None:
+        return min(BACKOFF_FIRST * doubling, BACKOFF_CAP), "backoff"
+    return max(announced, MIN_RATE_WAIT * doubling), error.wait_source or "retry-after"
+
+
+def request_tokens(request: ChatRequest) -> int:
+    """What a request counts against a tokens-per-minute cap: its estimated prompt tokens
+    plus its output reserve (the most it can cost)."""
+    return TextSize.of(prompt_text(request.messages)).tokens + (request.max_tokens or 0)
 
 
 async def call_with_retry(
@@ -119,23 +159,54 @@ async def call_with_retry(
 ) -> T | None:
     """The parsed reply of the first of ATTEMPTS attempts that succeeds, or None.
 
-    Each attempt is recorded in `record`; `on_start(number)` is called before it. A failed
-    attempt is reported (AttemptFailed); a Retry-After from the server (429, 503) delays the
-    next one, capped at MAX_RETRY_WAIT and reported (RetryWaiting). `batch_index` and
-    `worker` are None for Reduce. Cancellation propagates, recorded on the attempt."""
-    report = caller.report
+    Each send passes the run's gate and is recorded in `record`; `on_start(number)` is called
+    as it goes out. A failed attempt is reported (AttemptFailed); a 503's Retry-After delays
+    the next one, capped at MAX_RETRY_WAIT and reported (RetryWaiting). A 429 is recorded
+    with the number of the send that follows it and reported (RateLimited): the call waits
+    in the gate and is sent again, unless its wait would pass what is left of the budget,
+    which fails it at once. `batch_index` and `worker` are None for Reduce. Cancellation
+    propagates, recorded on the attempt."""
+    report, throttle = caller.report, caller.throttle
+    tokens = request_tokens(request) if throttle.counts_tokens else 0
+    budget = throttle.limits.max_rate_wait
+    waited, in_a_row = 0.0, 0
     retry_after: float | None = None
-    for number in range(1, ATTEMPTS + 1):
+    number = 1
+    while True:
         if retry_after:
             wait = retry_wait(retry_after)
             report(RetryWaiting(t=report.now(), batch_index=batch_index, seconds=wait))
             await asyncio.sleep(wait)
-        if on_start is not None:
-            on_start(number)
-        attempt, parsed, retry_after = await caller.attempt(request, parse, number, record, batch_index)
+        async with throttle.slot(tokens) as sent_in:
+            if on_start is not None:
+                on_start(number)
+            attempt, parsed, error = await caller.attempt(request, parse, number, record, batch_index)
+        assert parsed is not None or (attempt.error_kind is not None and attempt.error is not None)
+        if attempt.error_kind == "rate_limited":
+            in_a_row += 1
+            wait, source = rate_wait(error, in_a_row)
+            if wait <= budget - waited:
+                waited += wait
+                attempt.error = f"{attempt.error}; sent again after {wait:g} s ({source})"
+                caller.limit_changed(throttle.rate_limited(wait, sent_in), "rate_limited")
+                report(
+                    RateLimited(
+                        t=report.now(), batch_index=batch_index, wait_s=round(wait, 6), source=source,
+                        concurrency=throttle.limit,
+                    )
+                )
+                continue
+            attempt.error = (
+                f"{attempt.error}; the server asked to wait {wait:g} s, more than the {budget - waited:g} s left "
+                f"of this call's {budget:g} s for rate limits (--max-rate-wait)"
+            )
+        else:
+            in_a_row = 0
+            caller.limit_changed(throttle.succeeded(), "recovered")
         if parsed is not None:
             return parsed
         assert attempt.error_kind is not None and attempt.error is not None  # a failed attempt says why
+        will_retry = number < ATTEMPTS and attempt.error_kind != "rate_limited"
         report(
             AttemptFailed(
                 t=report.now(),
@@ -144,7 +215,10 @@ async def call_with_retry(
                 attempt=number,
                 error_kind=attempt.error_kind,
                 error=attempt.error,
-                will_retry=number < ATTEMPTS,
+                will_retry=will_retry,
             )
         )
-    return None
+        if not will_retry:
+            return None
+        retry_after = error.retry_after if error is not None and error.status == RETRY_AFTER_STATUS else None
+        number += 1

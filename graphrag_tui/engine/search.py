@@ -17,10 +17,12 @@ from .failures import for_log, internal_error, map_failure_summary
 from .map_stage import MapStage
 from .plan import SearchPlan
 from .ports import ChatModel
+from .rate_limits import RateLimits
 from .reduce_stage import ReduceStage
 from .replies import js_number
 from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
+from .throttle import Throttle
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -54,6 +56,7 @@ class GlobalSearch:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
         on_long_response: LongResponseHook | None = None,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -63,6 +66,8 @@ class GlobalSearch:
         self.clock = clock
         self.wall_clock = wall_clock
         self.on_long_response = on_long_response
+        #: Every model call of the run passes this one gate (caps, 429s, concurrency).
+        self.throttle = Throttle(rate_limits or RateLimits(), plan.options.concurrency)
         self.report = EventReporter(self.on_event, clock)
         self.batches = [
             BatchResult(
@@ -79,7 +84,9 @@ class GlobalSearch:
     async def run(self) -> SearchResult:
         self.report.start()
         plan, report = self.plan, self.report
-        caller = ModelCaller(self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response)
+        caller = ModelCaller(
+            self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response, self.throttle
+        )
         workers = min(plan.options.concurrency, len(plan.batches))
         summaries, batch_count = plan.summary_count, len(plan.batches)
         report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))

@@ -1,9 +1,10 @@
 """An async OpenAI-compatible chat-completions client on httpx (SPEC §4).
 
 One attempt per `complete()` call: the engine owns retries. Failures become
-`ModelError` with kind `timeout`, `transport`, `http`, `invalid_json` (the whole body is not
-JSON) or `response_too_large` (the body passed the size cap; it is read as a stream and
-never held whole). The API key travels only in the `Authorization` header; it never appears
+`ModelError` with kind `timeout`, `transport`, `http`, `rate_limited` (a 429, with the wait
+its headers announce: rate_limit_headers.py), `invalid_json` (the whole body is not JSON) or
+`response_too_large` (the body passed the size cap; it is read as a stream and never held
+whole). The API key travels only in the `Authorization` header; it never appears
 in a message, a repr or the description, and every text that came from the server, whatever
 its status, is masked before it leaves this module (see `key_pattern`).
 """
@@ -11,19 +12,18 @@ its status, is masked before it leaves this module (see `key_pattern`).
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import ipaddress
 import json
 import math
 import re
-import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import httpx
 
-from ..engine import ChatRequest, ModelError
+from ..engine import ChatRequest, ErrorKind, ModelError, RateWaitSource
 from ..errors import InputError
+from .rate_limit_headers import announced_wait, parse_retry_after
 
 ResponseFormat = Literal["json_object", "json_schema", "text"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_object", "json_schema", "text")
@@ -102,29 +102,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """`Retry-After` as seconds: delta-seconds or an HTTP-date; None when absent or bad."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = None
-    if seconds is not None:
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None or when.tzinfo is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 def parse_base_url(text: str) -> httpx.URL:
@@ -323,14 +300,22 @@ class OpenAIChatModel:
             excerpt = " ".join(masked.split())
             if len(excerpt) > _EXCERPT_CHARS:
                 excerpt = excerpt[: _EXCERPT_CHARS - 1] + "…"
-            retry_after = None
-            if response.status_code in (429, 503):
+            kind: ErrorKind = "http"
+            retry_after: float | None = None
+            wait_source: RateWaitSource | None = None
+            if response.status_code == 429:
+                kind = "rate_limited"
+                announced = announced_wait(response.headers)
+                if announced is not None:
+                    retry_after, wait_source = announced
+            elif response.status_code == 503:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
             raise ModelError(
-                "http",
+                kind,
                 f"HTTP {response.status_code}: {excerpt}" if excerpt else f"HTTP {response.status_code}",
                 status=response.status_code,
                 retry_after=retry_after,
+                wait_source=wait_source,
                 raw_response=masked,
             )
         return response.status_code, text

@@ -16,6 +16,9 @@ api_key_env = "MY_GATEWAY_KEY"
 timeout = 120
 response_format = "json_object"
 max_response_bytes = 8388608
+requests_per_minute = 500       # caps: requests and tokens per minute (none by default)
+tokens_per_minute = 200000
+max_rate_wait = 300             # seconds one batch may wait in all for 429s
 
 [keymap]  # binding id = comma-separated keys (the file only)
 export = "e,ctrl+e"
@@ -52,7 +55,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .engine import has_surrogates, parse_option, shown
+from .engine import has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
 from .errors import InputError
 from .models.factory import parse_max_response_bytes, parse_timeout
 from .models.openai_http import RESPONSE_FORMATS
@@ -133,6 +136,9 @@ class ModelConfig(BaseModel):
     timeout: Annotated[float | None, BeforeValidator(_checked_by(parse_timeout))] = None
     response_format: Annotated[str | None, BeforeValidator(_checked_by(_response_format))] = None
     max_response_bytes: Annotated[int | None, BeforeValidator(_checked_by(parse_max_response_bytes))] = None
+    requests_per_minute: Annotated[int | None, BeforeValidator(_checked_by(parse_per_minute))] = None
+    tokens_per_minute: Annotated[int | None, BeforeValidator(_checked_by(parse_per_minute))] = None
+    max_rate_wait: Annotated[float | None, BeforeValidator(_checked_by(parse_max_rate_wait))] = None
 
 
 class Settings(BaseSettings):

@@ -8,6 +8,7 @@ a function from the received request to a `Reply`. Every request is recorded.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -39,6 +40,8 @@ class Received:
     path: str
     headers: dict[str, str]
     json: Any
+    #: time.monotonic() when the request arrived.
+    received_at: float = 0.0
 
     @property
     def endpoint(self) -> str:
@@ -197,6 +200,7 @@ class ScriptedChatServer:
             path=handler.path,
             headers={k.lower(): v for k, v in handler.headers.items()},
             json=payload,
+            received_at=time.monotonic(),
         )
         with self._lock:
             self.requests.append(received)
@@ -228,3 +232,79 @@ class Scripted:
             self.calls[community] = n + 1
         reply = self.maps[community]
         return reply[min(n, len(reply) - 1)] if isinstance(reply, list) else reply
+
+
+# -- rate limits (issue 12) -----------------------------------------------------------------
+
+#: How a 429 announces its wait: the header each form sends (see `wait_headers`).
+WAIT_FORMS = ("retry-after", "retry-after-ms", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+
+
+def go_duration(seconds: float) -> str:
+    """A wait as OpenAI's x-ratelimit-reset-* headers write it: `6m0s`, `1.5s`, `20ms`."""
+    if seconds >= 60:
+        minutes, rest = divmod(seconds, 60)
+        return f"{int(minutes)}m{rest:g}s"
+    if seconds >= 1:
+        return f"{seconds:g}s"
+    return f"{max(1, math.ceil(seconds * 1000))}ms"
+
+
+def wait_headers(seconds: float, form: str) -> dict[str, str]:
+    """The headers of a 429 that asks to wait `seconds`, in one of WAIT_FORMS. `retry-after`
+    is whole seconds, rounded up, as HTTP defines it."""
+    if form == "retry-after":
+        return {"Retry-After": str(max(1, math.ceil(seconds)))}
+    if form == "retry-after-ms":
+        return {"retry-after-ms": str(max(1, math.ceil(seconds * 1000)))}
+    if form in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
+        return {form: go_duration(seconds)}
+    raise ValueError(form)
+
+
+def too_many(seconds: float, form: str) -> Reply:
+    return Reply({"error": {"message": "Rate limit reached", "type": "requests"}}, status=429,
+                 headers=wait_headers(seconds, form))
+
+
+class RateEnforced:
+    """A script behind a rate limit, as an endpoint enforces one: at most `limit` chat requests
+    accepted in any `window` seconds (a sliding window); above it a 429 announcing the wait
+    until a place frees, in the header form `form`. Rejected requests do not count."""
+
+    def __init__(self, script: Script, limit: int, window: float = 1.0, form: str = "retry-after") -> None:
+        self.script, self.limit, self.window, self.form = script, limit, window, form
+        self.accepted: list[float] = []
+        self.rejected = 0
+        self._recent: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Received) -> Reply:
+        with self._lock:
+            now = time.monotonic()
+            self._recent = [t for t in self._recent if t > now - self.window]
+            if len(self._recent) >= self.limit:
+                self.rejected += 1
+                return too_many(self._recent[0] + self.window - now, self.form)
+            self._recent.append(now)
+            self.accepted.append(now)
+        return self.script(request)
+
+
+class EveryNth429:
+    """A script whose every `n`-th chat request is answered with a 429 carrying `headers`."""
+
+    def __init__(self, script: Script, n: int, headers: dict[str, str]) -> None:
+        self.script, self.n, self.headers = script, n, headers
+        self.count = 0
+        self.rejected = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Received) -> Reply:
+        with self._lock:
+            self.count += 1
+            reject = self.count % self.n == 0
+            self.rejected += reject
+        if reject:
+            return Reply({"error": "slow down"}, status=429, headers=self.headers)
+        return self.script(request)

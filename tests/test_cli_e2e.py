@@ -254,7 +254,7 @@ def test_a_model_list_that_fails_is_an_input_error(store: Path) -> None:
 
 def test_retry_after_is_waited_for_and_reported(store: Path, tmp_path: Path) -> None:
     script = Scripted({
-        "ns/1": [Reply("slow down", status=429, headers={"Retry-After": "1"}), map_reply("Bridge.", 90)],
+        "ns/1": [Reply("busy", status=503, headers={"Retry-After": "1"}), map_reply("Bridge.", 90)],
         "ns/2": map_reply("", 0),
         "ns/3": map_reply("", 0),
     })

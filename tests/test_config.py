@@ -193,7 +193,10 @@ def test_the_sources_are_pydantic_settings_sources(tmp_path: Path) -> None:
 def test_the_sections_keys_are_the_models_fields() -> None:
     assert SECTIONS == {
         "retrieval": tuple(FALLBACK_DEFAULTS),
-        "model": ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes"),
+        "model": (
+            "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes",
+            "requests_per_minute", "tokens_per_minute", "max_rate_wait",
+        ),
     }
 
 

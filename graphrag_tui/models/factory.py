@@ -10,7 +10,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..engine import ChatModel, ModelError, ascii_integer, shown
+from ..engine import (
+    DEFAULT_MAX_RATE_WAIT,
+    ChatModel,
+    ModelError,
+    RateLimits,
+    ascii_integer,
+    parse_max_rate_wait,
+    parse_per_minute,
+    shown,
+)
 from ..errors import InputError
 from .extractive import ExtractiveModel
 from .openai_http import (
@@ -35,10 +44,25 @@ class ModelSettings(BaseModel):
     local_llm: bool = False
     #: Parallel slots of the local LLM's server: the Map concurrency.
     local_slots: int = 1
+    #: --rpm, --tpm, --max-rate-wait (issue 12).
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_rate_wait: float = DEFAULT_MAX_RATE_WAIT
 
     @property
     def kind(self) -> Literal["extractive", "http", "local"]:
         return "local" if self.local_llm else "http" if self.base_url else "extractive"
+
+    @property
+    def rate_limits(self) -> RateLimits:
+        """The run's rate limits. The caps are the endpoint's: the extractive model and the
+        local LLM answer uncapped, even when the config caps the endpoint."""
+        capped = self.kind == "http"
+        return RateLimits(
+            requests_per_minute=self.requests_per_minute if capped else None,
+            tokens_per_minute=self.tokens_per_minute if capped else None,
+            max_rate_wait=self.max_rate_wait,
+        )
 
 
 def parse_timeout(value: Any, label: str = "--timeout") -> float:
@@ -80,6 +104,7 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
         raise InputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}")
     timeout = pick("timeout")
     max_response_bytes = pick("max_response_bytes")
+    rpm, tpm, max_rate_wait = pick("requests_per_minute"), pick("tokens_per_minute"), pick("max_rate_wait")
     return ModelSettings(
         base_url=base_url or None,
         model=pick("model") or None,
@@ -90,6 +115,11 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
             DEFAULT_MAX_RESPONSE_BYTES if max_response_bytes is None else parse_max_response_bytes(max_response_bytes)
         ),
         local_llm=local_llm,
+        requests_per_minute=None if rpm is None else parse_per_minute(rpm, "--rpm"),
+        tokens_per_minute=None if tpm is None else parse_per_minute(tpm, "--tpm"),
+        max_rate_wait=(
+            DEFAULT_MAX_RATE_WAIT if max_rate_wait is None else parse_max_rate_wait(max_rate_wait, "--max-rate-wait")
+        ),
     )
 
 

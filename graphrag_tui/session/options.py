@@ -23,7 +23,12 @@ from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
 
 Source = Literal["default", "config", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
-MODEL_KEYS = ("base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm")
+MODEL_KEYS = (
+    "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm",
+    "requests_per_minute", "tokens_per_minute", "max_rate_wait",
+)
+#: Model settings whose flag is not their name's (`flag`).
+MODEL_FLAGS = {"requests_per_minute": "--rpm", "tokens_per_minute": "--tpm"}
 
 # The local model: see `fit_local`.
 #: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
@@ -118,12 +123,13 @@ class SettingsResolver:
         sources: dict[str, Setting] = {}
         for key in MODEL_KEYS:
             value = getattr(settings, key)
+            label = MODEL_FLAGS.get(key) or flag(key)
             if flags.get(key) not in (None, False):
-                sources[key] = Setting(value, "flag", flag(key))
+                sources[key] = Setting(value, "flag", label)
             elif key in user and not (key == "base_url" and settings.local_llm):
                 sources[key] = Setting(value, user[key].source, user[key].label)
             else:
-                sources[key] = Setting(value, "default", flag(key))
+                sources[key] = Setting(value, "default", label)
         return sources
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..engine import ChatModel, GlobalSearch, LongResponseHook, SearchPlan, utc_now
+from ..engine import ChatModel, GlobalSearch, LongResponseHook, RateLimits, SearchPlan, utc_now
 from ..engine.events import Event
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
@@ -73,7 +73,7 @@ class RunSession:
         )
         return self.plan
 
-    async def run(self, model: ChatModel, *, timeout: float) -> SearchResult:
+    async def run(self, model: ChatModel, *, timeout: float, rate_limits: RateLimits | None = None) -> SearchResult:
         assert self.plan is not None, "prepare() first"
         self.search = GlobalSearch(
             self.plan,
@@ -84,6 +84,7 @@ class RunSession:
             clock=self.clock,
             wall_clock=self.wall_clock,
             on_long_response=self.on_long_response,
+            rate_limits=rate_limits,
         )
         self.result = await self.search.run()
         return self.result

@@ -395,7 +395,8 @@ class GraphRAGApp(App[int]):
             self.post_message(RunFinished(run.failed(error, request)))
             return
         try:
-            result = await run.run(model, timeout=self.settings.model.timeout)
+            limits = self.model_settings(kind).rate_limits  # the caps are the endpoint's only
+            result = await run.run(model, timeout=self.settings.model.timeout, rate_limits=limits)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise

@@ -82,6 +82,9 @@ def test_model_settings_say_where_they_came_from(tmp_path: Path) -> None:
         "response_format": ("json_object", "default", "--response-format"),
         "max_response_bytes": (8388608, "default", "--max-response-bytes"),
         "local_llm": (False, "default", "--local-llm"),
+        "requests_per_minute": (None, "default", "--rpm"),
+        "tokens_per_minute": (None, "default", "--tpm"),
+        "max_rate_wait": (300.0, "default", "--max-rate-wait"),
     }
     assert resolver.resolve({}, with_model=False).model is None
 

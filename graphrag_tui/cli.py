@@ -113,7 +113,8 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     model.add_argument("--max-response-bytes", metavar="N", help="stop reading a response past N bytes (default 8388608)")
     model.add_argument("--local-llm", action="store_true", help="the embedded llama.cpp model (SmolLM2-135M)")
     limits = parser.add_argument_group("rate limits of the endpoint")
-    limits.add_argument("--rpm", "--requests-per-minute", dest="requests_per_minute", metavar="N", help="at most N requests per minute, evenly spaced")
+    limits.add_argument("--rpm", "--requests-per-minute", dest="requests_per_minute", metavar="N",
+                        help="at most N requests per minute, evenly spaced")
     limits.add_argument("--tpm", "--tokens-per-minute", dest="tokens_per_minute", metavar="N",
                         help="at most N tokens per minute (estimated prompt tokens + output reserve)")
     limits.add_argument("--max-rate-wait", metavar="SECONDS",

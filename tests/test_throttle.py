@@ -159,8 +159,10 @@ async def test_cancelling_a_waiting_call_frees_nothing_it_did_not_hold() -> None
     [
         (too_many(2.5, "retry-after"), 1, (2.5, "retry-after")),
         (too_many(0.02, "x-ratelimit-reset-tokens"), 1, (0.02, "x-ratelimit-reset-tokens")),
-        (too_many(0.0, "retry-after-ms"), 1, (0.01, "retry-after-ms")),  # "retry now": a floor
-        (too_many(0.0, "retry-after-ms"), 4, (0.08, "retry-after-ms")),  # doubling with each in a row
+        (too_many(0.0, "retry-after-ms"), 1, (0.0, "retry-after-ms")),  # "retry now", once
+        (too_many(0.0, "retry-after-ms"), 2, (0.01, "retry-after-ms")),  # then a floor
+        (too_many(0.005, "retry-after-ms"), 4, (0.04, "retry-after-ms")),  # doubling with each in a row
+        (too_many(0.5, "retry-after-ms"), 4, (0.5, "retry-after-ms")),
         (too_many(3.0, None), 1, (3.0, "retry-after")),  # a model that did not name its header
         (too_many(None, None), 1, (1.0, "backoff")),
         (too_many(None, None), 3, (4.0, "backoff")),
@@ -194,7 +196,8 @@ class Replies:
         pass
 
 
-async def call(model, limits: RateLimits = RateLimits(), concurrency: int = 4):
+async def call(model, limits: RateLimits | None = None, concurrency: int = 4):
+    limits = limits or RateLimits()
     events: list = []
     record: list[Attempt] = []
     throttle = Throttle(limits, concurrency)

@@ -36,9 +36,9 @@ RETRY_AFTER_STATUS = 503
 #: 429 in a row of the same call, up to BACKOFF_CAP (the OpenAI SDK starts at 0.5 s).
 BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 60.0
-#: An announced wait is honoured but never shorter than this, doubling with each 429 in a
-#: row: a server that keeps answering "retry now" cannot make a call spin (after fifteen
-#: in a row the floor is 164 s, and the budget ends it).
+#: An announced wait is honoured as it is the first time; from the second 429 in a row of
+#: one call it is at least this, doubling with each: a server that keeps answering "retry
+#: now" cannot make a call spin (after sixteen in a row the floor is 164 s; the budget ends it).
 MIN_RATE_WAIT = 0.01
 
 #: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
@@ -138,7 +138,8 @@ def rate_wait(error: ModelError | None, in_a_row: int) -> tuple[float, RateWaitS
     announced = error.retry_after if error is not None else None
     if error is None or announced is None:
         return min(BACKOFF_FIRST * doubling, BACKOFF_CAP), "backoff"
-    return max(announced, MIN_RATE_WAIT * doubling), error.wait_source or "retry-after"
+    floor = MIN_RATE_WAIT * doubling / 2 if in_a_row > 1 else 0.0
+    return max(announced, floor), error.wait_source or "retry-after"
 
 
 def request_tokens(request: ChatRequest) -> int:

@@ -15,8 +15,8 @@ from graphrag_tui.engine.prompts import prompt_text, reduce_messages
 from graphrag_tui.engine.rate_limits import RateLimits
 from graphrag_tui.engine.replies import parse_reduce_reply
 from graphrag_tui.engine.result import Attempt
-from graphrag_tui.engine.retry import ModelCaller, call_with_retry, rate_wait, request_tokens
-from graphrag_tui.engine.throttle import INCREASE_AFTER, SPACING_MARGIN, LimitChange, Throttle
+from graphrag_tui.engine.retry import ModelCaller, call_with_retry, pause_for_all, rate_wait, request_tokens
+from graphrag_tui.engine.throttle import SPACING_MARGIN, LimitChange, Throttle
 from graphrag_tui.engine.tokens import estimate_tokens
 from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search
 
@@ -103,19 +103,20 @@ async def test_a_429_halves_the_limit_once_per_round_and_pauses_every_send() -> 
     assert throttle.limit == 1
 
 
-async def test_the_limit_grows_by_one_after_each_run_of_successes_up_to_the_maximum() -> None:
-    throttle = Throttle(RateLimits(), 4)
+async def test_the_limit_grows_by_one_after_as_many_successes_as_it_allows_up_to_the_maximum() -> None:
+    throttle = Throttle(RateLimits(), 5)
     throttle.rate_limited(0.0, 0)
-    assert throttle.limit == 2
-    changes = [throttle.succeeded() for _ in range(3 * INCREASE_AFTER)]
-    assert [c for c in changes if c is not None] == [LimitChange(2, 3), LimitChange(3, 4)]
-    assert changes[INCREASE_AFTER - 1] == LimitChange(2, 3)
-    assert throttle.limit == 4
     throttle.rate_limited(0.0, 1)
-    for _ in range(INCREASE_AFTER - 1):
-        throttle.succeeded()
-    throttle.rate_limited(0.0, 1)  # a 429 starts the count again (this one halves no more: an old round)
-    assert [c for c in (throttle.succeeded() for _ in range(INCREASE_AFTER)) if c] == [LimitChange(2, 3)]
+    assert throttle.limit == 1
+    changes = [throttle.succeeded() for _ in range(1 + 2 + 3 + 4 + 10)]
+    grown = [(n, c) for n, c in enumerate(changes, 1) if c is not None]
+    assert grown == [(1, LimitChange(1, 2)), (3, LimitChange(2, 3)), (6, LimitChange(3, 4)), (10, LimitChange(4, 5))]
+    assert throttle.limit == 5
+    throttle.rate_limited(0.0, 2)
+    assert throttle.limit == 2
+    throttle.succeeded()
+    throttle.rate_limited(0.0, 2)  # a 429 starts the count again (this one halves no more: an old round)
+    assert [throttle.succeeded(), throttle.succeeded()] == [None, LimitChange(2, 3)]
 
 
 async def test_the_gate_serves_waiters_first_come_first_served() -> None:
@@ -175,6 +176,33 @@ def test_the_wait_is_the_announced_one_within_a_floor_else_a_doubling_backoff(er
     assert rate_wait(error, in_a_row) == expected
 
 
+@pytest.mark.parametrize(
+    ("wait", "source", "others"),
+    [(3.0, "retry-after", 2.0), (0.6, "retry-after", 0.0), (3.0, "retry-after-ms", 3.0),
+     (3.0, "x-ratelimit-reset-requests", 3.0), (3.0, "x-ratelimit-reset-tokens", 3.0), (4.0, "backoff", 4.0)],
+)
+def test_the_others_pause_a_second_less_only_after_a_whole_second_retry_after(wait, source, others) -> None:
+    assert pause_for_all(wait, source) == others
+
+
+async def test_after_a_whole_second_retry_after_the_call_waits_it_all_and_the_others_a_second_less() -> None:
+    events: list = []
+    throttle = Throttle(RateLimits(), 4)
+    model = Replies(too_many(1.3, "retry-after"), '{"answer": "late"}')
+    caller = ModelCaller(model, EventReporter(events.append, lambda: 0.0), 5.0, lambda: 0.0, lambda: WHEN,
+                         throttle=throttle)
+    began = time.monotonic()
+    limited = asyncio.create_task(call_with_retry(caller, REQUEST, parse_reduce_reply, record=[], batch_index=0,
+                                                  worker=1))
+    while not events:
+        await asyncio.sleep(0.001)
+    async with throttle.slot():
+        other = time.monotonic() - began
+    assert await limited == "late"
+    assert 0.25 <= other < 0.6  # paused 0.3 s
+    assert time.monotonic() - began >= 1.3
+
+
 # -- call_with_retry -----------------------------------------------------------------------------
 
 
@@ -231,6 +259,7 @@ async def test_a_429_is_recorded_with_the_number_of_the_send_that_follows_and_us
                       error="reply is not valid JSON: 'not json'", will_retry=True),
         ConcurrencyChanged.model_validate({"t": 0.0, "from": 2, "to": 1, "reason": "rate_limited"}),
         RateLimited(t=0.0, batch_index=7, wait_s=0.03, source="retry-after", concurrency=1),
+        ConcurrencyChanged.model_validate({"t": 0.0, "from": 1, "to": 2, "reason": "recovered"}),  # one answer at 1
     ]
     assert throttle.in_flight == 0
 

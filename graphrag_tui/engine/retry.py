@@ -1,9 +1,9 @@
 """Calling the model (SPEC §3.5, issue 12): one attempt, bounded in time and recorded, and
 the one retry loop every model call of a run shares: at most two attempts with the same
 request, the second after a 503's Retry-After (capped), each failure reported as an event.
-A 429 is not a failed attempt: the call goes back to the run's gate (throttle.py), which
-pauses every send for the announced wait and lowers the concurrency, and is sent again with
-the same attempt number, until the waits pass the call's budget (--max-rate-wait)."""
+A 429 is not a failed attempt: the run's gate (throttle.py) pauses every send and lowers
+the concurrency, the call waits what the server announced and goes back into the gate, to be
+sent again with the same attempt number, until its waits pass its budget (--max-rate-wait)."""
 
 from __future__ import annotations
 
@@ -142,6 +142,15 @@ def rate_wait(error: ModelError | None, in_a_row: int) -> tuple[float, RateWaitS
     return max(announced, floor), error.wait_source or "retry-after"
 
 
+def pause_for_all(wait: float, source: RateWaitSource) -> float:
+    """How long every send of the run pauses after a 429 that asks this call to wait `wait`:
+    as long as the server surely has no room. `Retry-After` has whole seconds (RFC 9110), so
+    the server rounded up and room may come up to a second sooner: the others pause a
+    second less and keep the server's capacity in use, while the call told to wait, waits.
+    The other forms are precise (or the engine's own guess): everyone waits all of it."""
+    return max(0.0, wait - 1.0) if source == "retry-after" else wait
+
+
 def request_tokens(request: ChatRequest) -> int:
     """What a request counts against a tokens-per-minute cap: its estimated prompt tokens
     plus its output reserve (the most it can cost)."""
@@ -189,13 +198,14 @@ async def call_with_retry(
             if wait <= budget - waited:
                 waited += wait
                 attempt.error = f"{attempt.error}; sent again after {wait:g} s ({source})"
-                caller.limit_changed(throttle.rate_limited(wait, sent_in), "rate_limited")
+                caller.limit_changed(throttle.rate_limited(pause_for_all(wait, source), sent_in), "rate_limited")
                 report(
                     RateLimited(
                         t=report.now(), batch_index=batch_index, wait_s=round(wait, 6), source=source,
                         concurrency=throttle.limit,
                     )
                 )
+                await asyncio.sleep(wait)  # then back into the gate, behind the calls waiting there
                 continue
             attempt.error = (
                 f"{attempt.error}; the server asked to wait {wait:g} s, more than the {budget - waited:g} s left "

@@ -6,11 +6,15 @@ many calls are in flight. Map, Reduce and any other call share one gate per run.
   seconds apart, and a request of k tokens holds the next one back k x 60/tpm seconds, so
   no burst exceeds one request. Spacing is measured from the actual send, 1% wide, so the
   jitter between this clock and the server's never shows it rpm + 1 requests in a minute.
-- **A 429** pauses every send until the wait it announced is over (rate limits belong to
-  the key, not to one request), and halves the limit on calls in flight: once per round, as
-  TCP does, so the 429s of requests sent before the halving do not halve it again.
-- **Recovery:** after every INCREASE_AFTER successes in a row the limit grows by one, up to
-  the run's concurrency.
+- **A 429** pauses every send (rate limits belong to the key, not to one request) for as
+  long as the server surely has no room (retry.py's `pause_for_all`), and halves the limit
+  on calls in flight: once per round, as TCP does, so the 429s of requests sent before the
+  halving do not halve it again.
+- **Recovery:** after as many successes in a row as the limit allows in flight, the limit
+  grows by one, up to the run's concurrency: TCP's congestion avoidance, one more per round
+  of answers. At a limit of 1 one answer adds one (a probe then costs at most two 429s); from
+  16 back to 32 takes 376 answers, so a server at its limit is probed rarely where a probe
+  would cost many 429s.
 
 The gate admits waiters first come, first served: a call re-queued after a 429 waits
 behind those already waiting. It runs on the event loop's clock, which its sleeps use.
@@ -25,11 +29,6 @@ from typing import NamedTuple
 
 from .rate_limits import RateLimits
 
-#: Successes in a row after which the concurrency limit grows by one. Ten: after a halving
-#: from 32 to 16 the pool is back at 32 within 160 successful calls (a few seconds of a
-#: fast endpoint), slowly enough that a server at its limit is probed about once every ten
-#: answers rather than at every one.
-INCREASE_AFTER = 10
 #: Sends are spaced this much wider than the caps ask (see the module's docstring).
 SPACING_MARGIN = 1.01
 
@@ -40,10 +39,9 @@ class LimitChange(NamedTuple):
 
 
 class Throttle:
-    def __init__(self, limits: RateLimits, max_concurrency: int, *, increase_after: int = INCREASE_AFTER) -> None:
+    def __init__(self, limits: RateLimits, max_concurrency: int) -> None:
         self.limits = limits
         self.max_concurrency = max(1, max_concurrency)
-        self.increase_after = increase_after
         #: The current limit on calls in flight.
         self.limit = self.max_concurrency
         self.in_flight = 0
@@ -95,7 +93,7 @@ class Throttle:
     def succeeded(self) -> LimitChange | None:
         """A call got an answer that was not a 429; the limit's change, if it grew."""
         self._successes += 1
-        if self._successes < self.increase_after or self.limit >= self.max_concurrency:
+        if self._successes < self.limit or self.limit >= self.max_concurrency:
             return None
         self._successes = 0
         self.limit += 1

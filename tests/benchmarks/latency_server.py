@@ -1,15 +1,23 @@
-"""A chat-completions server with a fixed latency, for the scheduling benchmark.
+"""A chat-completions server with a fixed latency, for the scheduling benchmarks.
 
-Runs in its own process (`python -m tests.benchmarks.latency_server SECONDS`), prints its
-port on the first line, and answers every POST after SECONDS with a valid Map or Reduce
-reply; GET /models lists one model. asyncio, HTTP/1.1 keep-alive, no threads.
+Runs in its own process (`python -m tests.benchmarks.latency_server SECONDS [--rate N
+--form HEADER]`), prints its port on the first line, and answers every POST after SECONDS
+with a valid Map or Reduce reply; GET /models lists one model. With `--rate N` it enforces
+N requests per second as an endpoint does (issue 12): at most N accepted in any second (a
+sliding window), and above it an immediate 429 announcing the wait until a place frees, in
+the header form `--form` (tests/chat_server.py's WAIT_FORMS). asyncio, HTTP/1.1
+keep-alive, no threads.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import collections
 import json
-import sys
+import time
+
+from tests.chat_server import WAIT_FORMS, wait_headers
 
 MAP = json.dumps({"answer": "Benchmark answer.", "usefulness": 50})
 REDUCE = json.dumps({"answer": "Benchmark final answer."})
@@ -21,7 +29,32 @@ def _body(content: str) -> bytes:
     ).encode()
 
 
-async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+class RateWindow:
+    """At most `limit` requests accepted in any `window` seconds."""
+
+    def __init__(self, limit: int, window: float = 1.0) -> None:
+        self.limit, self.window = limit, window
+        self.recent: collections.deque[float] = collections.deque()
+
+    def wait(self) -> float | None:
+        """None: accepted (and counted); else the seconds until a place frees."""
+        now = time.monotonic()
+        while self.recent and self.recent[0] <= now - self.window:
+            self.recent.popleft()
+        if len(self.recent) < self.limit:
+            self.recent.append(now)
+            return None
+        return self.recent[0] + self.window - now
+
+
+def response(status: str, payload: bytes, headers: dict[str, str] | None = None) -> bytes:
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n{extra}\r\n"
+            .encode() + payload)
+
+
+async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float,
+                 rate: RateWindow | None = None, form: str = "retry-after") -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -32,16 +65,14 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 if line.lower().startswith("content-length:"):
                     length = int(line.split(":", 1)[1])
             body = await reader.readexactly(length) if length else b""
-            if method == "GET":
-                payload = json.dumps({"object": "list", "data": [{"id": "bench"}]}).encode()
+            wait = rate.wait() if rate is not None and method == "POST" else None
+            if wait is not None:
+                writer.write(response("429 Too Many Requests", b'{"error": "rate limit"}', wait_headers(wait, form)))
+            elif method == "GET":
+                writer.write(response("200 OK", json.dumps({"object": "list", "data": [{"id": "bench"}]}).encode()))
             else:
                 await asyncio.sleep(latency)
-                payload = _body(REDUCE if b"Reduce stage" in body else MAP)
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(payload)}\r\n\r\n".encode()
-                + payload
-            )
+                writer.write(response("200 OK", _body(REDUCE if b"Reduce stage" in body else MAP)))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionResetError):
         pass
@@ -49,12 +80,18 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
         writer.close()
 
 
-async def main(latency: float) -> None:
-    server = await asyncio.start_server(lambda r, w: handle(r, w, latency), "127.0.0.1", 0, backlog=1024)
+async def main(latency: float, rate: int | None, form: str) -> None:
+    window = RateWindow(rate) if rate else None
+    server = await asyncio.start_server(lambda r, w: handle(r, w, latency, window, form), "127.0.0.1", 0, backlog=1024)
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(float(sys.argv[1])))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("latency", type=float)
+    parser.add_argument("--rate", type=int, help="requests per second (429 above it)")
+    parser.add_argument("--form", choices=WAIT_FORMS, default="retry-after", help="the header a 429 announces its wait in")
+    args = parser.parse_args()
+    asyncio.run(main(args.latency, args.rate, args.form))

@@ -14,9 +14,11 @@ from ..engine import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    ConcurrencyChanged,
     Event,
     Finished,
     Planned,
+    RateLimited,
     ReduceCandidate,
     ReduceCandidateDecided,
     ReduceStarted,
@@ -43,6 +45,8 @@ class WorkerSlot:
     batch_index: int
     attempt: int
     started: float
+    #: The batch got a 429 and waits to be sent again: not in flight.
+    rate_limited: bool = False
 
 
 @dataclass
@@ -69,6 +73,14 @@ class RunState:
     reduce_tokens: int | None = None
     reduce_budget: int | None = None
     retry_wait: float | None = None
+    #: The limit on calls in flight as the engine lowered or raised it after 429s (None: the
+    #: run's concurrency, untouched).
+    concurrency_limit: int | None = None
+    #: 429s so far, and how long calls waited for them: the time during which at least one
+    #: call waited, on the run's clock (overlapping waits count once).
+    rate_limited: int = 0
+    rate_wait_total: float = 0.0
+    rate_wait_until: float = 0.0
     result: SearchResult | None = None
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
@@ -110,6 +122,16 @@ class RunState:
                     self.cells[index].state = "retrying"
             case RetryWaiting(seconds=seconds):
                 self.retry_wait = seconds
+            case RateLimited(t=t, batch_index=index, wait_s=wait, concurrency=limit):
+                self.rate_limited += 1
+                for slot in self.workers.values():
+                    if slot.batch_index == index:
+                        slot.rate_limited = True
+                self.concurrency_limit = limit
+                self.rate_wait_total += max(0.0, t + wait - max(t, self.rate_wait_until))
+                self.rate_wait_until = max(self.rate_wait_until, t + wait)
+            case ConcurrencyChanged(to=limit):
+                self.concurrency_limit = limit
             case BatchSucceeded(batch_index=index, worker=worker, usefulness=usefulness):
                 cell = self.cells[index]
                 cell.state, cell.usefulness = "succeeded", usefulness
@@ -139,6 +161,10 @@ class RunState:
                 cell.state = "cancelled"
         self.dirty = True
 
+    @property
+    def in_flight(self) -> int:
+        return sum(not slot.rate_limited for slot in self.workers.values())
+
     def sample_in_flight(self, keep: int = 120) -> None:
-        self.in_flight_history.append(len(self.workers))
+        self.in_flight_history.append(self.in_flight)
         del self.in_flight_history[:-keep]

@@ -1,0 +1,93 @@
+"""Issue 12 in the app: the Workers panel shows the limit on calls in flight against the
+maximum and the time spent waiting for 429s, as redraws only; the caps of the settings
+apply to the endpoint's runs and to no other model's."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.engine import RateLimits
+from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.models.factory import ModelSettings
+from tests.chat_server import Reply, Scripted, ScriptedChatServer, map_reply, too_many
+from tests.stores import three_leaves
+
+from .conftest import ask, make_app, text_of, wait_finished, wait_until
+
+SIZE = (140, 42)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return three_leaves(tmp_path / "harbour.db")
+
+
+def regions(app) -> dict[str, tuple[int, int, int, int]]:
+    return {f"#{w.id}": tuple(w.region) for w in app.screen.query("#workers-panel, #workers-panel *") if w.id}
+
+
+async def test_the_workers_panel_shows_the_limit_and_the_waits_while_the_run_goes(store: Path) -> None:
+    gate = threading.Event()
+    held = Reply(map_reply("Fleets.", 40).body, gate=gate)
+    script = Scripted({"ns/1": [too_many(0.4, "retry-after-ms"), map_reply("Bridge.", 90)], "ns/2": held,
+                       "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        try:
+            app = make_app(store, server.base_url, options=SearchOptions(map_budget=330, map_reserve=0, concurrency=2))
+            async with app.run_test(size=SIZE) as pilot:
+                await ask(pilot)
+                await wait_until(pilot, lambda: app.run_state.rate_limited == 1, what="the 429")
+                app.repaint()
+                await pilot.pause()
+                before = regions(app)
+                table = text_of(pilot, "#workers-table").splitlines()
+                assert table[0] == "Limit 1 of 2 · 429 waits 0.4 s"
+                assert table[1].split() == ["Worker", "Batch", "Attempt", "Running"]
+                assert text_of(pilot, "#workers-summary").startswith("In flight 1 / 2")  # the other waits
+                assert [line.split() for line in table[2:]] == [["1", "0", "1", "429", "wait"], ["2", "1", "1", "0.0", "s"]]
+                gate.set()
+                await wait_finished(pilot)
+                assert app.run_state.result.status == "completed"
+                assert [a.error_kind for a in app.run_state.result.batches[0].attempts] == ["rate_limited", None]
+                # ns/2's answer at a limit of one added one back; the waits stay as they were
+                assert text_of(pilot, "#workers-table").splitlines()[0] == "Limit 2 of 2 · 429 waits 0.4 s"
+                assert regions(app) == before  # redraws only: no widget moved or changed size
+        finally:
+            gate.set()
+
+
+async def test_a_run_without_429s_shows_no_limit_line(store: Path) -> None:
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert text_of(pilot, "#workers-table").splitlines()[0].split() == ["Worker", "Batch", "Attempt", "Running"]
+
+
+async def test_the_requests_per_minute_cap_of_the_settings_spaces_the_apps_requests(store: Path) -> None:
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        settings = ModelSettings(base_url=server.base_url, model="m1", timeout=20, requests_per_minute=120)
+        app = make_app(store, model_settings=settings)
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+        times = [r.received_at for r in server.chat_requests()]
+    assert len(times) == 4
+    # Sent 0.505 s apart; the first send can leave late while the app draws the run's first
+    # frame on the same event loop (about 0.1 s measured), which shortens the first gap.
+    assert min(b - a for a, b in zip(times, times[1:], strict=False)) > 0.3
+    assert times[-1] - times[0] > 1.3
+
+
+def test_the_caps_are_the_endpoints_only() -> None:
+    capped = {"requests_per_minute": 60, "tokens_per_minute": 1000, "max_rate_wait": 12.0}
+    assert ModelSettings(base_url="http://h/v1", **capped).rate_limits == RateLimits(
+        requests_per_minute=60, tokens_per_minute=1000, max_rate_wait=12.0)
+    assert ModelSettings(**capped).rate_limits == RateLimits(max_rate_wait=12.0)  # extractive
+    assert ModelSettings(local_llm=True, **capped).rate_limits == RateLimits(max_rate_wait=12.0)

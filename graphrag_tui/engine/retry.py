@@ -205,6 +205,8 @@ async def call_with_retry(
                         concurrency=throttle.limit,
                     )
                 )
+                log.info("rate limited: %s waits %g s (%s); calls in flight limited to %d",
+                         "reduce" if batch_index is None else f"map batch {batch_index}", wait, source, throttle.limit)
                 await asyncio.sleep(wait)  # then back into the gate, behind the calls waiting there
                 continue
             attempt.error = (

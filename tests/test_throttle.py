@@ -16,7 +16,7 @@ from graphrag_tui.engine.rate_limits import RateLimits
 from graphrag_tui.engine.replies import parse_reduce_reply
 from graphrag_tui.engine.result import Attempt
 from graphrag_tui.engine.retry import ModelCaller, call_with_retry, pause_for_all, rate_wait, request_tokens
-from graphrag_tui.engine.throttle import SPACING_MARGIN, LimitChange, Throttle
+from graphrag_tui.engine.throttle import PROBE_PAUSE, SPACING_MARGIN, LimitChange, Throttle
 from graphrag_tui.engine.tokens import estimate_tokens
 from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search
 
@@ -101,6 +101,16 @@ async def test_a_429_halves_the_limit_once_per_round_and_pauses_every_send() -> 
     assert throttle.rate_limited(0.0, second_round + 1) == LimitChange(2, 1)
     assert throttle.rate_limited(0.0, second_round + 2) is None  # never below one
     assert throttle.limit == 1
+
+
+@pytest.mark.parametrize(("wait", "sure", "paused"), [(1.0, 0.0, PROBE_PAUSE), (1.0, 0.2, 0.2), (0.02, 0.0, 0.02)])
+async def test_when_the_wait_is_not_sure_the_others_pause_what_is_sure_and_probe_no_faster(wait, sure, paused) -> None:
+    throttle = Throttle(RateLimits(), 4)
+    throttle.rate_limited(wait, 0, sure=sure)
+    began = time.monotonic()
+    async with throttle.slot():
+        waited = time.monotonic() - began
+    assert paused - 0.005 <= waited < paused + 0.05
 
 
 async def test_the_limit_grows_by_one_after_as_many_successes_as_it_allows_up_to_the_maximum() -> None:

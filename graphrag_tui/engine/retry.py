@@ -143,11 +143,11 @@ def rate_wait(error: ModelError | None, in_a_row: int) -> tuple[float, RateWaitS
 
 
 def pause_for_all(wait: float, source: RateWaitSource) -> float:
-    """How long every send of the run pauses after a 429 that asks this call to wait `wait`:
-    as long as the server surely has no room. `Retry-After` has whole seconds (RFC 9110), so
-    the server rounded up and room may come up to a second sooner: the others pause a
-    second less and keep the server's capacity in use, while the call told to wait, waits.
-    The other forms are precise (or the engine's own guess): everyone waits all of it."""
+    """How long the server surely has no room after a 429 that asks this call to wait `wait`
+    (the gate pauses every send at least that long). `Retry-After` has whole seconds (RFC
+    9110), so the server rounded up and room may come up to a second sooner: the others are
+    held back a second less (the gate then probes, see Throttle.rate_limited), while the call
+    told to wait, waits. The other forms are precise (or the engine's own guess): all of it."""
     return max(0.0, wait - 1.0) if source == "retry-after" else wait
 
 
@@ -198,7 +198,8 @@ async def call_with_retry(
             if wait <= budget - waited:
                 waited += wait
                 attempt.error = f"{attempt.error}; sent again after {wait:g} s ({source})"
-                caller.limit_changed(throttle.rate_limited(pause_for_all(wait, source), sent_in), "rate_limited")
+                change = throttle.rate_limited(wait, sent_in, sure=pause_for_all(wait, source))
+                caller.limit_changed(change, "rate_limited")
                 report(
                     RateLimited(
                         t=report.now(), batch_index=batch_index, wait_s=round(wait, 6), source=source,

@@ -31,6 +31,12 @@ from .rate_limits import RateLimits
 
 #: Sends are spaced this much wider than the caps ask (see the module's docstring).
 SPACING_MARGIN = 1.01
+#: After a 429 whose wait is not sure to be needed whole (a whole-second Retry-After), the
+#: others pause at least this (at most the wait): the gate probes the server at most twenty
+#: times a second while room may have come back, instead of hammering it. Measured on the
+#: benchmark (tests/benchmarks/bench_rate_limits.py): without it 341 429s for 400 batches,
+#: with 0.05 s 173 at the same speed, with 0.1 s 137 but 2% slower.
+PROBE_PAUSE = 0.05
 
 
 class LimitChange(NamedTuple):
@@ -100,13 +106,16 @@ class Throttle:
         self._freed.set()
         return LimitChange(self.limit - 1, self.limit)
 
-    def rate_limited(self, wait: float, sent_in: int) -> LimitChange | None:
-        """A call sent in round `sent_in` got a 429 announcing `wait` seconds: every send
-        pauses that long; the limit halves if the call was sent in the current round. The
-        limit's change, if any."""
+    def rate_limited(self, wait: float, sent_in: int, *, sure: float | None = None) -> LimitChange | None:
+        """A call sent in round `sent_in` got a 429 announcing `wait` seconds. Every send
+        pauses `sure` seconds (default: all of `wait`), and at least PROBE_PAUSE (at most
+        `wait`). The limit halves if the call was sent in the current round. The limit's
+        change, if any."""
         self._successes = 0
+        probe = min(wait, PROBE_PAUSE)
+        pause = wait if sure is None else max(sure, probe)
         loop = asyncio.get_running_loop()
-        self._paused_until = max(self._paused_until, loop.time() + wait)
+        self._paused_until = max(self._paused_until, loop.time() + pause)
         if sent_in != self._round or self.limit == 1:
             return None
         self._round += 1

@@ -83,8 +83,8 @@ def test_a_429_on_every_third_request_over_200_batches_fails_none_and_moves_no_a
     assert len(limited) == script.rejected == len(server.chat_requests()) // 3 > 60
     assert {a["error_kind"] for a in every_attempt} == {"rate_limited", None}
     assert all(b["attempts"][-1]["error_kind"] is None for b in result["batches"])
-    # 5 ms as announced; a second 429 in a row of one batch waits at least 10 ms, a third 20 ms.
-    waits = {"0.005", "0.01", "0.02", "0.04"}
+    # 5 ms as announced; a second 429 in a row of one batch waits at least 10 ms, a third 20 ms...
+    waits = {"0.005"} | {f"{0.01 * 2 ** k:g}" for k in range(8)}
     assert all(a["error"] in {f'HTTP 429: {{"error": "slow down"}}; sent again after {w} s (retry-after-ms)' for w in waits}
                for a in limited), limited
     rate_events = events_of(events, "rate_limited")

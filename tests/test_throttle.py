@@ -19,6 +19,7 @@ from graphrag_tui.engine.retry import ModelCaller, call_with_retry, pause_for_al
 from graphrag_tui.engine.throttle import PROBE_PAUSE, SPACING_MARGIN, LimitChange, Throttle
 from graphrag_tui.engine.tokens import estimate_tokens
 from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search
+from tests.test_retry import Replies
 
 REQUEST = ChatRequest(stage="reduce", messages=reduce_messages(QUERY, "x"), query=QUERY, content="x", max_tokens=100)
 
@@ -214,24 +215,6 @@ async def test_after_a_whole_second_retry_after_the_call_waits_it_all_and_the_ot
 
 
 # -- call_with_retry -----------------------------------------------------------------------------
-
-
-class Replies:
-    description = "scripted replies"
-
-    def __init__(self, *actions) -> None:
-        self.actions = list(actions)
-        self.calls = 0
-
-    async def complete(self, request: ChatRequest) -> str:
-        action = self.actions[self.calls]
-        self.calls += 1
-        if isinstance(action, BaseException):
-            raise action
-        return action
-
-    async def aclose(self) -> None:
-        pass
 
 
 async def call(model, limits: RateLimits | None = None, concurrency: int = 4):

@@ -4,8 +4,9 @@ many calls are in flight. Map, Reduce and any other call share one gate per run.
 
 - **Caps** are token buckets that hold one request: sends are spaced evenly, 60/rpm
   seconds apart, and a request of k tokens holds the next one back k x 60/tpm seconds, so
-  no burst exceeds one request. Spacing is measured from the actual send, 1% wide, so the
-  jitter between this clock and the server's never shows it rpm + 1 requests in a minute.
+  no burst exceeds one request. Spacing is measured from the moment a call is let through,
+  1% wider than asked: the slack (0.6 s a minute) absorbs the usual delay between that moment
+  and the request's arrival, so a server does not see rpm + 1 requests in one of its minutes.
 - **A 429** pauses every send (rate limits belong to the key, not to one request) for as
   long as the server surely has no room (retry.py's `pause_for_all`), and halves the limit
   on calls in flight: once per round, as TCP does, so the 429s of requests sent before the

@@ -8,7 +8,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -149,36 +148,57 @@ def test_planning_leaves_no_transaction_open(tmp_path: Path) -> None:
         assert "ns/9" in [p.id for p in store.iter_map_parts("ns", None)]
 
 
-def test_read_ahead_yields_every_item_in_order() -> None:
-    assert list(read_ahead(iter(range(100)))) == list(range(100))
-    assert list(read_ahead(iter([]))) == []
+def test_read_ahead_reads_every_item_in_order_each_reader_one_at_a_time() -> None:
+    busy: set[str] = set()
+    lock = threading.Lock()
+
+    def read(item: int, reader: str) -> tuple[int, str]:
+        with lock:
+            assert reader not in busy
+            busy.add(reader)
+        time.sleep(0.001 * (item % 3))  # reads finish out of order
+        with lock:
+            busy.discard(reader)
+        return item * 2, reader
+
+    results = list(read_ahead(read, range(60), ["a", "b"]))
+    assert [doubled for doubled, _ in results] == list(range(0, 120, 2))
+    assert {reader for _, reader in results} == {"a", "b"}
+    assert list(read_ahead(read, [], ["a"])) == []
 
 
-def test_read_ahead_raises_the_producers_error_where_it_happened() -> None:
-    def items() -> Iterator[int]:
-        yield 1
-        yield 2
-        raise StoreError("Cannot read store x: disk I/O error")
+def test_read_ahead_raises_the_readers_error_where_it_happened() -> None:
+    def read(item: int, reader: str) -> int:
+        if item == 2:
+            raise StoreError("Cannot read store x: disk I/O error")
+        return item
 
     seen: list[int] = []
     with pytest.raises(StoreError, match="disk I/O error"):
-        for item in read_ahead(items()):
+        for item in read_ahead(read, range(10), ["a", "b"]):
             seen.append(item)
-    assert seen == [1, 2]
+    assert seen == [0, 1]
 
 
-def test_read_ahead_stops_its_thread_when_the_caller_stops() -> None:
-    produced: list[int] = []
+def test_read_ahead_stops_reading_when_the_caller_stops() -> None:
+    started: list[int] = []
 
-    def items() -> Iterator[int]:
-        for number in range(1_000_000):
-            produced.append(number)
-            yield number
+    def read(item: int, reader: str) -> int:
+        started.append(item)
+        return item
 
-    reader = read_ahead(items(), depth=1)
+    reader = read_ahead(read, range(1_000_000), ["a", "b"])
     assert next(reader) == 0
     reader.close()
-    count = len(produced)
-    time.sleep(0.2)
-    assert len(produced) == count <= 3  # the one yielded, one queued, one waiting to be queued
-    assert not [t for t in threading.enumerate() if t.name == "store-read-ahead"]
+    count = len(started)
+    time.sleep(0.1)
+    assert len(started) == count <= 4  # what was submitted: the readers plus one ahead
+    assert not [t for t in threading.enumerate() if t.name.startswith("store-read-ahead")]
+
+
+def test_a_read_only_store_plans_on_two_connections_a_writable_one_on_its_own(tmp_path: Path) -> None:
+    path = build_tree_store(tmp_path / "tree.db", 6, 3, 4)
+    with CommunityStore.open(path) as store, store._second_reader() as second:
+        assert second is not None and second._conn is not store._conn
+    with CommunityStore.create(path) as store, store._second_reader() as second:
+        assert second is None

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 from operator import itemgetter
+from typing import Any
 
 from graphrag_tui.engine import maptext
 
@@ -60,24 +61,29 @@ WHERE c.community_summary_id IN (SELECT value FROM json_each(:leaves))
 # group_concat takes the rows in the order the query visits them: claim id order only
 # when a (community_summary_id, id) index drives the GROUP BY, which `grouped_in_claim_order`
 # checks against the query plan; otherwise the store reads `LEAF_LINES_ORDERED`.
-LEAF_LINES_GROUPED = (
-    f"SELECT c.community_summary_id, group_concat({_CLAIM_LINE}, char(10)), "
-    f"json_group_array(CAST(c.source_chunk_id AS TEXT)) {_CLAIMS_OF_LEAVES} GROUP BY c.community_summary_id"
+_GROUPED = (
+    f"SELECT c.community_summary_id AS leaf, group_concat({_CLAIM_LINE}, char(10)) AS lines, "
+    f"json_group_array(CAST(c.source_chunk_id AS TEXT)) AS chunk_ids {_CLAIMS_OF_LEAVES} GROUP BY c.community_summary_id"
 )
+# All of it as one JSON object, {leaf: [lines, chunk ids]}: a single row, so SQLite does the
+# whole read in one step without the GIL (the sqlite3 module takes the GIL back for every
+# row, and waits for it while the caller runs Python).
+LEAF_LINES_GROUPED = f"SELECT json_group_object(leaf, json_array(lines, json(chunk_ids))) FROM ({_GROUPED})"
 # The same, a row per claim (leaf, line, chunk id) in leaf, then claim id order.
 LEAF_LINES_ORDERED = (
     f"SELECT c.community_summary_id, {_CLAIM_LINE}, CAST(c.source_chunk_id AS TEXT) {_CLAIMS_OF_LEAVES}"
     "ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY"
 )
 
-# (id, excerpt line) of the chunks whose ids are in a JSON array (:ids); dangling ids give no row.
+# {id: excerpt line} of the chunks whose ids are in a JSON array (:ids), as one JSON object
+# (one row, as above); dangling ids are left out.
 EXCERPT_LINES = (
-    "SELECT id, :excerpt_start || id || :excerpt_middle || coalesce(CAST(content AS TEXT), '') "
+    "SELECT json_group_object(id, :excerpt_start || id || :excerpt_middle || coalesce(CAST(content AS TEXT), '')) "
     "FROM rag_children WHERE id IN (SELECT value FROM json_each(:ids))"
 )
 
 #: A leaf's claim lines joined by "\n", and its claims' chunk ids (None: no chunk), in order.
-LeafLines = tuple[str, Sequence[str | None]]
+LeafLines = Sequence[Any]
 _SECOND = itemgetter(1)
 _THIRD = itemgetter(2)
 
@@ -99,12 +105,19 @@ def grouped_in_claim_order(plan: Iterable[tuple], claim_indexes: dict[str, list[
     return False
 
 
+def excerpt_lines(rows: list[tuple]) -> dict[str, str]:
+    """{chunk id: excerpt line} from the row of `EXCERPT_LINES`."""
+    lines: dict[str, str] = json.loads(rows[0][0])
+    return lines
+
+
 def leaf_lines(rows: list[tuple], grouped: bool) -> dict[str, LeafLines]:
     """{leaf id: LeafLines} from the rows of `LEAF_LINES_GROUPED` (`grouped`) or of
     `LEAF_LINES_ORDERED`."""
     if grouped:
-        return {leaf: (lines, json.loads(chunk_ids)) for leaf, lines, chunk_ids in rows}
-    by_leaf: dict[str, LeafLines] = {}
+        by_leaf: dict[str, LeafLines] = json.loads(rows[0][0])
+        return by_leaf
+    by_leaf = {}
     for leaf, run in groupby(rows, itemgetter(0)):
         claims = list(run)
         by_leaf[leaf] = ("\n".join(map(_SECOND, claims)), list(map(_THIRD, claims)))

@@ -1,62 +1,48 @@
-"""Reading ahead in a background thread, so that SQLite's work overlaps the caller's.
+"""Reading ahead in background threads, so that SQLite's work overlaps the caller's.
 
-SQLite releases the GIL while it searches and renders, so on a second core the next group
-of a planning read is fetched while the caller builds the Map texts of the previous one.
+SQLite releases the GIL while it searches and renders, so while the caller builds the Map
+texts of one group of a planning read, the next groups are read on the other core(s), each
+reader on a connection of its own.
 """
 
 from __future__ import annotations
 
 import queue
-import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
+Reader = TypeVar("Reader")
 
-_DONE = object()
 
+def read_ahead(read: Callable[[T, Reader], R], items: Iterable[T], readers: Sequence[Reader]) -> Iterator[R]:
+    """`read(item, reader)` of every item, in order, computed in one thread per reader (no
+    two at once on the same reader), at most one item ahead of the readers. An exception
+    in a read is raised in the caller at that item; a caller that stops early (or closes
+    this generator) cancels what has not started and waits for what has."""
+    free: queue.SimpleQueue[Reader] = queue.SimpleQueue()
+    for reader in readers:
+        free.put(reader)
 
-def read_ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
-    """The items of `items`, produced in a background thread at most `depth` items ahead of
-    the caller. An exception in the producer is raised in the caller, at the item where it
-    happened; a caller that stops early (or closes this generator) stops the producer."""
-    ready: queue.Queue[object] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    def task(item: T) -> R:
+        reader = free.get()
+        try:
+            return read(item, reader)
+        finally:
+            free.put(reader)
 
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(max_workers=len(readers), thread_name_prefix="store-read-ahead") as pool:
         try:
             for item in items:
-                if not put(item):
-                    return
-        except BaseException as exc:  # handed to the caller, who raises it
-            put(_Failed(exc))
-            return
-        put(_DONE)
-
-    worker = threading.Thread(target=produce, name="store-read-ahead", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        worker.join()
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
+                pending.append(pool.submit(task, item))
+                if len(pending) > len(readers):
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -108,6 +109,10 @@ _CHUNKS_SELECT = (
     "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
+
+
+#: A group of selected (id, summary) rows, its leaves' claim lines, its cited chunks' excerpt lines.
+_GroupRead = tuple[list[tuple], Mapping[str, map_parts.LeafLines], dict[str, str]]
 
 
 class NamespaceInfo(BaseModel):
@@ -512,22 +517,44 @@ class CommunityStore:
         selected, leaves_of = self._selection(namespace, level)
         if not selected:
             return
-        self._write(map_parts.NAMES_COPY)
         grouped = self._claims_grouped_in_order()
         claims_sql = map_parts.LEAF_LINES_GROUPED if grouped else map_parts.LEAF_LINES_ORDERED
-        def read(group: list[tuple]) -> tuple[list[tuple], dict[str, map_parts.LeafLines], dict[str, str]]:
-            rows = self._query(claims_sql, {**map_parts.LINE_PIECES, "leaves": _group_leaves(group, leaves_of)})
+
+        def read(group: list[tuple], store: CommunityStore) -> _GroupRead:
+            rows = store._query(claims_sql, {**map_parts.LINE_PIECES, "leaves": _group_leaves(group, leaves_of)})
             by_leaf = map_parts.leaf_lines(rows, grouped)
             cited = [c for c in dict.fromkeys(chain.from_iterable(map(_SECOND, by_leaf.values()))) if c is not None]
-            excerpts = dict(self._query(map_parts.EXCERPT_LINES, {**map_parts.LINE_PIECES, "ids": json.dumps(cited)}))
+            excerpts = map_parts.excerpt_lines(
+                store._query(map_parts.EXCERPT_LINES, {**map_parts.LINE_PIECES, "ids": json.dumps(cited)}))
             return group, by_leaf, excerpts
 
-        for group, by_leaf, excerpts in read_ahead(map(read, _groups(selected, leaves_of))):
-            for cid, summary in group:
-                found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
-                chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
-                yield MapTextParts(id=cid, summary=summary, claim_lines=tuple(map(_FIRST, found)),
-                                   excerpt_lines=tuple(filter(None, map(excerpts.get, chunk_ids))))
+        with self._second_reader() as second:
+            readers = [self] if second is None else [self, second]
+            for reader in readers:
+                reader._write(map_parts.NAMES_COPY)
+            for group, by_leaf, excerpts in read_ahead(read, _groups(selected, leaves_of), readers):
+                for cid, summary in group:
+                    found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
+                    chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
+                    yield MapTextParts(id=cid, summary=summary, claim_lines=tuple(map(_FIRST, found)),
+                                       excerpt_lines=tuple(filter(None, map(excerpts.get, chunk_ids))))
+
+    @contextmanager
+    def _second_reader(self) -> Iterator[CommunityStore | None]:
+        """Another read-only connection to the same file, for a read on the second core; None
+        for a writable store (its connection may hold changes no other connection sees)."""
+        if self.writable:
+            yield None
+            return
+        try:
+            second = CommunityStore(_readonly_connection(self.path, _check_file(self.path)), self.path, writable=False)
+        except (sqlite3.Error, InputError):
+            yield None  # planning goes on with one reader
+            return
+        try:
+            yield second
+        finally:
+            second.close()
 
     def _write(self, statements: Iterable[str]) -> None:
         """Run statements that change only this connection's temporary schema, in one

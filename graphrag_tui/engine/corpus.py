@@ -39,14 +39,13 @@ class CommunityContext:
     excerpts: tuple[Excerpt, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MapTextParts:
+class MapTextParts(NamedTuple):
     """A community's Map text in rendered lines: what planning reads from a store.
 
     `claim_lines` are rendered by `maptext.claim_lines`, in the order of `CommunityContext.claims`;
     an entry may hold several lines joined by "\n" (the store gives one entry per leaf).
     `excerpt_lines` are rendered by `maptext.excerpt_line`, in the order of
-    `CommunityContext.excerpts`.
+    `CommunityContext.excerpts`. A named tuple, as `Claim`: planning makes one per community.
     """
 
     id: str

@@ -536,8 +536,8 @@ class CommunityStore:
                 for cid, summary in group:
                     found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
                     chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
-                    yield MapTextParts(id=cid, summary=summary, claim_lines=tuple(map(_FIRST, found)),
-                                       excerpt_lines=tuple(filter(None, map(excerpts.get, chunk_ids))))
+                    excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
+                    yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
 
     @contextmanager
     def _second_reader(self) -> Iterator[CommunityStore | None]:

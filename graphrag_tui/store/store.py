@@ -513,7 +513,8 @@ class CommunityStore:
         """What planning reads: the communities of `iter_communities`, in the same order and
         with the same selection and tolerated damage, as their Map text's lines (`map_text`
         of either gives the same text), rendered by SQLite (`map_parts`): one string per
-        leaf's claims and one per cited chunk, no Python object per claim."""
+        leaf's claims and one per cited chunk, no record per claim. Groups are read ahead on
+        two connections (`read_ahead`) while the caller builds Map texts."""
         selected, leaves_of = self._selection(namespace, level)
         if not selected:
             return

@@ -41,5 +41,5 @@ def prepare_plan(
     chosen = choose_namespace(namespace, list(levels))
     check_level(level, chosen, levels[chosen])
     with _gc_paused():
-        communities = store.iter_communities(chosen, None if level == "leaf" else level)
+        communities = store.iter_map_parts(chosen, None if level == "leaf" else level)
         return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)

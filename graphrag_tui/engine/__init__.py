@@ -7,7 +7,7 @@ from here.
 """
 
 from .batcher import MapBatch, PartRef
-from .corpus import Claim, CommunityContext, Excerpt
+from .corpus import Claim, CommunityContext, Excerpt, MapTextParts
 from .events import (
     AttemptFailed,
     BatchFailed,
@@ -22,6 +22,7 @@ from .events import (
     ReduceStarted,
     RetryWaiting,
 )
+from .maptext import claim_lines, excerpt_line, map_text
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
 from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, RateWaitSource, Stage
@@ -74,13 +75,17 @@ __all__ = [
     "Level",
     "MAX_CONCURRENCY",
     "MapBatch",
+    "MapTextParts",
     "PartRef",
     "SearchOptions",
     "ascii_integer",
     "check_level",
     "choose_namespace",
+    "claim_lines",
+    "excerpt_line",
     "flag",
     "has_surrogates",
+    "map_text",
     "normalize_query",
     "parse_level",
     "parse_option",

@@ -68,8 +68,18 @@ def fisher_yates(items: Sequence[T], random: Callable[[], float]) -> list[T]:
     return result
 
 
+_HEADER_START, _HEADER_MIDDLE, _HEADER_END = "[Community ID: ", " | summary part ", "]\n"
+_HEADER_FIXED = len(_HEADER_START + _HEADER_MIDDLE + _HEADER_END)
+
+
 def part_header(community_id: str, part: int) -> str:
-    return f"[Community ID: {community_id} | summary part {part}]\n"
+    return f"{_HEADER_START}{community_id}{_HEADER_MIDDLE}{part}{_HEADER_END}"
+
+
+def header_size(id_size: TextSize, part: int) -> TextSize:
+    """The size of `part_header(id, part)` from the id's size: the rest is ASCII (this runs
+    for every part of a large store, and building the header to measure it costs more)."""
+    return TextSize(id_size.ascii + _HEADER_FIXED + len(str(part)), id_size.other)
 
 
 def split_community(community: CommunityText, skeleton: TextSize, budget: int) -> list[Part]:
@@ -85,7 +95,7 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
     text = community.text
     # skeleton + "\n" + header + segment must stay within the budget (sizes added as ints:
     # this runs once per community, 100k times on a large store).
-    header_ascii, header_other = TextSize.of(part_header(community.id, SIZING_PART_NUMBER))
+    header_ascii, header_other = header_size(TextSize.of(community.id), SIZING_PART_NUMBER)
     fixed_ascii, fixed_other = skeleton.ascii + NEWLINE.ascii + header_ascii, skeleton.other + header_other
 
     def fits(ascii_count: int, other_count: int) -> bool:
@@ -93,7 +103,7 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
 
     size = TextSize.of(text)
     if fits(*size):
-        return [Part(PartRef(community_id=community.id, part=1), text, size)] if text else []
+        return [Part(PartRef.model_construct(community_id=community.id, part=1), text, size)] if text else []
     longest = _longest_run(lambda n: fits(n, 0))
     shortest = _longest_run(lambda n: fits(0, n))
     counter: AsciiCounter | None = None  # made for the first candidate that is not all ASCII
@@ -110,7 +120,8 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
                 f"community {community.id}: raise --map-budget or lower --map-reserve"
             )
         segment = text[offset : offset + length]
-        parts.append(Part(PartRef(community_id=community.id, part=len(parts) + 1), segment, TextSize.of(segment)))
+        ref = PartRef.model_construct(community_id=community.id, part=len(parts) + 1)
+        parts.append(Part(ref, segment, TextSize.of(segment)))
         offset += length
     return parts
 
@@ -218,9 +229,10 @@ def build_batches(
     for position in order:
         community, communities[position] = communities[position], None
         assert community is not None
+        id_size = TextSize.of(community.id)
         for ref, segment, segment_size in split_community(community, skeleton_size, budget):
             header = part_header(ref.community_id, ref.part)
-            header_ascii, header_other = TextSize.of(header)
+            header_ascii, header_other = header_size(id_size, ref.part)
             part_ascii, part_other = header_ascii + segment_size[0], header_other + segment_size[1]
             if pieces:  # joined to the batch by a newline
                 size_ascii, size_other = size_ascii + 1 + part_ascii, size_other + part_other

@@ -37,3 +37,18 @@ class CommunityContext:
     summary: str
     claims: tuple[Claim, ...] = ()
     excerpts: tuple[Excerpt, ...] = ()
+
+
+class MapTextParts(NamedTuple):
+    """A community's Map text in rendered lines: what planning reads from a store.
+
+    `claim_lines` are rendered by `maptext.claim_lines`, in the order of `CommunityContext.claims`;
+    an entry may hold several lines joined by "\n" (the store gives one entry per leaf).
+    `excerpt_lines` are rendered by `maptext.excerpt_line`, in the order of
+    `CommunityContext.excerpts`. A named tuple, as `Claim`: planning makes one per community.
+    """
+
+    id: str
+    summary: str
+    claim_lines: tuple[str, ...] = ()
+    excerpt_lines: tuple[str, ...] = ()

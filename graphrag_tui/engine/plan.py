@@ -10,7 +10,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict
 
 from .batcher import CommunityText, MapBatch, build_batches
-from .corpus import CommunityContext
+from .corpus import CommunityContext, MapTextParts
 from .maptext import map_text
 from .options import SearchOptions
 from .prompts import map_skeleton
@@ -49,7 +49,7 @@ def plan_search(
     query: str,
     namespace: str,
     level: Level,
-    communities: Iterable[CommunityContext],
+    communities: Iterable[CommunityContext | MapTextParts],
     options: SearchOptions,
     *,
     seed: int | None = None,

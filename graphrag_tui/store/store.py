@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -19,9 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from graphrag_tui.engine import Claim, CommunityContext, Excerpt
+from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
+from graphrag_tui.store import map_parts
+from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.schema import COLUMNS, TABLES, create_schema, insert_sql
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
@@ -32,6 +35,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _GROUP_LEAVES = 2000
 _FIRST = itemgetter(0)
 _LEAF_OF_ROW = itemgetter(1)
+_SECOND = itemgetter(1)
 _CHUNK_OF_CLAIM = attrgetter("chunk_id")
 #: Builds a named tuple from a plain one in C, skipping the named tuple's Python-level __new__.
 _NEW_TUPLE = tuple.__new__
@@ -95,14 +99,20 @@ ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 """
 
 # Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
-# and reading them all beats finding out which. A name that is not text counts as missing.
-_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text'"
+# and reading them all beats finding out which. A name that is not text counts as missing;
+# an id that is not text never matches a claim's (text) id, and a NULL id must not name a
+# NULL object.
+_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text' AND typeof(id) = 'text'"
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (
     "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
+
+
+#: A group of selected (id, summary) rows, its leaves' claim lines, its cited chunks' excerpt lines.
+_GroupRead = tuple[list[tuple], Mapping[str, map_parts.LeafLines], dict[str, str]]
 
 
 class NamespaceInfo(BaseModel):
@@ -164,6 +174,11 @@ class CommunityDetail(BaseModel):
     members: list[str] = []
     claims: list[ClaimDetail] = []
     chunks: list[ChunkDetail] = []
+
+
+def _group_leaves(group: list[tuple], leaves_of: Mapping[str, list[str]]) -> str:
+    """The descendant leaves of a group's communities, as a JSON array without repeats."""
+    return json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
 
 
 def _groups(selected: list[tuple], leaves_of: Mapping[str, list[str]]) -> Iterator[list[tuple]]:
@@ -476,30 +491,15 @@ class CommunityStore:
         parent links end the walk (a community in a cycle with no leaf below it gets
         no claims).
         """
-        params: dict[str, Any] = {"ns": namespace, "level": level}
-        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
-        selected = self._query(
-            f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
-            f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
-            params,
-        )
+        selected, leaves_of = self._selection(namespace, level)
         if not selected:
             return
-        if level is None:  # a leaf is its own single descendant: no walk needed
-            leaves_of: dict[str, list[str]] = {cid: [cid] for cid, _ in selected}
-        else:
-            roots = ("roots(id) AS (SELECT id FROM ns "
-                     "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
-            leaves_of = defaultdict(list)
-            for root, leaf in self._descendant_leaves(roots, params):
-                leaves_of[root].append(leaf)
         names = self._entity_names()
         # A group of communities at a time: a few set-based queries per group, and only that
         # group's claims and cited chunks in memory (a large store has millions of claims and
         # hundreds of thousands of chunks, the largest texts of a store).
         for group in _groups(selected, leaves_of):
-            leaf_ids = json.dumps(list({leaf: None for cid, _ in group for leaf in leaves_of.get(cid, ())}))
-            claims_by_leaf = self._leaf_claims(leaf_ids, names)
+            claims_by_leaf = self._leaf_claims(_group_leaves(group, leaves_of), names)
             chunks = self._cited_chunks(claims_by_leaf.values())
             for cid, summary in group:
                 leaves = leaves_of.get(cid, ())
@@ -508,6 +508,99 @@ class CommunityStore:
                 cited = dict.fromkeys(map(_CHUNK_OF_CLAIM, claims))
                 excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no chunk id, or no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
+
+    def iter_map_parts(self, namespace: str, level: int | None) -> Iterator[MapTextParts]:
+        """What planning reads: the communities of `iter_communities`, in the same order and
+        with the same selection and tolerated damage, as their Map text's lines (`map_text`
+        of either gives the same text), rendered by SQLite (`map_parts`): one string per
+        leaf's claims and one per cited chunk, no record per claim. Groups are read ahead on
+        two connections (`read_ahead`) while the caller builds Map texts."""
+        selected, leaves_of = self._selection(namespace, level)
+        if not selected:
+            return
+        grouped = self._claims_grouped_in_order()
+        claims_sql = map_parts.LEAF_LINES_GROUPED if grouped else map_parts.LEAF_LINES_ORDERED
+
+        def read(group: list[tuple], store: CommunityStore) -> _GroupRead:
+            rows = store._query(claims_sql, {**map_parts.LINE_PIECES, "leaves": _group_leaves(group, leaves_of)})
+            by_leaf = map_parts.leaf_lines(rows, grouped)
+            cited = [c for c in dict.fromkeys(chain.from_iterable(map(_SECOND, by_leaf.values()))) if c is not None]
+            excerpts = map_parts.excerpt_lines(
+                store._query(map_parts.EXCERPT_LINES, {**map_parts.LINE_PIECES, "ids": json.dumps(cited)}))
+            return group, by_leaf, excerpts
+
+        with self._second_reader() as second:
+            readers = [self] if second is None else [self, second]
+            for reader in readers:
+                reader._write(map_parts.NAMES_COPY)
+            for group, by_leaf, excerpts in read_ahead(read, _groups(selected, leaves_of), readers):
+                for cid, summary in group:
+                    found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
+                    chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
+                    excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
+                    yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
+
+    @contextmanager
+    def _second_reader(self) -> Iterator[CommunityStore | None]:
+        """Another read-only connection to the same file, for a read on the second core; None
+        for a writable store (its connection may hold changes no other connection sees)."""
+        if self.writable:
+            yield None
+            return
+        try:
+            second = CommunityStore(_readonly_connection(self.path, _check_file(self.path)), self.path, writable=False)
+        except (sqlite3.Error, InputError):
+            yield None  # planning goes on with one reader
+            return
+        try:
+            yield second
+        finally:
+            second.close()
+
+    def _write(self, statements: Iterable[str]) -> None:
+        """Run statements that change only this connection's temporary schema, in one
+        locked step (no concurrent read sees them half done), and commit: the implicit
+        transaction of a write would otherwise keep a read snapshot open and hide a live
+        writer's commits."""
+        with self._lock:
+            try:
+                for statement in statements:
+                    self._conn.execute(statement)
+                self._conn.commit()
+            except sqlite3.Error as exc:
+                self._conn.rollback()
+                raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
+
+    def _claims_grouped_in_order(self) -> bool:
+        """Whether `map_parts.LEAF_LINES_GROUPED` gives each leaf's claims in claim id order
+        on this store (`map_parts.grouped_in_claim_order`)."""
+        self._write(map_parts.NAMES_COPY[:1])  # the query names the table
+        indexes = {name: [row for row in self._query("SELECT * FROM pragma_index_xinfo(?)", (name,)) if row[5]]
+                   for (name,) in self._query("SELECT name FROM pragma_index_list('rag_claims')")}
+        plan = self._query("EXPLAIN QUERY PLAN " + map_parts.LEAF_LINES_GROUPED,
+                           {**map_parts.LINE_PIECES, "leaves": "[]"})
+        return map_parts.grouped_in_claim_order(plan, indexes)
+
+    def _selection(self, namespace: str, level: int | None) -> tuple[list[tuple], Mapping[str, list[str]]]:
+        """The selected (id, summary) rows of `iter_communities`, ordered by id, and each
+        one's descendant leaves, ordered by id."""
+        params: dict[str, Any] = {"ns": namespace, "level": level}
+        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
+        selected = self._query(
+            f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
+            f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
+            params,
+        )
+        if not selected:
+            return selected, {}
+        if level is None:  # a leaf is its own single descendant: no walk needed
+            return selected, {cid: [cid] for cid, _ in selected}
+        roots = ("roots(id) AS (SELECT id FROM ns "
+                 "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
+        leaves_of: defaultdict[str, list[str]] = defaultdict(list)
+        for root, leaf in self._descendant_leaves(roots, params):
+            leaves_of[root].append(leaf)
+        return selected, leaves_of
 
     def _cited_chunks(self, claims: Iterable[tuple[Claim, ...]]) -> dict[str, Excerpt]:
         """The chunks (of any namespace) these claims cite, by id; ids with no row are left out."""

@@ -20,6 +20,7 @@ from .events import (
     ReduceStarted,
     RetryWaiting,
 )
+from .failures import failed_batch_lines
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
 from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, Stage
@@ -112,4 +113,5 @@ __all__ = [
     "SearchResult",
     "SelectedAnswer",
     "Status",
+    "failed_batch_lines",
 ]

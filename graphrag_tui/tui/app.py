@@ -63,7 +63,7 @@ from .screens.goto import GoToCommunityScreen
 from .screens.keys import KeysScreen
 from .screens.main import MainScreen
 from .widgets.batch_grid import BatchGrid
-from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm
+from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
 
 EXTRACTIVE = "extractive, offline: not an LLM"
@@ -337,7 +337,7 @@ class GraphRAGApp(App[int]):
         if self.run_state.running:
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
-        self.run_state = RunState(phase="planning", dirty=False)  # painted by _show_run
+        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock())  # painted by _show_run
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -406,7 +406,7 @@ class GraphRAGApp(App[int]):
         self.refresh_model_status()  # it shows the session's status as it is now
 
     def on_run_planned(self, message: RunPlanned) -> None:
-        self.run_state.planned(message.plan)
+        self.run_state.planned(message.plan, self.clock())
         self._show_run()
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
@@ -438,13 +438,13 @@ class GraphRAGApp(App[int]):
         self._finish_run(message.result)
 
     def _finish_run(self, result: SearchResult) -> None:
-        self.run_state.finished(result)
+        self.run_state.finished(result, self.clock())
         self.setup_form.lock_model(False)
         self.repaint()
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
 
     def on_run_rejected(self, message: RunRejected) -> None:
-        error = clean(message.error)  # it may name a namespace or community from the store
+        error = clean(in_form_terms(message.error))  # it may name a namespace or community from the store
         self.run_state = RunState()
         self.setup_form.lock_model(False)
         self.setup_form.show_error(error)

@@ -12,6 +12,7 @@ from ...engine import SearchResult
 from ..messages import OpenCommunity
 from ..run_state import RunState
 from ..safe_text import clean, safe_line
+from .setup_form import in_form_terms
 
 STATUS_STYLES = {
     "completed": "bold green",
@@ -64,7 +65,7 @@ class AnswerPanel(VerticalScroll):
         for line in (result.detail, result.error):
             if line:
                 meta.append("\n")
-                meta.append(clean(line), style="red" if line == result.error else "")
+                meta.append(clean(in_form_terms(line)), style="red" if line == result.error else "")
         self.query_one("#answer-meta", Static).update(meta)
         self.query_one("#answer-text", Markdown).update(clean(result.answer or ""))
         citations = self.query_one("#citations", OptionList)

@@ -35,7 +35,7 @@ from ..engine import (
     utc_now,
 )
 from ..errors import InputError
-from ..export import check_output_files, existing_files, export_paths, write_export
+from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
 from ..models.factory import ModelSettings, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
@@ -43,6 +43,7 @@ from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
+from .copying import copy_text
 from .messages import (
     ModelStateChanged,
     OpenBatch,
@@ -127,6 +128,8 @@ class GraphRAGApp(App[int]):
         Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
+        Binding("c", "copy_focused", "Copy", show=False, id="copy",
+                tooltip="copy the focused thing (answer, prompt, raw reply, row, entry) to the clipboard"),
         # Textual adds this one itself, without an id, unless the app binds the action.
         Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
                 id="command-palette", tooltip="command palette"),
@@ -168,6 +171,7 @@ class GraphRAGApp(App[int]):
         self.spill = ResponseSpill()
         #: Whether the panels show the current run yet (see `start_run`).
         self._run_shown = False
+        self._run_started, self._run_model = self.wall_clock(), ""
         #: The picker's choice: extractive, local or http.
         self.model_kind: str = settings.model.kind
         given = settings.given_options
@@ -338,6 +342,8 @@ class GraphRAGApp(App[int]):
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
         self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock())  # painted by _show_run
+        #: What the export says about the run beyond its result: when it started, with which model.
+        self._run_started, self._run_model = self.wall_clock(), self.model_text(self.model_kind)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -489,7 +495,7 @@ class GraphRAGApp(App[int]):
     # -- drill-down ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("goto", "export", "keys") and isinstance(self.focused, Input):
+        if action in ("goto", "export", "keys", "copy_focused") and isinstance(self.focused, Input):
             return False
         return True
 
@@ -524,6 +530,16 @@ class GraphRAGApp(App[int]):
         self.push_screen(
             GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
         )
+
+    def action_copy_focused(self) -> None:
+        """Copy the focused thing through the terminal (OSC 52), and say what was copied."""
+        found = copy_text(self.focused)
+        if found is None:
+            self.notify("Nothing to copy here: focus an answer, a prompt, a reply or a table.", severity="warning")
+            return
+        what, text = found
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied the {what} ({len(text):,} characters).", title="Copied")
 
     def action_keys(self) -> None:
         self.push_screen(KeysScreen(self.screen))
@@ -561,9 +577,20 @@ class GraphRAGApp(App[int]):
         """Files no output may overwrite."""
         return (self.settings.store_path,)
 
+    def run_info(self) -> RunInfo | None:
+        """The run's metadata for the export (None before a plan was made)."""
+        state = self.run_state
+        if state.plan is None:
+            return None
+        duration = None
+        if state.started_at is not None and state.finished_at is not None:
+            duration = state.finished_at - state.started_at
+        store = self.settings.display_path or str(self.settings.store_path)
+        return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
+
     def _write_export(self, result: SearchResult, path: Path) -> None:
         try:
-            written = write_export(result, self.store, path, inputs=self.input_files())
+            written = write_export(result, self.store, path, inputs=self.input_files(), info=self.run_info())
         except InputError as error:
             self.notify(one_line(str(error)), title="Export failed", severity="error", markup=False)
             return

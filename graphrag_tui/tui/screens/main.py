@@ -20,7 +20,6 @@ from ..widgets.status_line import StatusLine
 from ..widgets.workers_panel import WorkersPanel
 from .tabbed import TabbedScreen
 
-
 #: Narrower than this, the setup form starts collapsed to its question line.
 NARROW = 110
 
@@ -95,6 +94,10 @@ class MainScreen(TabbedScreen):
         if action == "focus_question" and isinstance(self.focused, Input):  # `/` types there
             return False
         return super().check_action(action, parameters)
+
+    def on_setup_form_expand_requested(self) -> None:
+        self.setup_collapsed = False
+        self._shape_setup()
 
     def action_focus_question(self) -> None:
         self.query_one("#query").focus()

@@ -75,6 +75,12 @@ class AnswerPanel(VerticalScroll):
             citations.highlighted = 0
         self.set_class(bool(result.cited_community_ids), "-has-citations")
 
+    def copy_text(self) -> tuple[str, str] | None:
+        """The answer, as the model wrote it (Markdown), for `c`."""
+        if self._shown is None or not self._shown.answer:
+            return None
+        return "answer", clean(self._shown.answer)
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if event.option.id is not None:

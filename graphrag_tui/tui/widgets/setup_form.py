@@ -77,6 +77,9 @@ class SetupForm(VerticalScroll):
     class ScopeChanged(Message):
         """The namespace or level changed (the header shows them)."""
 
+    class ExpandRequested(Message):
+        """The form needs all its fields in sight (an option to fix while it is collapsed)."""
+
     class ModelChanged(Message):
         """The model picker changed: `kind` is extractive, local or http."""
 
@@ -278,6 +281,8 @@ class SetupForm(VerticalScroll):
     def submit(self) -> None:
         errors = self._show_field_errors()
         if errors:
+            if self.has_class("-collapsed"):
+                self.post_message(self.ExpandRequested())
             self.show_error("Fix the highlighted options first.")
             return
         try:

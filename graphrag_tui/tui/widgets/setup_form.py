@@ -284,6 +284,8 @@ class SetupForm(VerticalScroll):
             if self.has_class("-collapsed"):
                 self.post_message(self.ExpandRequested())
             self.show_error("Fix the highlighted options first.")
+            # The first field to fix, in sight (once the form has its size).
+            self.call_after_refresh(self.query_one(f"#opt-{next(iter(errors))}", Input).focus)
             return
         try:
             query = normalize_query(self.query_one("#query", Input).value)

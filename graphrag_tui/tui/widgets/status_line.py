@@ -17,7 +17,7 @@ from ..safe_text import one_line
 TITLE = " graphrag-tui "
 #: The fewest cells the store path and the model's name are cut to.
 MIN_STORE = 12
-MIN_MODEL = 16
+MIN_MODEL = 8
 
 
 def cut_left(text: str, width: int) -> str:

@@ -129,7 +129,7 @@ class GraphRAGApp(App[int]):
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
         Binding("c", "copy_focused", "Copy", show=False, id="copy",
-                tooltip="copy the focused thing (answer, prompt, raw reply, row, entry) to the clipboard"),
+                tooltip="copy the focused answer, prompt, reply, row or entry"),
         # Textual adds this one itself, without an id, unless the app binds the action.
         Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
                 id="command-palette", tooltip="command palette"),

@@ -69,8 +69,7 @@ async def test_the_keys_screen_lists_the_keys_in_force_where_it_opens(store: Pat
             assert ("/ ctrl+l", "back to the question", True) in rows
             assert ("ctrl+o", "collapse the setup form to its question line, or expand it", True) in rows
             assert ("1 2 3 4", "show the tab of that number", True) in rows
-            assert ("c", "copy the focused thing (answer, prompt, raw reply, row, entry) to the clipboard",
-                    True) in rows
+            assert ("c", "copy the focused answer, prompt, reply, row or entry", True) in rows
             await pilot.press("escape")
             app.open_community("ns/1")
             await wait_community(pilot)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.engine.batcher import PartRef
+from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.engine.result import (
     Attempt,
     BatchResult,
@@ -19,7 +20,6 @@ from graphrag_tui.engine.result import (
     SelectedAnswer,
 )
 from graphrag_tui.errors import InputError
-from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.export import RunInfo, export_paths, markdown_report, write_export
 from graphrag_tui.store import CommunityStore
 

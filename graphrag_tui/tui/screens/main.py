@@ -110,7 +110,7 @@ class MainScreen(TabbedScreen):
         counts = state.cell_counts()
         done = counts["succeeded"] + counts["failed"]
         self.query_one("#progress", ProgressBar).update(total=max(len(state.cells), 1), progress=done)
-        self.query_one("#run-clock", RunClock).show(state, now)
+        self.query_one("#run-clock", RunClock).show(state, now, counts)
         self.query_one("#batch-counts", BatchCounts).show(counts)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)

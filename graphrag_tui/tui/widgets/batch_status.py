@@ -56,9 +56,13 @@ class BatchCounts(Widget):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._texts = counts_texts(Counter())
+        self._counts: Counter[CellState] = Counter()
+        self._texts = counts_texts(self._counts)
 
     def show(self, counts: Counter[CellState]) -> None:
+        if counts == self._counts:
+            return
+        self._counts = counts
         self._texts = counts_texts(counts)
         self.refresh()
 
@@ -89,12 +93,13 @@ class RunTimes:
     retry_wait: float | None
 
 
-def run_times(state: RunState, now: float) -> RunTimes:
+def run_times(state: RunState, now: float, counts: Counter[CellState] | None = None) -> RunTimes:
+    """`counts`: the state's cell counts, when the caller has them already."""
     if state.started_at is None:
         return RunTimes(state.phase, None, None, None, None)
     end = state.finished_at if state.finished_at is not None else now
     elapsed = end - state.started_at
-    counts = state.cell_counts()
+    counts = state.cell_counts() if counts is None else counts
     done = counts["succeeded"] + counts["failed"]
     eta = rate = None
     if done and state.map_started_at is not None:
@@ -137,8 +142,8 @@ class RunClock(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._texts = times_texts(RunTimes("idle", None, None, None, None))
 
-    def show(self, state: RunState, now: float) -> None:
-        self._texts = times_texts(run_times(state, now))
+    def show(self, state: RunState, now: float, counts: Counter[CellState] | None = None) -> None:
+        self._texts = times_texts(run_times(state, now, counts))
         self.refresh()
 
     def render(self) -> Text:

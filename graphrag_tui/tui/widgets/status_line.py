@@ -82,8 +82,10 @@ class StatusLine(Widget):
         self.header: Header | None = None
 
     def show(self, *, store: str, namespace: str | None, level: str, model: str, phase: str) -> None:
-        self.header = Header(one_line(store), one_line(namespace or "—"), one_line(level), one_line(model), phase)
-        self.refresh()
+        header = Header(one_line(store), one_line(namespace or "—"), one_line(level), one_line(model), phase)
+        if header != self.header:  # the app calls this on every repaint
+            self.header = header
+            self.refresh()
 
     def render(self) -> Text:
         if self.header is None:

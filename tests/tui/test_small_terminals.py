@@ -60,6 +60,7 @@ async def test_the_setup_form_collapses_and_expands_with_its_key(store: Path) ->
         await pilot.pause()
         assert not app.screen.has_class("-setup-collapsed")
         assert "Map budget      330" in screen_text(app)
+        assert "Batches" not in screen_text(app)  # open on a narrow terminal, the form takes the width
         await pilot.press("ctrl+o")
         await pilot.pause()
         assert app.screen.has_class("-setup-collapsed") and "Map budget" not in screen_text(app)
@@ -76,6 +77,19 @@ async def test_the_setup_form_collapses_and_expands_with_its_key(store: Path) ->
         assert app.screen.has_class("-setup-collapsed")
 
 
+async def test_running_from_the_open_form_on_a_narrow_terminal_shows_the_run(store: Path) -> None:
+    with ScriptedChatServer(answered()) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+o")
+            await pilot.pause()
+            assert app.screen.has_class("-setup-full")
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert app.screen.has_class("-setup-collapsed") and not app.screen.has_class("-setup-full")
+            assert "Batches" in screen_text(app) and "The port authority funds it." in screen_text(app)
+
+
 async def test_an_option_to_fix_expands_the_collapsed_form(store: Path) -> None:
     app = make_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -86,5 +100,5 @@ async def test_an_option_to_fix_expands_the_collapsed_form(store: Path) -> None:
         assert not app.screen.has_class("-setup-collapsed")
         assert app.focused is app.screen.query_one("#opt-concurrency")  # scrolled into sight
         assert " Concurrency     0  " in screen_text(app)
-        assert " must be a positive integer, got  " in screen_text(app)  # wrapped in the sidebar
+        assert " must be a positive integer, got '0'" in screen_text(app)
         assert app.run_state.phase == "idle"

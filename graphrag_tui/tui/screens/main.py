@@ -80,6 +80,9 @@ class MainScreen(TabbedScreen):
         if collapsed is None:
             collapsed = self.size.width < NARROW
         self.set_class(collapsed, "-setup-collapsed")
+        # Open on a narrow terminal, the form takes the width: beside it, the panels would
+        # be a few columns wide. Running collapses it again (see below).
+        self.set_class(not collapsed and self.size.width < NARROW, "-setup-full")
         self.setup.collapse(collapsed)
 
     @property
@@ -94,6 +97,13 @@ class MainScreen(TabbedScreen):
         if action == "focus_question" and isinstance(self.focused, Input):  # `/` types there
             return False
         return super().check_action(action, parameters)
+
+    def on_setup_form_submitted(self) -> None:
+        """A run from the form that hides the panels: show them (the message goes on to
+        the App, which starts the run)."""
+        if self.has_class("-setup-full"):
+            self.setup_collapsed = True
+            self._shape_setup()
 
     def on_setup_form_expand_requested(self) -> None:
         self.setup_collapsed = False

@@ -1,4 +1,4 @@
-"""The main screen: setup on the left, the live run panels on the right."""
+"""The main screen: setup on the left (or one question line on top), the live run panels on the right."""
 
 from __future__ import annotations
 
@@ -142,4 +142,3 @@ TAB_PANELS = {
     "tab-scores": "#scores-panel",
     "tab-retries": "#retries-panel",
 }
-

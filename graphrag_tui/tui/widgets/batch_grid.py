@@ -32,7 +32,7 @@ STYLES = {
     "running": Style(color="#4aa8ff", bold=True),
     "retrying": Style(color="#ff9f1c", bold=True),
     "failed": Style(color="#ff4d5e", bold=True),
-    "cancelled": Style(color="#3a3f47"),
+    "cancelled": Style(color="#8a8f98"),
 }
 # Succeeded cells go from a dull to a bright green with usefulness 0..100.
 GREENS = [Style(color=c) for c in ("#3d5a45", "#3f7a4f", "#3f9a58", "#40b95f", "#4fdc6c")]

@@ -35,13 +35,26 @@ from typing import IO, Any, NoReturn
 
 from . import __version__
 from .config import default_config_path
-from .engine import FALLBACK_DEFAULTS, Event, SearchPlan, SearchResult, flag, has_surrogates, parse_level, parse_seed
+from .engine import (
+    FALLBACK_DEFAULTS,
+    Event,
+    Level,
+    SearchPlan,
+    SearchResult,
+    check_level,
+    choose_namespace,
+    failed_batch_lines,
+    flag,
+    has_surrogates,
+    parse_level,
+    parse_seed,
+)
 from .errors import InputError
 from .models.factory import ModelSettings
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line
 from .session import ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
-from .store import CommunityStore
+from .store import CommunityStore, NamespaceInfo
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag")
 SAMPLE_STORE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
@@ -296,15 +309,22 @@ async def _run_query(run: RunSession, settings: ModelSettings) -> SearchResult:
     model = await models.open(settings)
     if settings.kind == "extractive":
         _warn(EXTRACTIVE_NOTICE)
-    else:
-        _warn(f"note: {model.description} answers")
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, run.cancel)
     try:
-        return await run.run(model, timeout=settings.timeout, rate_limits=settings.rate_limits)
+        result = await run.run(model, timeout=settings.timeout, rate_limits=settings.rate_limits)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await models.close()
+    if settings.kind != "extractive" and model_answered(result):  # a note says only what is known
+        _warn(f"note: {model.description} answered")
+    return result
+
+
+def model_answered(result: SearchResult) -> bool:
+    """Whether any call to the model came back as a usable reply."""
+    attempts = [a for b in result.batches for a in b.attempts] + result.reduce.attempts
+    return any(a.error_kind is None for a in attempts)
 
 
 def print_result(result: SearchResult) -> None:
@@ -320,6 +340,10 @@ def print_result(result: SearchResult) -> None:
         f"{result.summary_count} summaries, {result.batch_count} Map batches ({result.failed_batch_count} failed), "
         f"{selected} answers selected for Reduce, seed {result.seed}"
     )
+    if result.failed_batch_count:
+        _say("failed batches:")
+        for line in failed_batch_lines(result.batches):
+            _say("  " + line)
     if result.cited_community_ids:
         _say("communities: " + ", ".join(one_line(cid) for cid in result.cited_community_ids))
 
@@ -367,8 +391,8 @@ def cmd_app(args: argparse.Namespace) -> int:
     assert resolved.model is not None
     level = parse_level(args.level)
     store_path = args.store or SAMPLE_STORE
-    with CommunityStore.open(store_path):
-        pass  # a bad store is an input error before the app starts
+    with CommunityStore.open(store_path) as store:  # a bad store is an input error before the app starts
+        check_app_scope(args.namespace, level, store.namespaces())
     from .tui.app import AppSettings, GraphRAGApp
     from .tui.keymap import check_keymap
 
@@ -390,6 +414,15 @@ def cmd_app(args: argparse.Namespace) -> int:
     )
     app.run()
     return app.return_code or 0
+
+
+def check_app_scope(namespace: str | None, level: Level, namespaces: list[NamespaceInfo]) -> None:
+    """A namespace or level given on the command line must exist, as `query` requires: the
+    app refuses it before it opens rather than showing another one."""
+    if namespace is None:
+        return
+    chosen = choose_namespace(namespace, [n.name for n in namespaces])
+    check_level(level, chosen, next(n.levels for n in namespaces if n.name == chosen))
 
 
 COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import}

@@ -10,9 +10,11 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from .engine import SearchResult
+from .engine import SearchOptions, SearchResult
 from .engine.replies import js_number
 from .errors import InputError
 from .output_paths import check_not_input
@@ -23,6 +25,8 @@ from .store.store import CommunityDetail, CommunityStore
 SUMMARY_EXCERPT_CHARS = 600
 #: At most this many claims per community in the report (the JSON has no claims at all).
 MAX_CLAIMS = 50
+#: How much of a failed attempt's error the report keeps (the JSON keeps it whole).
+ERROR_CHARS = 300
 
 
 def _inline(text: str | None, limit: int | None = None) -> str:
@@ -51,14 +55,8 @@ def export_paths(path: Path) -> tuple[Path, Path]:
     return base.with_name(base.name + ".json"), base.with_name(base.name + ".md")
 
 
-def _community_section(
-    community_id: str, detail: CommunityDetail | None, seen: set[str]
-) -> list[str]:
-    out = [f"#### Community {_inline(community_id)}", ""]
-    if community_id in seen:
-        out += ["_Described above._", ""]
-        return out
-    seen.add(community_id)
+def _community_section(community_id: str, detail: CommunityDetail | None) -> list[str]:
+    out = [f"### Community {_inline(community_id)}", ""]
     if detail is None:
         out += ["_Not found in the store._", ""]
         return out
@@ -99,15 +97,37 @@ def _community_section(
     return out
 
 
-def markdown_report(result: SearchResult, store: CommunityStore) -> str:
-    """A readable provenance report: answer -> selected Map answers -> communities ->
-    claims -> the source text they cite."""
-    out = [f"# {_inline(result.query) or '(empty question)'}", ""]
+@dataclass(frozen=True)
+class RunInfo:
+    """What the result does not carry about its run: when, how long, which model and store,
+    and the budgets (the app knows them; the report says them)."""
+
+    started: datetime
+    duration_s: float | None
+    model: str
+    store: str
+    options: SearchOptions
+
+
+def _run_lines(result: SearchResult, info: RunInfo | None) -> list[str]:
+    out = []
+    if info is not None:
+        out.append(f"- Time: {info.started.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC")
+        if info.duration_s is not None:
+            out.append(f"- Duration: {info.duration_s:.1f} s")
+    out.append(f"- Status: {result.status}")
+    if info is not None:
+        out += [f"- Model: {_inline(info.model)}", f"- Store: {_inline(info.store)}"]
     out += [
-        f"- Status: {result.status}",
         f"- Namespace: {_inline(result.namespace)}",
         f"- Level: {result.level}",
         f"- Seed: {result.seed if result.seed is not None else 'none (not shuffled)'}",
+    ]
+    if info is not None:
+        o = info.options
+        out.append(f"- Budgets: Map {o.map_budget} tokens (reserve {o.map_reserve}), "
+                   f"Reduce {o.reduce_budget} tokens (reserve {o.reduce_reserve}); concurrency {o.concurrency}")
+    out += [
         f"- Summaries: {result.summary_count}",
         f"- Map batches: {result.batch_count} ({result.failed_batch_count} failed)",
     ]
@@ -115,13 +135,37 @@ def markdown_report(result: SearchResult, store: CommunityStore) -> str:
         out.append(f"- Error: {_inline(result.error)}")
     if result.detail:
         out.append(f"- Detail: {_inline(result.detail)}")
+    return out
+
+
+def _failed_batches(result: SearchResult) -> list[str]:
+    failed = [b for b in result.batches if b.status == "failed"]
+    if not failed:
+        return []
+    out = ["## Failed batches", ""]
+    for batch in failed:
+        ids = ", ".join(_inline(cid) for cid in batch.community_ids)
+        out += [f"### Batch {batch.index}", "", f"Communities: {ids}", ""]
+        for attempt in batch.attempts:
+            out.append(f"- Attempt {attempt.attempt}: {attempt.error_kind or 'error'}: "
+                       f"{_inline(attempt.error, ERROR_CHARS) or '(no message)'}")
+        if not batch.attempts:
+            out.append("- No attempt was made.")
+        out.append("")
+    return out
+
+
+def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo | None = None) -> str:
+    """A readable provenance report: the run, the answer -> selected Map answers -> each
+    community they rest on, once -> its claims -> the source text they cite; and each
+    failed batch with its errors."""
+    out = [f"# {_inline(result.query) or '(empty question)'}", "", "## Run", ""]
+    out += _run_lines(result, info)
     out += ["", "## Answer", ""]
     out += [_quote(result.answer) if result.answer else "_No answer._", ""]
     out += ["## Selected Map answers", ""]
     if not result.selected_map_answers:
         out += ["_None._", ""]
-    seen: set[str] = set()
-    details: dict[str, CommunityDetail | None] = {}
     for rank, selected in enumerate(result.selected_map_answers, 1):
         ids = ", ".join(_inline(cid) for cid in selected.community_ids)
         out += [
@@ -132,15 +176,17 @@ def markdown_report(result: SearchResult, store: CommunityStore) -> str:
             _quote(selected.answer),
             "",
         ]
-        for community_id in selected.community_ids:
-            if community_id not in details:
-                details[community_id] = store.community(community_id)
-            out += _community_section(community_id, details[community_id], seen)
+    out += _failed_batches(result)
+    cited = list(dict.fromkeys(cid for selected in result.selected_map_answers for cid in selected.community_ids))
+    if cited:
+        out += ["## Communities", ""]
+        for community_id in cited:
+            out += _community_section(community_id, store.community(community_id))
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def write_export(
-    result: SearchResult, store: CommunityStore, path: Path, *, inputs: Iterable[Path] = ()
+    result: SearchResult, store: CommunityStore, path: Path, *, inputs: Iterable[Path] = (), info: RunInfo | None = None
 ) -> tuple[Path, Path]:
     """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report), by the rules
     of `write_files` (`inputs`: files the export must not overwrite, such as the store).
@@ -149,7 +195,7 @@ def write_export(
     json_path, md_path = export_paths(path)
     payload = inert_json(result.model_dump(mode="json"), indent=2) + "\n"
     check_output_files((json_path, md_path), inputs)
-    report = markdown_report(result, store)
+    report = markdown_report(result, store, info)
     write_files(((json_path, payload), (md_path, report)), inputs)
     return json_path, md_path
 

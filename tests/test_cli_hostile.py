@@ -118,7 +118,7 @@ def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_sto
         as_json = run_cli(*args, "--json")
         port = server.base_url.split(":")[2].split("/")[0]
     assert run.code == 0
-    assert run.stderr == f"note: evil-{HOSTILE_SHOWN} @ 127.0.0.1:{port} answers\n"
+    assert run.stderr == f"note: evil-{HOSTILE_SHOWN} @ 127.0.0.1:{port} answered\n"
     assert run.stdout == (
         "status: completed\n\n"
         f"The answer\n{HOSTILE_SHOWN}\nends.␍now\n\n"
@@ -281,9 +281,9 @@ def test_events_write_failure_mid_run_keeps_the_result(store: Path, as_json: boo
         port = server.base_url.split(":")[2].split("/")[0]
     assert run.code == 0
     assert run.stderr == (
-        f"note: m1 @ 127.0.0.1:{port} answers\n"
         "graphrag-tui: warning: --events: cannot write /dev/full: No space left on device; "
         "the run goes on without its events\n"
+        f"note: m1 @ 127.0.0.1:{port} answered\n"
     )
     if as_json:
         assert run.json["status"] == "completed" and run.json["answer"] == "The port authority funds it."

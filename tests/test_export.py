@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from graphrag_tui.engine.batcher import PartRef
+from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.engine.result import (
     Attempt,
     BatchResult,
@@ -18,7 +20,7 @@ from graphrag_tui.engine.result import (
     SelectedAnswer,
 )
 from graphrag_tui.errors import InputError
-from graphrag_tui.export import export_paths, markdown_report, write_export
+from graphrag_tui.export import RunInfo, export_paths, markdown_report, write_export
 from graphrag_tui.store import CommunityStore
 
 from .stores import build_store
@@ -114,6 +116,8 @@ def make_result() -> SearchResult:
 EXPECTED_MD = """\
 # Who pays for the bridge?
 
+## Run
+
 - Status: partial
 - Namespace: ns
 - Level: 1
@@ -137,7 +141,24 @@ Communities: ns/1, ns/2
 > The authority pays.
 > > quoted
 
-#### Community ns/1
+### 2. Usefulness 33.5
+
+Communities: ns/2, ns/0, ns/404
+
+> Tolls too.
+
+## Failed batches
+
+### Batch 1
+
+Communities: ns/0
+
+- Attempt 1: invalid_json: not JSON
+- Attempt 2: timeout: timed out
+
+## Communities
+
+### Community ns/1
 
 - Name: Bridge funding
 - Level: 1 (leaf)
@@ -169,7 +190,7 @@ Chunk k2, from *(untitled document)*:
 
 - Chunk k404: _not found in the store._
 
-#### Community ns/2
+### Community ns/2
 
 - Name: (no name)
 - Level: 1 (leaf)
@@ -180,17 +201,7 @@ Summary:
 
 _No claims._
 
-### 2. Usefulness 33.5
-
-Communities: ns/2, ns/0, ns/404
-
-> Tolls too.
-
-#### Community ns/2
-
-_Described above._
-
-#### Community ns/0
+### Community ns/0
 
 - Name: Harbour
 - Level: 0
@@ -221,7 +232,7 @@ Chunk k2, from *(untitled document)*:
 
 - Chunk k404: _not found in the store._
 
-#### Community ns/404
+### Community ns/404
 
 _Not found in the store._
 """.replace("{excerpt}", LONG[:599].rstrip())
@@ -229,6 +240,32 @@ _Not found in the store._
 
 def test_markdown_report_exact(store) -> None:
     assert markdown_report(make_result(), store) == EXPECTED_MD
+
+
+def test_markdown_report_with_the_run_metadata_and_each_community_once(store) -> None:
+    info = RunInfo(
+        started=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), duration_s=83.25, model="m1 @ 127.0.0.1:8080",
+        store="/data/harbour.db", options=SearchOptions(map_budget=330, map_reserve=0, concurrency=2),
+    )
+    report = markdown_report(make_result(), store, info)
+    assert report.split("## Answer")[0] == (
+        "# Who pays for the bridge?\n\n"
+        "## Run\n\n"
+        "- Time: 2026-01-02 03:04:05 UTC\n"
+        "- Duration: 83.2 s\n"
+        "- Status: partial\n"
+        "- Model: m1 @ 127.0.0.1:8080\n"
+        "- Store: /data/harbour.db\n"
+        "- Namespace: ns\n"
+        "- Level: 1\n"
+        "- Seed: 42\n"
+        "- Budgets: Map 330 tokens (reserve 0), Reduce 8000 tokens (reserve 1024); concurrency 2\n"
+        "- Summaries: 3\n"
+        "- Map batches: 2 (1 failed)\n\n"
+    )
+    # Everything after the metadata is as without it; ns/2, cited by both answers, once.
+    assert report.split("## Answer")[1] == EXPECTED_MD.split("## Answer")[1]
+    assert report.count("### Community ns/2") == 1
 
 
 def test_markdown_report_without_answers(store) -> None:
@@ -239,6 +276,7 @@ def test_markdown_report_without_answers(store) -> None:
     )
     assert markdown_report(result, store) == (
         "# (empty question)\n\n"
+        "## Run\n\n"
         "- Status: no_results\n"
         "- Namespace: ns\n"
         "- Level: leaf\n"

@@ -22,6 +22,7 @@ from .events import (
     ReduceStarted,
     RetryWaiting,
 )
+from .failures import failed_batch_lines
 from .maptext import claim_lines, excerpt_line, map_text
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
@@ -128,4 +129,5 @@ __all__ = [
     "SearchResult",
     "SelectedAnswer",
     "Status",
+    "failed_batch_lines",
 ]

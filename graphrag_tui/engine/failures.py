@@ -13,6 +13,10 @@ from .replies import repair_text
 from .result import Attempt, BatchResult, cap_raw_response
 
 MAX_GROUPS = 5
+#: How many failed batches a listing names before "… and N more".
+FAILED_LISTED = 10
+#: How much of each failed batch's message a listing keeps.
+FAILED_MESSAGE_CHARS = 200
 #: How much of an unexpected exception a log line keeps.
 LOG_CHARS = 300
 REASON_CHARS = 60
@@ -86,3 +90,18 @@ def map_failure_summary(batches: list[BatchResult]) -> str:
     if len(ranked) > MAX_GROUPS:
         groups.append("…")
     return f"{len(failed):,} of {len(batches):,} Map batches failed: {', '.join(groups)}; see --json"
+
+
+def failed_batch_lines(batches: list[BatchResult], limit: int = FAILED_LISTED) -> list[str]:
+    """One line per failed batch, `batch 3: invalid_json: <its last error>` (the index is the
+    JSON's), at most `limit` of them, then `… and N more`."""
+    failed = [b for b in batches if b.status == "failed"]
+    lines = []
+    for batch in failed[:limit]:
+        last = batch.attempts[-1] if batch.attempts else None
+        kind = (last.error_kind if last else None) or "unknown"
+        message = one_line((last.error if last else None) or "no attempt was made", FAILED_MESSAGE_CHARS)
+        lines.append(f"batch {batch.index}: {kind}: {message}")
+    if len(failed) > limit:
+        lines.append(f"… and {len(failed) - limit:,} more")
+    return lines

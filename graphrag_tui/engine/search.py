@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from .events import Event, EventReporter, Finished, Planned
-from .failures import for_log, internal_error, map_failure_summary
+from .failures import failed_batch_lines, for_log, internal_error, map_failure_summary
 from .map_stage import MapStage
 from .plan import SearchPlan
 from .ports import ChatModel
@@ -160,6 +160,8 @@ class GlobalSearch:
         plan = self.plan
         failed = sum(b.status == "failed" for b in self.batches)
         log.info("finished status=%s failed batches=%d", status, failed)
+        for line in failed_batch_lines(self.batches):
+            log.info("failed %s", line)
         result = SearchResult(
             query=plan.query,
             namespace=plan.namespace,

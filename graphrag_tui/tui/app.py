@@ -35,7 +35,7 @@ from ..engine import (
     utc_now,
 )
 from ..errors import InputError
-from ..export import check_output_files, existing_files, export_paths, write_export
+from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
 from ..models.factory import ModelSettings, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
@@ -43,6 +43,7 @@ from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
+from .copying import copy_text
 from .messages import (
     ModelStateChanged,
     OpenBatch,
@@ -63,7 +64,7 @@ from .screens.goto import GoToCommunityScreen
 from .screens.keys import KeysScreen
 from .screens.main import MainScreen
 from .widgets.batch_grid import BatchGrid
-from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm
+from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
 
 EXTRACTIVE = "extractive, offline: not an LLM"
@@ -127,6 +128,8 @@ class GraphRAGApp(App[int]):
         Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
+        Binding("c", "copy_focused", "Copy", show=False, id="copy",
+                tooltip="copy the focused answer, prompt, reply, row or entry"),
         # Textual adds this one itself, without an id, unless the app binds the action.
         Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
                 id="command-palette", tooltip="command palette"),
@@ -168,6 +171,7 @@ class GraphRAGApp(App[int]):
         self.spill = ResponseSpill()
         #: Whether the panels show the current run yet (see `start_run`).
         self._run_shown = False
+        self._run_started, self._run_model = self.wall_clock(), ""
         #: The picker's choice: extractive, local or http.
         self.model_kind: str = settings.model.kind
         given = settings.given_options
@@ -337,7 +341,9 @@ class GraphRAGApp(App[int]):
         if self.run_state.running:
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
-        self.run_state = RunState(phase="planning", dirty=False)  # painted by _show_run
+        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock())  # painted by _show_run
+        #: What the export says about the run beyond its result: when it started, with which model.
+        self._run_started, self._run_model = self.wall_clock(), self.model_text(self.model_kind)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -407,7 +413,7 @@ class GraphRAGApp(App[int]):
         self.refresh_model_status()  # it shows the session's status as it is now
 
     def on_run_planned(self, message: RunPlanned) -> None:
-        self.run_state.planned(message.plan)
+        self.run_state.planned(message.plan, self.clock())
         self._show_run()
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
@@ -439,13 +445,13 @@ class GraphRAGApp(App[int]):
         self._finish_run(message.result)
 
     def _finish_run(self, result: SearchResult) -> None:
-        self.run_state.finished(result)
+        self.run_state.finished(result, self.clock())
         self.setup_form.lock_model(False)
         self.repaint()
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
 
     def on_run_rejected(self, message: RunRejected) -> None:
-        error = clean(message.error)  # it may name a namespace or community from the store
+        error = clean(in_form_terms(message.error))  # it may name a namespace or community from the store
         self.run_state = RunState()
         self.setup_form.lock_model(False)
         self.setup_form.show_error(error)
@@ -490,7 +496,7 @@ class GraphRAGApp(App[int]):
     # -- drill-down ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("goto", "export", "keys") and isinstance(self.focused, Input):
+        if action in ("goto", "export", "keys", "copy_focused") and isinstance(self.focused, Input):
             return False
         return True
 
@@ -525,6 +531,16 @@ class GraphRAGApp(App[int]):
         self.push_screen(
             GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
         )
+
+    def action_copy_focused(self) -> None:
+        """Copy the focused thing through the terminal (OSC 52), and say what was copied."""
+        found = copy_text(self.focused)
+        if found is None:
+            self.notify("Nothing to copy here: focus an answer, a prompt, a reply or a table.", severity="warning")
+            return
+        what, text = found
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied the {what} ({len(text):,} characters).", title="Copied")
 
     def action_keys(self) -> None:
         self.push_screen(KeysScreen(self.screen))
@@ -562,9 +578,20 @@ class GraphRAGApp(App[int]):
         """Files no output may overwrite."""
         return (self.settings.store_path,)
 
+    def run_info(self) -> RunInfo | None:
+        """The run's metadata for the export (None before a plan was made)."""
+        state = self.run_state
+        if state.plan is None:
+            return None
+        duration = None
+        if state.started_at is not None and state.finished_at is not None:
+            duration = state.finished_at - state.started_at
+        store = self.settings.display_path or str(self.settings.store_path)
+        return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
+
     def _write_export(self, result: SearchResult, path: Path) -> None:
         try:
-            written = write_export(result, self.store, path, inputs=self.input_files())
+            written = write_export(result, self.store, path, inputs=self.input_files(), info=self.run_info())
         except InputError as error:
             self.notify(one_line(str(error)), title="Export failed", severity="error", markup=False)
             return

@@ -82,6 +82,12 @@ class RunState:
     rate_wait_total: float = 0.0
     rate_wait_until: float = 0.0
     result: SearchResult | None = None
+    #: App-clock times: the run started (Run pressed), its Map started (the plan was ready),
+    #: Map ended (the first Reduce decision), the run ended. None until they happen.
+    started_at: float | None = None
+    map_started_at: float | None = None
+    map_ended_at: float | None = None
+    finished_at: float | None = None
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
 
@@ -96,8 +102,9 @@ class RunState:
     def count(self, state: CellState) -> int:
         return self.cell_counts()[state]
 
-    def planned(self, plan: SearchPlan) -> None:
+    def planned(self, plan: SearchPlan, now: float | None = None) -> None:
         self.plan = plan
+        self.map_started_at = now
         self.cells = [BatchCell() for _ in plan.batches]
         # As the engine's Planned event will say; known now, the workers table is laid out
         # with the grid, in the same frame.
@@ -141,6 +148,8 @@ class RunState:
                 self.cells[index].state = "failed"
                 self.workers.pop(worker, None)
             case ReduceCandidateDecided():
+                if self.map_ended_at is None:
+                    self.map_ended_at = now
                 self.phase = "reduce"
                 self.workers.clear()
                 self.candidates.append(event)
@@ -149,9 +158,12 @@ class RunState:
             case Finished():
                 self.workers.clear()
 
-    def finished(self, result: SearchResult) -> None:
+    def finished(self, result: SearchResult, now: float | None = None) -> None:
         self.result = result
         self.phase = "finished"
+        self.finished_at = now
+        if self.map_ended_at is None:
+            self.map_ended_at = now
         self.workers.clear()
         self.reduce_budget = result.reduce.budget
         self.reduce_tokens = result.reduce.prompt_tokens

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import textual.constants
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.models.factory import ModelSettings
@@ -142,8 +142,9 @@ async def wait_finished(pilot: Pilot) -> None:
 
 
 def text_of(pilot_or_app: Any, selector: str) -> str:
+    """What a Static, or a widget that renders text (the counts line, the header), shows."""
     app = getattr(pilot_or_app, "app", pilot_or_app)
-    return str(app.screen.query_one(selector, Static).render())
+    return str(app.screen.query_one(selector).render())
 
 
 def rows(pilot_or_app: Any, selector: str) -> list[list[str]]:

@@ -73,7 +73,7 @@ async def test_completed_run_shows_every_panel(store: Path) -> None:
             await wait_finished(pilot)
 
             assert app.run_state.result.status == "completed"
-            assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ succeeded 3  ■ failed 0  "
+            assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 0  ■ succeeded 3  ✗ failed 0"
             assert text_of(pilot, "#answer-status") == "COMPLETED"
             assert text_of(pilot, "#answer-meta") == "0 of 3 batches failed · 1 answers selected · not shuffled"
             assert answer_markdown(app) == "The **port authority** funds it."
@@ -107,7 +107,7 @@ async def test_partial_run_with_a_retried_and_a_failed_batch(store: Path) -> Non
             await ask(pilot)
             await wait_finished(pilot)
 
-            assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ succeeded 2  ■ failed 1  "
+            assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 0  ■ succeeded 2  ✗ failed 1"
             # Batches 1 and 2 fail concurrently: the table is in the order the failures came.
             assert sorted(rows(pilot, "#retries-table")) == [
                 ["1", "1", "http", "retry", "HTTP 500: overloaded"],
@@ -153,7 +153,7 @@ async def test_failed_when_every_batch_fails(store: Path) -> None:
             await ask(pilot)
             await wait_finished(pilot)
             assert text_of(pilot, "#answer-status") == "FAILED"
-            assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ succeeded 0  ■ failed 3  "
+            assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 0  ■ succeeded 0  ✗ failed 3"
             meta = text_of(pilot, "#answer-meta").split("\n")
             assert meta[0] == "3 of 3 batches failed · 0 answers selected · not shuffled"
             assert meta[1] == "3 of 3 Map batches failed: invalid fields (`usefulness` must be a number) ×3; see --json"
@@ -182,7 +182,7 @@ async def test_a_budget_too_small_is_shown_in_the_form_and_sends_nothing(store: 
             assert text_of(pilot, "#answer-status") == "ready"
             assert error == (
                 "the map prompt budget (100 tokens) cannot fit the Map prompt itself (130 tokens): "
-                "raise --map-budget or lower --map-reserve"
+                "raise the Map budget field or lower the Map reserve field"
             )
             shown = screen_text(app)
             assert " the map prompt budget (100 tokens)  ▕" in shown  # wrapped in the sidebar
@@ -220,7 +220,7 @@ async def test_esc_cancels_mid_run_and_keeps_the_finished_batches(store: Path) -
                                  and app.run_state.cells[0].state == "succeeded", what="two held requests")
                 app.repaint()
                 await pilot.pause()
-                assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ running 2  ■ succeeded 1  ■ failed 0  "
+                assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 2  ■ succeeded 1  ✗ failed 0"
                 assert text_of(pilot, "#answer-status") == "running Map…"
                 await pilot.press("escape")
                 await wait_finished(pilot)
@@ -230,7 +230,7 @@ async def test_esc_cancels_mid_run_and_keeps_the_finished_batches(store: Path) -
                 assert [b.status for b in result.batches] == ["succeeded", "cancelled", "cancelled"]
                 assert result.batches[0].answer == "Bridge funds." and result.batches[0].usefulness == 90
                 assert text_of(pilot, "#answer-status") == "CANCELLED"
-                assert text_of(pilot, "#batch-counts") == "■ queued 0  ■ succeeded 1  ■ failed 0  ■ cancelled 2  "
+                assert text_of(pilot, "#batch-counts") == "· q 0  ▸ run 0  ■ ok 1  ✗ fail 0  ⊘ cancel 2"  # abbreviated to fit
                 assert text_of(pilot, "#answer-meta") == (
                     "0 of 3 batches failed · 0 answers selected · not shuffled\ncancelled by the user during Map"
                 )
@@ -364,11 +364,11 @@ async def test_the_key_footer_follows_the_focus_and_a_click_presses_a_key(store:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         line = screen_text(app).splitlines()[-1]
-        assert line.split() == ["^q", "Quit", "^p", "palette"]  # letters go to the query field
+        assert line.split() == ["^o", "Setup", "^q", "Quit", "^p", "palette"]  # letters go to the query field
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
         line = screen_text(app).splitlines()[-1]
-        assert line.split() == ["⏎", "Open", "batch", "^q", "Quit", "g", "Go", "to", "community",
+        assert line.split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "g", "Go", "to", "community",
                                 "e", "Export", "?", "Keys", "^p", "palette"]
         await pilot.click(KeyFooter, offset=(line.index("? Keys"), 0))
         await pilot.pause()

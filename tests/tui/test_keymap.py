@@ -34,8 +34,8 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 
 SIZE = (140, 42)
 KNOWN_IDS = (
-    "back, cancel-run, command-palette, dialog-cancel, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, tab-4, yes"
+    "back, cancel-run, command-palette, copy, dialog-cancel, export, goto, grid-down, grid-next, grid-previous, "
+    "grid-up, keys, no, open-batch, question, quit, save-response, tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
@@ -44,6 +44,7 @@ APP_ROWS = [
     ("g", "go to a community by id or number", True),
     ("e", "export the run (JSON and Markdown report)", True),
     ("?", "the list of keys", True),
+    ("c", "copy the focused answer, prompt, reply, row or entry", True),
     ("ctrl+p", "command palette", True),
 ]
 #: Textual's Screen keys, on every screen.
@@ -110,7 +111,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                 assert all(isinstance(b, Binding) and b.id for b in bindings), cls
                 assert issubclass(cls, binding_owners()) or any(issubclass(o, cls) for o in binding_owners()), cls
     assert {c.__name__ for c in classes} == {
-        "GraphRAGApp", "TabbedScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
+        "GraphRAGApp", "TabbedScreen", "MainScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
         "InputDialog", "BatchGrid",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
@@ -165,7 +166,7 @@ async def test_a_remapped_key_works_and_the_old_one_does_not(store: Path) -> Non
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
         # Textual puts remapped keys after the others.
-        assert footer_line(app).split() == ["⏎", "Open", "batch", "^q", "Quit", "e", "Export",
+        assert footer_line(app).split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "e", "Export",
                                             "^g", "Go", "to", "community", "f1", "Keys", "^p", "palette"]
         await pilot.press("g", "question_mark")
         await pilot.pause()
@@ -228,6 +229,8 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 ("Enter", "open the selected batch", True),
                 *SCREEN_ROWS,
                 ("1 2 3 4", "show the tab of that number", True),
+                ("/ ctrl+l", "back to the question", True),
+                ("ctrl+o", "collapse the setup form to its question line, or expand it", True),
                 ("ctrl+q", "quit (asks first while a run is going)", True),
                 ("Esc", "cancel a running run", True),
                 *APP_ROWS[1:],

@@ -133,7 +133,7 @@ async def test_local_llm_settings_choose_the_local_model(store: Path, monkeypatc
         assert labels(app) == [(EXTRACTIVE_LABEL, "extractive"), (LOCAL_LABEL, "local")]
         assert picker(app).value == "local"
         assert text_of(pilot, "#model-status") == "llama.cpp server: not started (starts on the first run)"
-        assert "model local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)" in header(app)
+        assert "local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)" in header(app)
 
 
 async def test_the_app_says_what_the_local_llm_can_and_cannot_do(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -284,7 +284,7 @@ async def test_local_start_shows_starting_then_ready_and_caps_default_budgets(
             plan = app.run_state.plan
             assert (plan.options.map_budget, plan.options.map_reserve, plan.options.concurrency) == (2048, 512, 1)
             assert len(server.chat_requests()) >= 1
-            assert "model local LLM: SmolLM2-135M" in header(app)
+            assert "local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)" in header(app)
 
             await choose(pilot, "extractive")  # switching away stops the local model
             assert closed == ["local"] and app.models.model is None

@@ -24,6 +24,8 @@ from tests.stores import three_leaves
 from .conftest import Scripted, ask, make_app, wait_community, wait_finished, wait_until
 
 SIZE = (140, 42)
+#: The sizes the main screen is pinned at, from the smallest it must serve (issue 13).
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=["80x24", "120x40", "200x50"])
 SAMPLE_STORE = Path(__file__).resolve().parents[2] / "sample_db" / "sample.db"
 NEVER = 3600.0  # no timed repaints: what a snapshot shows must not depend on timing
 
@@ -76,7 +78,8 @@ def test_idle_main_screen_on_the_sample_store(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_run_paused_mid_map(snap_compare, store: Path) -> None:
+@SIZES
+def test_run_paused_mid_map(snap_compare, store: Path, size: tuple[int, int]) -> None:
     gate = threading.Event()
     held = Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=gate)
     script = Scripted({"ns/1": map_reply("The port authority funds the bridge.", 90), "ns/2": held, "ns/3": held})
@@ -92,12 +95,13 @@ def test_run_paused_mid_map(snap_compare, store: Path) -> None:
             await settle(pilot)
 
         try:
-            assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+            assert snap_compare(app, terminal_size=size, run_before=run_before)
         finally:
             gate.set()
 
 
-def test_finished_partial_run(snap_compare, store: Path) -> None:
+@SIZES
+def test_finished_partial_run(snap_compare, store: Path, size: tuple[int, int]) -> None:
     with ScriptedChatServer(partial_script()) as server:
         app = snapshot_app(store, server.base_url)
 
@@ -105,7 +109,7 @@ def test_finished_partial_run(snap_compare, store: Path) -> None:
             await finished_run(pilot)
             await settle(pilot)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
         assert app.run_state.result is not None and app.run_state.result.status == "partial"
 
 

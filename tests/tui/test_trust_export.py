@@ -55,7 +55,7 @@ def dialog_error(app) -> str:
 def expected_files(app) -> tuple[str, str]:
     result = app.run_state.result
     payload = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
-    return payload, markdown_report(result, app.store)
+    return payload, markdown_report(result, app.store, app.run_info())
 
 
 async def test_export_writes_both_files_and_asks_before_overwriting_either(store: Path, tmp_path: Path) -> None:
@@ -85,6 +85,12 @@ async def test_export_writes_both_files_and_asks_before_overwriting_either(store
             assert sorted(os.listdir(out)) == ["run.json", "run.md"]  # no temporary file left
             assert (out / "run.json").read_text(encoding="utf-8") == payload
             assert (out / "run.md").read_text(encoding="utf-8") == report
+            assert report.split("\n\n")[2] == (  # the run's metadata, as the app knows it
+                "- Time: 2026-01-02 03:04:05 UTC\n- Duration: 0.0 s\n- Status: completed\n- Model: m1 @ scripted\n"
+                "- Store: harbour.db\n- Namespace: ns\n- Level: leaf\n- Seed: none (not shuffled)\n"
+                "- Budgets: Map 330 tokens (reserve 0), Reduce 8000 tokens (reserve 1024); concurrency 4\n"
+                "- Summaries: 3\n- Map batches: 3 (0 failed)"
+            )
             assert notifications(app)[-1] == f"Wrote {out / 'run.json'} and {out / 'run.md'}"
 
             # Both exist now: the question names both.

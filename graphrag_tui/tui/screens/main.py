@@ -1,17 +1,16 @@
-"""The main screen: setup on the left, the live run panels on the right."""
+"""The main screen: setup on the left (or one question line on top), the live run panels on the right."""
 
 from __future__ import annotations
 
-from collections import Counter
-
-from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Input, ProgressBar, TabbedContent, TabPane
 
-from ..run_state import CellState, RunState
+from ..run_state import RunState
 from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
+from ..widgets.batch_status import BatchCounts, RunClock
 from ..widgets.footer import KeyFooter
 from ..widgets.reduce_panel import ReducePanel
 from ..widgets.retries_panel import RetriesPanel
@@ -21,12 +20,27 @@ from ..widgets.status_line import StatusLine
 from ..widgets.workers_panel import WorkersPanel
 from .tabbed import TabbedScreen
 
+#: Narrower than this, the setup form starts collapsed to its question line.
+NARROW = 110
+
 
 class MainScreen(TabbedScreen):
+    """At any size from 80×24 up: the setup form collapses to one line (by itself on a
+    narrow terminal, or by its key), and a short terminal gives the tabs the height."""
+
+    BINDINGS = [
+        Binding("slash,ctrl+l", "focus_question", "Question", id="question", tooltip="back to the question"),
+        Binding("ctrl+o", "toggle_setup", "Setup", id="toggle-setup",
+                tooltip="collapse the setup form to its question line, or expand it"),
+    ]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+
     def __init__(self, setup: SetupForm) -> None:
         super().__init__()
         self.setup = setup
         self.state: RunState | None = None
+        #: The user's choice of the form's shape (its key); None: by the terminal's width.
+        self.setup_collapsed: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status-line")
@@ -37,7 +51,8 @@ class MainScreen(TabbedScreen):
                     with Vertical(id="batches-panel", classes="panel") as batches:
                         batches.border_title = "Batches"
                         yield ProgressBar(total=1, show_eta=False, id="progress")
-                        yield Static(id="batch-counts")
+                        yield RunClock(id="run-clock")
+                        yield BatchCounts(id="batch-counts")
                         yield BatchGrid(id="batch-grid")
                     workers = WorkersPanel(id="workers-panel", classes="panel")
                     workers.border_title = "Workers"
@@ -55,6 +70,47 @@ class MainScreen(TabbedScreen):
 
     def on_mount(self) -> None:
         self.query_one("#query").focus()
+        self._shape_setup()
+
+    def on_resize(self) -> None:
+        self._shape_setup()
+
+    def _shape_setup(self) -> None:
+        collapsed = self.setup_collapsed
+        if collapsed is None:
+            collapsed = self.size.width < NARROW
+        self.set_class(collapsed, "-setup-collapsed")
+        # Open on a narrow terminal, the form takes the width: beside it, the panels would
+        # be a few columns wide. Running collapses it again (see below).
+        self.set_class(not collapsed and self.size.width < NARROW, "-setup-full")
+        self.setup.collapse(collapsed)
+
+    @property
+    def is_setup_collapsed(self) -> bool:
+        return self.has_class("-setup-collapsed")
+
+    def action_toggle_setup(self) -> None:
+        self.setup_collapsed = not self.is_setup_collapsed
+        self._shape_setup()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_question" and isinstance(self.focused, Input):  # `/` types there
+            return False
+        return super().check_action(action, parameters)
+
+    def on_setup_form_submitted(self) -> None:
+        """A run from the form that hides the panels: show them (the message goes on to
+        the App, which starts the run)."""
+        if self.has_class("-setup-full"):
+            self.setup_collapsed = True
+            self._shape_setup()
+
+    def on_setup_form_expand_requested(self) -> None:
+        self.setup_collapsed = False
+        self._shape_setup()
+
+    def action_focus_question(self) -> None:
+        self.query_one("#query").focus()
 
     def update_from(self, state: RunState, now: float) -> bool:
         """Repaint from the run state (called at a bounded rate). The tabs out of sight wait
@@ -64,7 +120,8 @@ class MainScreen(TabbedScreen):
         counts = state.cell_counts()
         done = counts["succeeded"] + counts["failed"]
         self.query_one("#progress", ProgressBar).update(total=max(len(state.cells), 1), progress=done)
-        self.query_one("#batch-counts", Static).update(batch_counts(state, counts), layout=False)
+        self.query_one("#run-clock", RunClock).show(state, now, counts)
+        self.query_one("#batch-counts", BatchCounts).show(counts)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
         active = self.query_one(TabbedContent).active
@@ -85,23 +142,3 @@ TAB_PANELS = {
     "tab-scores": "#scores-panel",
     "tab-retries": "#retries-panel",
 }
-
-
-def batch_counts(state: RunState, counts: Counter[CellState]) -> Text:
-    text = Text()
-    parts = [
-        ("queued", "#5f6b7a"),
-        ("running", "#4aa8ff"),
-        ("retrying", "#ff9f1c"),
-        ("succeeded", "#40b95f"),
-        ("failed", "#ff4d5e"),
-        ("cancelled", "#8a8f98"),
-    ]
-    for state_name, color in parts:
-        count = counts[state_name]  # type: ignore[index]
-        if count or state_name in ("queued", "succeeded", "failed"):
-            text.append("■ ", style=color)
-            text.append(f"{state_name} {count}  ")
-    if state.retry_wait is not None:
-        text.append(f"waiting {state.retry_wait:g} s (Retry-After)", style="bold #ff9f1c")
-    return text

@@ -12,6 +12,7 @@ from ...engine import SearchResult
 from ..messages import OpenCommunity
 from ..run_state import RunState
 from ..safe_text import clean, safe_line
+from .setup_form import in_form_terms
 
 STATUS_STYLES = {
     "completed": "bold green",
@@ -64,7 +65,7 @@ class AnswerPanel(VerticalScroll):
         for line in (result.detail, result.error):
             if line:
                 meta.append("\n")
-                meta.append(clean(line), style="red" if line == result.error else "")
+                meta.append(clean(in_form_terms(line)), style="red" if line == result.error else "")
         self.query_one("#answer-meta", Static).update(meta)
         self.query_one("#answer-text", Markdown).update(clean(result.answer or ""))
         citations = self.query_one("#citations", OptionList)
@@ -73,6 +74,12 @@ class AnswerPanel(VerticalScroll):
         if result.cited_community_ids:  # Enter on the focused list opens the first one
             citations.highlighted = 0
         self.set_class(bool(result.cited_community_ids), "-has-citations")
+
+    def copy_text(self) -> tuple[str, str] | None:
+        """The answer, as the model wrote it (Markdown), for `c`."""
+        if self._shown is None or not self._shown.answer:
+            return None
+        return "answer", clean(self._shown.answer)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

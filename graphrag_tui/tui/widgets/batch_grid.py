@@ -1,4 +1,5 @@
-"""One cell per Map batch, coloured by its state; Enter or a click opens the batch view."""
+"""One cell per Map batch: a glyph per state (readable without colour, and under NO_COLOR),
+coloured too; succeeded cells are shaded by usefulness. Enter or a click opens the batch view."""
 
 from __future__ import annotations
 
@@ -13,17 +14,34 @@ from textual.widget import Widget
 from ..messages import OpenBatch
 from ..run_state import BatchCell
 
-CELL = "■ "
+#: Each cell is its glyph and a space.
+CELL_WIDTH = 2
+#: The glyph of each state; a batch that answered with usefulness 0 (no help) gets its own.
+GLYPHS = {
+    "queued": "·",
+    "running": "▸",
+    "retrying": "↻",
+    "succeeded": "■",
+    "failed": "✗",
+    "cancelled": "⊘",
+}
+USELESS_GLYPH = "□"
 CURSOR = Style(reverse=True)
 STYLES = {
     "queued": Style(color="#5f6b7a"),
     "running": Style(color="#4aa8ff", bold=True),
     "retrying": Style(color="#ff9f1c", bold=True),
     "failed": Style(color="#ff4d5e", bold=True),
-    "cancelled": Style(color="#3a3f47"),
+    "cancelled": Style(color="#8a8f98"),
 }
 # Succeeded cells go from a dull to a bright green with usefulness 0..100.
 GREENS = [Style(color=c) for c in ("#3d5a45", "#3f7a4f", "#3f9a58", "#40b95f", "#4fdc6c")]
+
+
+def cell_glyph(cell: BatchCell) -> str:
+    if cell.state == "succeeded" and not cell.usefulness:
+        return USELESS_GLYPH
+    return GLYPHS[cell.state]
 
 
 def cell_style(cell: BatchCell) -> Style:
@@ -60,7 +78,7 @@ class BatchGrid(Widget, can_focus=True):
 
     @property
     def columns(self) -> int:
-        return max(1, self.size.width // len(CELL))
+        return max(1, self.size.width // CELL_WIDTH)
 
     def _rows(self) -> int:
         return -(-len(self.cells) // self.columns)
@@ -69,29 +87,32 @@ class BatchGrid(Widget, can_focus=True):
         return max(0, self._rows() - self.size.height)
 
     def render_line(self, y: int) -> Strip:
-        """One row of cells, as a few segments (runs of one style), so a grid of thousands of
-        batches costs only its visible rows."""
+        """One row of cells, as a few segments (runs of one glyph and style), so a grid of
+        thousands of batches costs only its visible rows. Every segment has a style: a filter
+        such as NO_COLOR's cannot take a segment without one."""
         if not self.cells:
             if y != 0:
-                return Strip.blank(0)
-            return Strip([Segment("No batches yet: type a question and press Enter.", Style(dim=True))])
+                return Strip.blank(self.size.width, self.rich_style)
+            return Strip([Segment("No batches yet: ask a question.", Style(dim=True))])
         columns = self.columns
         start = (y + self.top_row) * columns
         segments: list[Segment] = []
-        run_style: Style | None = None
+        run_key: tuple[str, Style] | None = None
         run_length = 0
         for index in range(start, min(start + columns, len(self.cells))):
-            style = cell_style(self.cells[index])
+            cell = self.cells[index]
+            style = cell_style(cell)
             if index == self.cursor and self.has_focus:
                 style += CURSOR
-            if style == run_style:
+            key = (cell_glyph(cell), style)
+            if key == run_key:
                 run_length += 1
                 continue
-            if run_length:
-                segments.append(Segment(CELL * run_length, run_style))
-            run_style, run_length = style, 1
-        if run_length:
-            segments.append(Segment(CELL * run_length, run_style))
+            if run_key is not None:
+                segments.append(Segment(f"{run_key[0]} " * run_length, run_key[1]))
+            run_key, run_length = key, 1
+        if run_key is not None:
+            segments.append(Segment(f"{run_key[0]} " * run_length, run_key[1]))
         return Strip(segments)
 
     def scroll_rows(self, rows: int) -> None:
@@ -120,8 +141,8 @@ class BatchGrid(Widget, can_focus=True):
             self.post_message(OpenBatch(self.cursor))
 
     def on_click(self, event: Click) -> None:
-        index = (event.y + self.top_row) * self.columns + event.x // len(CELL)
-        if 0 <= index < len(self.cells) and event.x < self.columns * len(CELL):
+        index = (event.y + self.top_row) * self.columns + event.x // CELL_WIDTH
+        if 0 <= index < len(self.cells) and event.x < self.columns * CELL_WIDTH:
             self.cursor = index
             self.post_message(OpenBatch(index))
 

@@ -12,6 +12,11 @@ from textual.widget import Widget
 DISABLED = Style(dim=True)
 
 
+def entry_width(entry: tuple[str, str, str, bool]) -> int:
+    _, display, description, _ = entry
+    return cell_len(f" {display} {description} ")
+
+
 class KeyFooter(Widget):
     """Textual's Footer mounts a widget per key and rebuilds them all on every bindings
     signal (one focus move sends several), laying out the whole screen each time, which a
@@ -37,16 +42,27 @@ class KeyFooter(Widget):
 
     def _keys(self) -> tuple[list[tuple[str, str, str, bool]], tuple[str, str, str, bool] | None]:
         """(key, display, description, enabled) of the keys to show, one per action, and the
-        command palette's key (shown on the right)."""
+        command palette's key (shown on the right). When they do not all fit, the last ones
+        give way, but never the key of the keys screen (which lists them all)."""
         app, shown, seen = self.app, [], set()
         palette = None
+        kept: set[int] = set()
         for _, binding, enabled, _ in self.screen.active_bindings.values():
             entry = (binding.key, app.get_key_display(binding), binding.description, enabled)
             if binding.action in ("command_palette", "app.command_palette") and app.ENABLE_COMMAND_PALETTE:
                 palette = entry
             elif binding.show and binding.action not in seen:
                 seen.add(binding.action)
+                if binding.id == "keys":
+                    kept.add(len(shown))
                 shown.append(entry)
+        width = self.size.width - (entry_width(palette) + 1 if palette else 0)
+        while shown and sum(map(entry_width, shown)) > width:
+            dropped = next((i for i in reversed(range(len(shown))) if i not in kept), None)
+            if dropped is None:
+                break
+            del shown[dropped]
+            kept = {i - (i > dropped) for i in kept}
         return shown, palette
 
     def render(self) -> Text:

@@ -8,6 +8,7 @@ from textual.widgets import DataTable, Static
 
 from ..messages import OpenBatch
 from ..run_state import FailedAttempt, RunState
+from .setup_form import in_form_terms
 from .tables import LiteralTable
 
 
@@ -20,7 +21,7 @@ class RetriesPanel(Vertical):
         def row(number: int, failure: FailedAttempt) -> tuple[list[object], str]:
             batch = "reduce" if failure.batch_index is None else failure.batch_index
             then = "retry" if failure.will_retry else "gave up"
-            return [batch, failure.attempt, failure.kind, then, failure.message], str(number)
+            return [batch, failure.attempt, failure.kind, then, in_form_terms(failure.message)], str(number)
 
         _, caught_up = self.query_one("#retries-table", LiteralTable).follow(state, state.failures, row)
         retried = sum(1 for f in state.failures if f.will_retry)

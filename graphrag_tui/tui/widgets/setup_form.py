@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -34,6 +35,20 @@ OPTION_LABELS = {
 }
 
 
+#: The form's fields by the command-line flags that messages from below name.
+FIELD_OF_FLAG = {
+    **{"--" + name.replace("_", "-"): label for name, label in OPTION_LABELS.items()},
+    "--seed": "Seed", "--namespace": "Namespace", "--level": "Level",
+}
+_FLAG = re.compile("(?:" + "|".join(sorted(map(re.escape, FIELD_OF_FLAG), key=len, reverse=True)) + r")(?![\w-])")
+
+
+def in_form_terms(message: str) -> str:
+    """A message from the engine or a model, with each flag it names (`raise --map-budget`)
+    said as the form's field (`raise the Map budget field`): the app has no flags."""
+    return _FLAG.sub(lambda match: f"the {FIELD_OF_FLAG[match.group()]} field", message)
+
+
 @dataclass(frozen=True)
 class RunRequest:
     query: str
@@ -61,6 +76,9 @@ class SetupForm(VerticalScroll):
 
     class ScopeChanged(Message):
         """The namespace or level changed (the header shows them)."""
+
+    class ExpandRequested(Message):
+        """The form needs all its fields in sight (an option to fix while it is collapsed)."""
 
     class ModelChanged(Message):
         """The model picker changed: `kind` is extractive, local or http."""
@@ -96,7 +114,7 @@ class SetupForm(VerticalScroll):
         self._default_texts = {name: str(getattr(options, name)) for name in FALLBACK_DEFAULTS}
 
     def compose(self) -> ComposeResult:
-        yield Label("Question", classes="first")
+        yield Label("Question", classes="first", id="query-label")
         yield Input(placeholder="What are the main themes?", id="query")
         with Horizontal(classes="option-row", id="model-row"):
             yield Label("Model", classes="option-label", id="model-label")
@@ -132,6 +150,11 @@ class SetupForm(VerticalScroll):
         yield Static("", id="form-error", classes="field-error")
 
     # -- state ---------------------------------------------------------------------------
+
+    def collapse(self, collapsed: bool) -> None:
+        """Show only the question line (the stylesheet hides the rest), or everything."""
+        self.set_class(collapsed, "-collapsed")
+        self.query_one("#query", Input).compact = collapsed
 
     @property
     def namespace(self) -> str | None:
@@ -181,6 +204,8 @@ class SetupForm(VerticalScroll):
         error = self.query_one("#form-error", Static)
         error.update(Text(message, style="bold red"))
         error.display = bool(message)
+        if message and self.has_class("-collapsed"):  # the line is out of sight: say it here
+            self.app.notify(message, title="Cannot run", severity="error", markup=False)
 
     def select_namespace(self, name: str) -> None:
         self.query_one("#namespace", Select).value = name
@@ -236,6 +261,9 @@ class SetupForm(VerticalScroll):
             select = self.query_one("#level", Select)
             select.set_options(levels)
             select.value = current if any(v == current for _, v in levels) else "leaf"
+            # The value may be the one it was ("leaf"): its label ("leaf (18)") must follow
+            # the new namespace's count all the same.
+            select.mutate_reactive(Select.value)
         self.post_message(self.ScopeChanged())
 
     @on(Select.Changed, "#level")
@@ -253,7 +281,11 @@ class SetupForm(VerticalScroll):
     def submit(self) -> None:
         errors = self._show_field_errors()
         if errors:
+            if self.has_class("-collapsed"):
+                self.post_message(self.ExpandRequested())
             self.show_error("Fix the highlighted options first.")
+            # The first field to fix, in sight (once the form has its size).
+            self.call_after_refresh(self.query_one(f"#opt-{next(iter(errors))}", Input).focus)
             return
         try:
             query = normalize_query(self.query_one("#query", Input).value)

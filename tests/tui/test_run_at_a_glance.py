@@ -1,0 +1,165 @@
+"""Following a run at a glance: a glyph per batch state (also under NO_COLOR), a counts line
+that never loses a count, elapsed time and ETA, and a header that always names the model and
+the phase (tui/widgets/batch_grid.py, batch_status.py, status_line.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from graphrag_tui.tui.run_state import BatchCell, RunState
+from graphrag_tui.tui.widgets.batch_grid import BatchGrid
+from graphrag_tui.tui.widgets.batch_status import counts_texts, fitting, run_times, times_texts
+from graphrag_tui.tui.widgets.status_line import Header
+from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply
+from tests.stores import three_leaves
+
+from .conftest import Scripted, ask, make_app, screen_text, text_of, wait_finished, wait_until
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return three_leaves(tmp_path / "harbour.db")
+
+
+def cells(*states: str, usefulness: float = 50) -> list[BatchCell]:
+    return [BatchCell(state=s, usefulness=usefulness if s == "succeeded" else None) for s in states]  # type: ignore[arg-type]
+
+
+# -- the grid's glyphs ----------------------------------------------------------------------------
+
+
+class GridHost(App[None]):
+    CSS = "BatchGrid { width: 40; height: 3; }"
+
+    def compose(self) -> ComposeResult:
+        yield BatchGrid()
+
+
+async def test_each_state_has_its_own_glyph_and_a_useless_answer_its_own_too() -> None:
+    app = GridHost()
+    async with app.run_test(size=(60, 10)) as pilot:
+        grid = app.query_one(BatchGrid)
+        grid.set_cells([*cells("queued", "running", "retrying", "succeeded", "failed", "cancelled"),
+                        BatchCell(state="succeeded", usefulness=0)])
+        await pilot.pause()
+        assert grid.render_line(0).text == "· ▸ ↻ ■ ✗ ⊘ □ "
+        grid.set_cells([])
+        assert grid.render_line(1).text == " " * 40  # blank rows have a style (NO_COLOR's filter needs one)
+
+
+# -- the counts line ------------------------------------------------------------------------------
+
+
+def test_the_counts_line_abbreviates_to_fit_and_never_loses_a_count() -> None:
+    counts = Counter({"queued": 1926, "running": 4, "retrying": 1, "succeeded": 48, "failed": 21})
+    long, short, glyphs = (t.plain for t in counts_texts(counts))  # type: ignore[arg-type]
+    assert long == "· queued 1926  ▸ running 4  ↻ retrying 1  ■ succeeded 48  ✗ failed 21"
+    assert short == "· q 1926  ▸ run 4  ↻ retry 1  ■ ok 48  ✗ fail 21"
+    assert glyphs == "·1926 ▸4 ↻1 ■48 ✗21"
+    texts = counts_texts(counts)  # type: ignore[arg-type]
+    assert (len(long), len(short)) == (69, 48)
+    assert [fitting(texts, width).plain for width in (120, 69, 68, 48, 47)] == [long, long, short, short, glyphs]
+    # Cancelled is named only once a batch is cancelled; queued, running, ok and failed always.
+    assert counts_texts(Counter({"succeeded": 2, "cancelled": 1}))[1].plain == (  # type: ignore[arg-type]
+        "· q 0  ▸ run 0  ■ ok 2  ✗ fail 0  ⊘ cancel 1"
+    )
+
+
+# -- elapsed time and ETA ------------------------------------------------------------------------
+
+
+def test_elapsed_time_and_an_eta_from_the_finished_batches_rate() -> None:
+    state = RunState(phase="map", started_at=100.0, map_started_at=101.0)
+    state.cells = cells(*["succeeded"] * 4, "failed", *["running"] * 2, *["queued"] * 13)
+    times = run_times(state, now=111.0)  # 5 finished in 10 s of Map: 15 left take 30 s
+    assert (times.elapsed, times.eta, times.rate) == (11.0, 30.0, 0.5)
+    assert [t.plain for t in times_texts(times)] == [
+        "elapsed 11 s  ETA 30 s  30.0 batches/min", "elapsed 11 s  ETA 30 s",
+        "elapsed 11 s  ETA 30 s  30.0 batches/min", "elapsed 11 s  ETA 30 s",
+    ]
+    state.cells = cells(*["succeeded"] * 1000, *["queued"] * 3000)
+    assert times_texts(run_times(state, now=201.0))[0].plain == "elapsed 1:41  ETA 5:00  10.0 batches/s"
+    assert times_texts(run_times(RunState(phase="map", started_at=0.0, map_started_at=0.0), now=5.0))[1].plain == (
+        "elapsed 5 s  ETA —"  # nothing finished yet: no rate to go by
+    )
+    state.retry_wait = 2.5
+    assert times_texts(run_times(state, now=201.0))[1].plain == "elapsed 1:41  ETA 5:00  waiting 2.5 s (Retry-After)"
+    state.retry_wait, state.map_ended_at = None, 201.0  # Map ended, Reduce took the rest
+    state.phase, state.finished_at = "finished", 3861.0  # the clock stops at the end
+    assert times_texts(run_times(state, now=9999.0))[0].plain == "took 1:02:41  10.0 batches/s"
+
+
+async def test_the_clock_and_counts_follow_a_real_run(store: Path) -> None:
+    gate = threading.Event()
+    held = Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=gate)
+    now = [0.0]
+    with ScriptedChatServer(Scripted({"ns/1": map_reply("Bridge funds.", 90), "ns/2": held, "ns/3": held})) as server:
+        app = make_app(store, server.base_url, repaint_interval=3600)
+        app.clock = lambda: now[0]
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await ask(pilot)
+                await wait_until(pilot, lambda: len(server.chat_requests()) == 3
+                                 and app.run_state.cells[0].state == "succeeded", what="two held requests")
+                now[0] = 4.0
+                app.repaint()
+                await pilot.pause()
+                assert text_of(pilot, "#run-clock") == "elapsed 4 s  ETA 8 s  15.0 batches/min"
+                assert text_of(pilot, "#batch-counts") == "· q 0  ▸ run 2  ■ ok 1  ✗ fail 0"
+                assert "■ ▸ ▸" in screen_text(app)
+                gate.set()
+                now[0] = 6.0
+                await wait_finished(pilot)
+                assert text_of(pilot, "#run-clock") == "took 6 s  30.0 batches/min"
+        finally:
+            gate.set()
+
+
+# -- NO_COLOR ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 42)])
+async def test_the_app_starts_and_runs_under_no_color(store: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      size: tuple[int, int]) -> None:
+    """NO_COLOR=1 used to crash the app at start: the grid drew a segment with no style."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    script = Scripted({"ns/1": map_reply("Bridge funds.", 90), "ns/2": map_reply("", 0),
+                       "ns/3": Reply(completion("not json"))})
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url)
+        assert app.no_color
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            assert "No batches yet" in screen_text(app)
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert app.run_state.result.status == "partial"
+            assert "■ □ ✗" in screen_text(app)  # the states read without colour
+
+
+# -- the header ---------------------------------------------------------------------------------
+
+
+HEADER = Header("/home/analyst/graphrag/stores/harbour-city.db", "harbour-city", "leaf", "extractive, offline: not an LLM",
+                "map")
+
+
+@pytest.mark.parametrize(("width", "shown"), [
+    (160, " graphrag-tui   store /home/analyst/graphrag/stores/harbour-city.db  namespace harbour-city  level leaf"
+          "  model extractive, offline: not an LLM  · map"),
+    (120, " graphrag-tui   store …harbour-city.db  namespace harbour-city  level leaf"
+          "  model extractive, offline: not an LLM  · map"),
+    (100, " graphrag-tui …/stores/harbour-city.db · harbour-city · leaf · extractive, offline: not an LLM · map"),
+    (80, " graphrag-tui …our-city.db · harbour-city · leaf · extractive, offline: n… · map"),
+])
+def test_the_header_shortens_the_store_from_the_left_and_always_names_model_and_phase(width: int, shown: str) -> None:
+    text: Text = HEADER.text(width)
+    assert text.plain == shown
+    assert text.cell_len <= width

@@ -1,0 +1,104 @@
+"""Every panel usable from 80×24 up: the setup form collapses to its question line (by itself
+on a narrow terminal, or with its key), the batch grid keeps at least 20 cells a row, and a
+short terminal gives the tabs the height (tui/screens/main.py, app.tcss)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, TabbedContent
+
+from graphrag_tui.tui.widgets.batch_grid import BatchGrid
+from tests.chat_server import ScriptedChatServer, map_reply
+from tests.stores import three_leaves
+
+from .conftest import Scripted, ask, make_app, screen_text, wait_finished
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return three_leaves(tmp_path / "harbour.db")
+
+
+def answered() -> Scripted:
+    return Scripted({"ns/1": map_reply("Bridge funds.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+
+
+@pytest.mark.parametrize(("size", "collapsed", "grid_columns", "top_height", "tabs_height"), [
+    ((80, 24), True, 21, 9, 12),
+    ((120, 40), False, 22, 14, 24),
+    ((200, 50), False, 52, 14, 34),
+])
+async def test_each_size_gives_every_panel_room(store: Path, size: tuple[int, int], collapsed: bool,
+                                               grid_columns: int, top_height: int, tabs_height: int) -> None:
+    with ScriptedChatServer(answered()) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            assert screen.has_class("-setup-collapsed") is collapsed
+            assert ("Map budget" in screen_text(app)) is not collapsed
+            assert screen.query_one("#setup").outer_size.height == (1 if collapsed else size[1] - 2)
+            await ask(pilot)
+            await wait_finished(pilot)
+            grid = screen.query_one(BatchGrid)
+            assert grid.columns == grid_columns >= 20
+            assert screen.query_one("#top-row").outer_size.height == top_height
+            assert screen.query_one(TabbedContent).outer_size.height == tabs_height
+            assert app.run_state.result.answer in screen_text(app)
+
+
+async def test_the_setup_form_collapses_and_expands_with_its_key(store: Path) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        assert lines[1].startswith(" Question What are the main themes?")  # the form is one line
+        assert "Map budget" not in screen_text(app)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert not app.screen.has_class("-setup-collapsed")
+        assert "Map budget      330" in screen_text(app)
+        assert "Batches" not in screen_text(app)  # open on a narrow terminal, the form takes the width
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert app.screen.has_class("-setup-collapsed") and "Map budget" not in screen_text(app)
+        await pilot.resize_terminal(140, 42)  # the user's choice stays when the terminal grows
+        await pilot.pause()
+        assert app.screen.has_class("-setup-collapsed")
+
+    app = make_app(store)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await pilot.pause()
+        assert not app.screen.has_class("-setup-collapsed")
+        await pilot.resize_terminal(100, 30)  # no choice made: the width decides
+        await pilot.pause()
+        assert app.screen.has_class("-setup-collapsed")
+
+
+async def test_running_from_the_open_form_on_a_narrow_terminal_shows_the_run(store: Path) -> None:
+    with ScriptedChatServer(answered()) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("ctrl+o")
+            await pilot.pause()
+            assert app.screen.has_class("-setup-full")
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert app.screen.has_class("-setup-collapsed") and not app.screen.has_class("-setup-full")
+            assert "Batches" in screen_text(app) and "The port authority funds it." in screen_text(app)
+
+
+async def test_an_option_to_fix_expands_the_collapsed_form(store: Path) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#opt-concurrency", Input).value = "0"
+        await ask(pilot)
+        await pilot.pause()
+        assert not app.screen.has_class("-setup-collapsed")
+        assert app.focused is app.screen.query_one("#opt-concurrency")  # scrolled into sight
+        assert " Concurrency     0  " in screen_text(app)
+        assert " must be a positive integer, got '0'" in screen_text(app)
+        assert app.run_state.phase == "idle"

@@ -90,9 +90,11 @@ def view_of(store: CommunityStore, found: Found) -> View | None:
 class ExploreSession:
     """One namespace of an open store, explored."""
 
-    def __init__(self, store: CommunityStore, namespace: str | None, cache_dir: Path | None = None) -> None:
+    def __init__(self, store: CommunityStore, namespace: str | None, cache_dir: Path | None = None,
+                 *, levels: dict[str, dict[int, int]] | None = None) -> None:
+        """`levels` (namespace -> level -> communities) saves reading them when known."""
         self.store = store
-        levels = store.community_levels()
+        levels = store.community_levels() if levels is None else levels
         self.namespace = choose_namespace(namespace, list(levels))
         self.levels = levels[self.namespace]
         self.cache_dir = cache_dir or default_cache_dir()

@@ -376,7 +376,7 @@ class Overview(_Frozen):
 
 
 def _histogram(sizes: list[int]) -> list[HistogramBin]:
-    """Powers of two: 0, 1, 2-3, 4-7, ... up to the largest size."""
+    """Powers of two (0, 1, 2-3, 4-7, ...) from the smallest size's bin to the largest's."""
     if not sizes:
         return []
     counts: dict[int, int] = {}
@@ -384,7 +384,7 @@ def _histogram(sizes: list[int]) -> list[HistogramBin]:
         counts[size.bit_length()] = counts.get(size.bit_length(), 0) + 1
     return [
         HistogramBin(low=0 if b == 0 else 1 << (b - 1), high=0 if b == 0 else (1 << b) - 1, count=counts.get(b, 0))
-        for b in range(max(counts) + 1)
+        for b in range(min(counts), max(counts) + 1)
     ]
 
 

@@ -89,6 +89,8 @@ class ExploreScreen(Screen):
         self.pending_select = select
         self.results: SearchResults | None = None
         self.searching = False
+        #: The query whose answer (results or error) is shown.
+        self.answered_query: str | None = None
         self.building = False
         self._query_pending: str | None = None
         self._debounce: Timer | None = None
@@ -187,6 +189,7 @@ class ExploreScreen(Screen):
             nodes = hierarchy.children_of(None, self.sort) if self.level is None else hierarchy.at_level(
                 self.level, self.sort)
             self._add_children(tree.root, nodes)
+            tree.cursor_line = 0
         self._refresh_status()
 
     def _add_children(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
@@ -353,6 +356,7 @@ class ExploreScreen(Screen):
         self.searching = False
         if message.query != self.query_one("#explore-query", Input).value:
             return  # typed on since: the newer search is on its way
+        self.answered_query = message.query
         results = self.query_one("#search-results", OptionList)
         results.clear_options()
         self._hits.clear()

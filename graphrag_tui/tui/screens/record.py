@@ -88,7 +88,7 @@ class RecordScreen(Screen):
                     else f"No {self.kind} {one_line(self.record_id)} in this store.")
             text.update(Text.assemble((what, "bold red"), ("\n\nPress Esc to go back.", "dim")))
         else:
-            body, links = self._render(self.view)
+            body, links = self._compose_view(self.view)
             text.update(body)
             options = self.query_one("#record-links", OptionList)
             options.add_options(links)
@@ -107,7 +107,7 @@ class RecordScreen(Screen):
         if not total:
             links.append(Option(Text("none", style="dim italic"), disabled=True))
 
-    def _render(self, view: EntityDetail | ClaimView | ChunkView) -> tuple[Text, list[Option | None]]:
+    def _compose_view(self, view: EntityDetail | ClaimView | ChunkView) -> tuple[Text, list[Option | None]]:
         links: list[Option | None] = []
         if isinstance(view, EntityDetail):
             body = Text.assemble(("Entity ", "bold"), (one_line(view.name), "bold"), "\n",

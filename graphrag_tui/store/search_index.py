@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 INDEX_VERSION = 1
 #: Rows read from the store per query while building (the store's lock is free in between,
 #: so the app's other reads of the store go on).
-BUILD_BATCH = 5000
+BUILD_BATCH = 2000
 #: A kind's matches are ranked (bm25) among the first this many, in index order: ranking
 #: every match of a word that occurs in half a million claims would take seconds.
 RANK_WINDOW = 2000

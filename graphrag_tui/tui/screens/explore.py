@@ -33,7 +33,11 @@ from ..widgets.footer import KeyFooter
 #: Seconds of quiet typing before a search runs.
 SEARCH_DEBOUNCE = 0.25
 #: "Expand all below" stops after this many nodes (a root can stand for thousands).
-EXPAND_ALL_LIMIT = 5000
+EXPAND_ALL_LIMIT = 2000
+#: Nodes added to a level of the tree at a time; a last "more" line adds the next page.
+#: Textual's Tree measures every line again on each expansion, so thousands of lines
+#: would make every expansion slow.
+PAGE = 200
 KIND_TITLES: dict[Kind, str] = {"community": "Communities", "entity": "Entities", "claim": "Claims",
                                 "chunk": "Chunks"}
 MARK_STYLE = "bold reverse"
@@ -97,6 +101,8 @@ class ExploreScreen(Screen):
         self._hits: dict[int, SearchHit] = {}
         #: Tree items whose children are added (lazily, on the first expansion).
         self._populated: set[int] = set()
+        #: "More" line item id -> (its parent item, the nodes not shown yet).
+        self._more: dict[int, tuple[TreeItem[TreeNode | None], list[TreeNode]]] = {}
 
     # -- messages from the workers ----------------------------------------------------------
 
@@ -136,6 +142,10 @@ class ExploreScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#index-progress").display = False
         self.query_one("#search-results").display = False
+        # After the first frame: the worker's Python work would compete with it for the GIL.
+        self.call_after_refresh(self.after_first_frame)
+
+    def after_first_frame(self) -> None:
         self.run_worker(self._read_hierarchy, thread=True, exit_on_error=False, group="explore-hierarchy")
 
     def _status(self) -> Text:
@@ -185,6 +195,7 @@ class ExploreScreen(Screen):
         tree, hierarchy = self.tree, self.hierarchy
         tree.clear()
         self._populated.clear()
+        self._more.clear()
         if hierarchy is not None:
             nodes = hierarchy.children_of(None, self.sort) if self.level is None else hierarchy.at_level(
                 self.level, self.sort)
@@ -193,9 +204,20 @@ class ExploreScreen(Screen):
         self._refresh_status()
 
     def _add_children(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
-        for node in nodes:
+        """The first PAGE nodes under `item`, then a "more" line for the rest."""
+        for node in nodes[:PAGE]:
             item.add(node_label(node), node, allow_expand=node.child_count > 0)
+        if len(nodes) > PAGE:
+            rest = nodes[PAGE:]
+            more = item.add_leaf(Text(f"… {len(rest):,} more (Enter: the next {min(PAGE, len(rest))})",
+                                      style="dim italic"), None)
+            self._more[more.id] = (item, rest)
         self._populated.add(item.id)
+
+    def _show_more(self, more: TreeItem[TreeNode | None]) -> None:
+        parent, rest = self._more.pop(more.id)
+        more.remove()
+        self._add_children(parent, rest)
 
     def populate(self, item: TreeItem[TreeNode | None]) -> None:
         """Add the item's children (once): from the hierarchy in memory, no store read."""
@@ -213,6 +235,8 @@ class ExploreScreen(Screen):
         event.stop()
         if event.node.data is not None:
             self.post_message(OpenCommunity(event.node.data.id))
+        elif event.node.id in self._more:
+            self._show_more(event.node)
 
     def action_sort(self) -> None:
         self.sort = SORT_KEYS[(SORT_KEYS.index(self.sort) + 1) % len(SORT_KEYS)]
@@ -261,9 +285,15 @@ class ExploreScreen(Screen):
         for cid in path:
             self.populate(item)
             item.expand()
-            found = next((child for child in item.children if child.data is not None and child.data.id == cid), None)
-            if found is None:
-                return
+            found = None
+            while found is None:
+                found = next((child for child in item.children if child.data is not None and child.data.id == cid),
+                             None)
+                more = next((child for child in item.children if child.id in self._more), None)
+                if found is None and more is None:
+                    return
+                if found is None and more is not None:
+                    self._show_more(more)
             item = found
         self.tree.focus()
         self.tree.call_after_refresh(self.tree.move_cursor, item, animate=False)

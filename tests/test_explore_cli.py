@@ -44,7 +44,8 @@ def test_search_json_groups_results_by_kind(store: Path, env: dict[str, str]) ->
                  "snippet": "Jacob Marley comes back in chains."},
             ],
             "entity": [
-                {"id": "carol/89", "kind": "entity", "title": "JACOB MARLEY", "snippet": "JACOB MARLEY: Scrooge's late partner, dead seven years"},
+                {"id": "carol/89", "kind": "entity", "title": "JACOB MARLEY",
+                 "snippet": "JACOB MARLEY: Scrooge's late partner, dead seven years"},
             ],
             "claim": [
                 {"id": "carol/89", "kind": "claim", "title": "JACOB MARLEY -> EBENEZER SCROOGE",

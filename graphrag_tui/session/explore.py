@@ -18,14 +18,14 @@ from ..errors import InputError
 from ..store import CommunityStore
 from ..store.explore import (
     KINDS,
-    ClaimView,
     ChunkView,
+    ClaimView,
     EntityDetail,
     Hierarchy,
     Kind,
     Overview,
-    claim_view,
     chunk_view,
+    claim_view,
     entity_detail,
     kinds_with_id,
     load_hierarchy,

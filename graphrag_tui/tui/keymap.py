@@ -37,9 +37,9 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.batch import BatchScreen
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
+    from .screens.explore import ExploreScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
-    from .screens.explore import ExploreScreen
     from .screens.main import MainScreen
     from .screens.overview import OverviewScreen
     from .screens.record import RecordScreen

@@ -30,6 +30,8 @@ def explore_app(store: Path, tmp_path: Path) -> GraphRAGApp:
 
 
 async def open_explore(pilot: Pilot) -> ExploreScreen:
+    await wait_until(pilot, lambda: bool(pilot.app.screen.query("#run")), what="the main screen")
+    await pilot.pause()
     pilot.app.screen.query_one("#run").focus()
     await pilot.press("x")
     await pilot.pause()

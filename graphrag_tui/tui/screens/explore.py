@@ -9,6 +9,7 @@ Every string from the store is shown as `Text` built by `safe_text` (never marku
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -98,6 +99,7 @@ class ExploreScreen(Screen):
         self.building = False
         self._query_pending: str | None = None
         self._debounce: Timer | None = None
+        self._build_lock = threading.Lock()
         self._hits: dict[int, SearchHit] = {}
         #: Tree items whose children are added (lazily, on the first expansion).
         self._populated: set[int] = set()
@@ -110,6 +112,9 @@ class ExploreScreen(Screen):
     class HierarchyRead(Message):
         hierarchy: Hierarchy | None
         error: str | None
+
+    class IndexBuilding(Message):
+        """A worker found no current index and builds it."""
 
     @dataclass
     class IndexProgress(Message):
@@ -329,31 +334,43 @@ class ExploreScreen(Screen):
             self.search(event.value)
 
     def search(self, query: str) -> None:
-        """Search now (building the index first, once, if there is none)."""
+        """Search in a worker (which builds the index first, once, if there is none)."""
         if self.building:
             self._query_pending = query
             return
-        if not self.explore.text_search.ready():
-            self._query_pending = query
-            self.building = True
-            progress = self.query_one("#index-progress", ProgressBar)
-            progress.display = True
-            progress.update(total=None, progress=0)
-            self.query_one("#explore-status", Static).update(Text(
-                "Building the search index (once for this store; it is kept in the cache)…", style="dim"))
-            self.run_worker(self._build_index, thread=True, exit_on_error=False, group="explore-index")
-            return
         self.searching = True
-        self.run_worker(lambda: self._search(query), thread=True, exit_on_error=False, group="explore-search",
-                        exclusive=True)
+        self.run_worker(lambda: self._search(query), thread=True, exit_on_error=False, group="explore-search")
 
-    def _build_index(self) -> None:
+    def _search(self, query: str) -> None:
+        """In a thread: the index checked (and built, once: the lock makes a second search
+        wait for the first one's build), then the search."""
+        search = self.explore.text_search
         try:
-            self.explore.text_search.build(progress=lambda done, total: self.post_message(
-                self.IndexProgress(done, total)), cancelled=lambda: not self.is_attached)
-            self.post_message(self.IndexBuilt(None))
+            with self._build_lock:
+                if not search.ready():
+                    self.post_message(self.IndexBuilding())
+                    built = search.build(progress=lambda done, total: self.post_message(
+                        self.IndexProgress(done, total)), cancelled=lambda: not self.is_attached)
+                    self.post_message(self.IndexBuilt(None))
+                    if not built:
+                        return
         except InputError as error:
             self.post_message(self.IndexBuilt(str(error)))
+            return
+        try:
+            self.post_message(self.Searched(query, search.search(query), None))
+        except InputError as error:
+            self.post_message(self.Searched(query, None, str(error)))
+
+    @on(IndexBuilding)
+    def _index_building(self, message: IndexBuilding) -> None:
+        message.stop()
+        self.building = True
+        progress = self.query_one("#index-progress", ProgressBar)
+        progress.display = True
+        progress.update(total=None, progress=0)
+        self.query_one("#explore-status", Static).update(Text(
+            "Building the search index (once for this store; it is kept in the cache)…", style="dim"))
 
     @on(IndexProgress)
     def _index_progress(self, message: IndexProgress) -> None:
@@ -366,19 +383,13 @@ class ExploreScreen(Screen):
         self.building = False
         self.query_one("#index-progress").display = False
         if message.error is not None:
+            self.searching = False
             self.query_one("#explore-status", Static).update(
                 Text(f"Cannot build the search index: {one_line(message.error)}", style="bold red"))
             return
-        query, self._query_pending = self._query_pending, None
-        current = self.query_one("#explore-query", Input).value
-        if current.strip():
-            self.search(current if query != current else query)
-
-    def _search(self, query: str) -> None:
-        try:
-            self.post_message(self.Searched(query, self.explore.text_search.search(query), None))
-        except InputError as error:
-            self.post_message(self.Searched(query, None, str(error)))
+        pending, self._query_pending = self._query_pending, None
+        if pending is not None:
+            self.search(self.query_one("#explore-query", Input).value)
 
     @on(Searched)
     def _searched(self, message: Searched) -> None:

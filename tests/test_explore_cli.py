@@ -190,3 +190,19 @@ def test_tree_text_is_inert(tmp_path: Path, env: dict[str, str]) -> None:
     assert run.code == 0
     assert "\x1b" not in run.stdout and "\u202e" not in run.stdout
     assert run.stdout == "namespace ns: 1 roots\n  ns/1  ␛]52;c;AAAA␇evil  (level 0, 1 leaves, 0 claims)\n"
+
+
+def test_han_text_is_searched_character_by_character(tmp_path: Path, env: dict[str, str]) -> None:
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "tea.db", [
+        {"id": "zh/1", "community_name": "绿茶", "summary_content": "中国的绿茶历史悠久。"},
+        {"id": "zh/2", "community_name": "红茶", "summary_content": "红茶在十七世纪传入欧洲。"},
+    ])
+    run = run_cli("search", str(store), "绿茶", "--kind", "community", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert run.json["results"]["community"] == [
+        {"id": "zh/1", "kind": "community", "title": "绿茶", "snippet": "中国的绿茶历史悠久。"},
+    ]
+    both = run_cli("search", str(store), "茶", "--kind", "community", "--json", env=env).json
+    assert sorted(hit["id"] for hit in both["results"]["community"]) == ["zh/1", "zh/2"]

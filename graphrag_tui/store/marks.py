@@ -15,9 +15,33 @@ from graphrag_tui.safe_text import one_line
 
 #: The length of a snippet (characters), the match placed about a third of the way in.
 SNIPPET_LENGTH = 160
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_QUERY_WORD = re.compile(r"([^\W_]+)(\*?)(\s*:)?", re.UNICODE)
+#: Han, kana: scripts written without spaces. The tokenizer would take a whole run of them
+#: as one word, so each character is indexed (and searched) as a word of its own.
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"([{_CJK_CLASS}])")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_WORD = re.compile(f"[{_CJK_CLASS}]|(?:(?![{_CJK_CLASS}])[^\\W_])+", re.UNICODE)
+_QUERY_WORD = re.compile(f"([{_CJK_CLASS}]|(?:(?![{_CJK_CLASS}])[^\\W_])+)(\\*?)(\\s*:)?", re.UNICODE)
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+
+
+def spaced(text: str) -> str:
+    """The text as it is indexed: each Han or kana character a word of its own."""
+    return _CJK.sub(r" \1 ", text) if _CJK.search(text) else text
+
+
+def fts_query(query: str) -> str:
+    """The query as FTS5 gets it: a run of Han or kana characters is a phrase of
+    one-character words (inside a quoted phrase, just those words)."""
+    if not _CJK.search(query):
+        return query
+    parts = query.split('"')
+    for index, part in enumerate(parts):
+        if index % 2:  # inside quotes
+            parts[index] = spaced(part)
+        else:
+            parts[index] = _CJK_RUN.sub(lambda m: '"' + " ".join(m.group()) + '"', part)
+    return '"'.join(parts)
 
 
 def fold(word: str) -> str:

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Protocol
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.explore import KIND_TABLES, KINDS, Kind
-from graphrag_tui.store.marks import query_terms, snippet
+from graphrag_tui.store.marks import fts_query, query_terms, snippet, spaced
 from graphrag_tui.store.validation import StoreError
 
 if TYPE_CHECKING:
     from graphrag_tui.store.store import CommunityStore
 
 #: Bumped when the index's layout changes: an index of another version is rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: Rows read from the store per query while building (the store's lock is free in between,
 #: so the app's other reads of the store go on).
 BUILD_BATCH = 2000
@@ -231,7 +231,7 @@ class SqliteTextSearch:
                     if not rows:
                         break
                     after = rows[-1][0]
-                    numbered = [(rowid + i + 1, _as_text(r[0]), _as_text(r[1]), _as_text(r[2]))
+                    numbered = [(rowid + i + 1, _as_text(r[0]), spaced(_as_text(r[1])), spaced(_as_text(r[2])))
                                 for i, r in enumerate(rows)]
                     rowid += len(rows)
                     conn.executemany(f"INSERT INTO ids_{kind} VALUES (?, ?)", [(n, i) for n, i, _, _ in numbered])
@@ -271,7 +271,7 @@ class SqliteTextSearch:
                     f"SELECT i.id FROM (SELECT rowid, bm25(fts_{kind}, 2.0, 1.0) AS score FROM fts_{kind} "
                     f"WHERE fts_{kind} MATCH ? LIMIT {RANK_WINDOW}) AS m JOIN ids_{kind} AS i ON i.rowid = m.rowid "
                     "ORDER BY m.score, m.rowid LIMIT ?",
-                    (text, limit + 1),
+                    (fts_query(text), limit + 1),
                 ).fetchall()
                 if len(rows) > limit:
                     more.add(kind)

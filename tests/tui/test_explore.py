@@ -192,3 +192,34 @@ async def test_overview(store: Path, tmp_path: Path) -> None:
         ]
         assert screen.batches == {"leaf": (3, 1), 0: (2, 1), 1: (2, 1)}
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+
+
+async def test_the_first_search_builds_the_index_with_progress_and_the_next_reuses_it(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.widgets import ProgressBar
+
+    from graphrag_tui.store import search_index
+
+    monkeypatch.setattr(search_index, "BUILD_BATCH", 2)  # several progress steps on a small store
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        seen: list[tuple[int, int]] = []
+        original = screen.post_message
+
+        def spy(message) -> bool:  # type: ignore[no-untyped-def]
+            if isinstance(message, ExploreScreen.IndexProgress):
+                seen.append((message.done, message.total))
+            return original(message)
+
+        screen.post_message = spy  # type: ignore[method-assign]
+        await search(pilot, screen, "goose")
+        assert seen[0] == (0, 13) and seen[-1] == (13, 13) and len(seen) >= 7  # 4+3+4+2 rows, 2 at a time
+        bar = screen.query_one("#index-progress", ProgressBar)
+        assert (bar.total, bar.progress, bar.display) == (13, 13, False)  # hidden once built
+        index = screen.explore.text_search.path  # type: ignore[attr-defined]
+        built = index.stat().st_mtime_ns
+        await search(pilot, screen, "Scrooge")
+        assert not screen.building and index.stat().st_mtime_ns == built
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before

@@ -41,7 +41,7 @@ def overview_text(overview: Overview) -> Text:
         text.append(f"  {figures.level:>5}  {figures.communities:>11}  {figures.leaves:>7}  {figures.claims:>12}\n")
     text.append("\nLargest communities (by leaves below)\n", style="bold")
     for community, leaves in zip(overview.largest, overview.largest_leaf_counts, strict=True):
-        text.append(f"  {leaves:>6} leaves  ", style="dim")
+        text.append(f"  {leaves:>6} {'leaf  ' if leaves == 1 else 'leaves'}  ", style="dim")
         text.append(f"L{community.level} {one_line(community.name or community.id, 50)}")
         text.append(f"  {one_line(community.id)}\n", style="dim")
     text.append("\nSummary sizes (tokens)\n", style="bold")

@@ -10,6 +10,7 @@ subtree, without reading the store again. Everything here is a read of the store
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -319,6 +320,39 @@ def chunk_view(store: CommunityStore, chunk_id: str) -> ChunkView | None:
     if chunk is None:
         return None
     return ChunkView(chunk=chunk, claims=_claims(store, "c.source_chunk_id = ?", (chunk_id,)))
+
+
+class MemberRef(_Frozen):
+    """A name in a community's `members`, with the id of the entity of that name in the
+    community's namespace (None: no such entity)."""
+
+    name: str
+    entity_id: str | None = None
+
+
+class MembersView(_Frozen):
+    community: CommunityRef
+    members: list[MemberRef] = []
+
+
+def members_view(store: CommunityStore, community_id: str) -> MembersView | None:
+    """A community's members, each with its entity when the namespace has one of that name."""
+    from graphrag_tui.store.store import _parse_members
+
+    rows = store._query(
+        "SELECT id, namespace, community_name, level, members FROM rag_community_summaries WHERE id = ?",
+        (community_id,),
+    )
+    if not rows:
+        return None
+    cid, namespace, name, level, members = rows[0]
+    names = _parse_members(members)
+    ids = dict(store._query(
+        "SELECT name, id FROM rag_entities WHERE namespace = ? AND name IN (SELECT value FROM json_each(?))",
+        (namespace, json.dumps(names)),
+    ))
+    return MembersView(community=CommunityRef(id=cid, name=_text(name), level=int(level)),
+                       members=[MemberRef(name=n, entity_id=_text(ids.get(n))) for n in names])
 
 
 def kinds_with_id(store: CommunityStore, row_id: str) -> list[Kind]:

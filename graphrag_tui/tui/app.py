@@ -583,7 +583,7 @@ class GraphRAGApp(App[int]):
 
     def on_open_record(self, message: OpenRecord) -> None:
         explore = self.explore_session()
-        if explore is not None and message.kind in ("entity", "claim", "chunk"):
+        if explore is not None and message.kind in ("entity", "claim", "chunk", "members"):
             self.push_screen(RecordScreen(explore, message.kind, message.record_id))  # type: ignore[arg-type]
 
     def action_keys(self) -> None:

@@ -223,3 +223,22 @@ async def test_the_first_search_builds_the_index_with_progress_and_the_next_reus
         await search(pilot, screen, "Scrooge")
         assert not screen.building and index.stat().st_mtime_ns == built
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+
+
+async def test_a_communitys_members_open_their_entities(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(app.screen.query("#run")), what="the main screen")
+        app.open_community("carol/0")
+        await wait_community(pilot)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="members")
+        links = app.screen.query_one("#record-links", OptionList)
+        assert [links.get_option_at_index(i).prompt.plain for i in range(links.option_count)] == [
+            "Members (2)", "JACOB MARLEY  carol/89", "EBENEZER SCROOGE  carol/e2",
+        ]
+        links.highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.kind == "entity"
+                         and app.screen.loaded, what="the entity")
+        assert app.screen.record_id == "carol/89"

@@ -36,7 +36,7 @@ SIZE = (140, 42)
 KNOWN_IDS = (
     "back, cancel-run, command-palette, dialog-cancel, explore, explore-back, explore-expand-all, explore-level, "
     "explore-overview, explore-search, explore-sort, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, no, open-batch, overview-back, quit, record-back, save-response, show-in-tree, "
+    "grid-up, keys, members, no, open-batch, overview-back, quit, record-back, save-response, show-in-tree, "
     "tab-1, tab-2, tab-3, tab-4, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
@@ -285,6 +285,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 ("1 2 3", "show the tab of that number", True),
                 ("Esc", "back to the screen before", True),
                 ("t", "show this community in the Explore screen's tree", True),
+                ("m", "the members, each opening its entity", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")

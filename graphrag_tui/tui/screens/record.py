@@ -8,6 +8,7 @@ message arrives. Text from the store is shown as `Text` built by `safe_text`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from rich.text import Text
 from textual import on
@@ -21,7 +22,7 @@ from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...session.explore import ExploreSession, Found
-from ...store.explore import ChunkView, ClaimRef, ClaimView, EntityDetail, Kind
+from ...store.explore import ChunkView, ClaimRef, ClaimView, EntityDetail, Kind, MembersView, members_view
 from ..messages import OpenCommunity, OpenRecord
 from ..safe_text import clean, one_line
 from ..widgets.footer import KeyFooter
@@ -45,12 +46,13 @@ class RecordScreen(Screen):
     BINDINGS = [Binding("escape", "close", "Back", id="record-back", tooltip="back to the screen before")]
     AUTO_FOCUS = "#record-links"
 
-    def __init__(self, explore: ExploreSession, kind: Kind, record_id: str) -> None:
+    def __init__(self, explore: ExploreSession, kind: Kind | Literal["members"], record_id: str) -> None:
+        """`kind` "members": the members of the community `record_id`, each opening its entity."""
         super().__init__()
         self.explore = explore
         self.kind = kind
         self.record_id = record_id
-        self.view: EntityDetail | ClaimView | ChunkView | None = None
+        self.view: EntityDetail | ClaimView | ChunkView | MembersView | None = None
         self.error: str | None = None
         self.loaded = False
         #: Option index -> (kind, id) it opens.
@@ -58,7 +60,7 @@ class RecordScreen(Screen):
 
     @dataclass
     class Loaded(Message):
-        view: EntityDetail | ClaimView | ChunkView | None
+        view: EntityDetail | ClaimView | ChunkView | MembersView | None
         error: str | None
 
     def compose(self) -> ComposeResult:
@@ -73,7 +75,8 @@ class RecordScreen(Screen):
 
     def _read(self) -> None:
         try:
-            view = self.explore.view(Found(self.kind, self.record_id))
+            view = (members_view(self.explore.store, self.record_id) if self.kind == "members"
+                    else self.explore.view(Found(self.kind, self.record_id)))
             self.post_message(self.Loaded(view, None))  # type: ignore[arg-type]
         except InputError as error:
             self.post_message(self.Loaded(None, str(error)))
@@ -107,8 +110,23 @@ class RecordScreen(Screen):
         if not total:
             links.append(Option(Text("none", style="dim italic"), disabled=True))
 
-    def _compose_view(self, view: EntityDetail | ClaimView | ChunkView) -> tuple[Text, list[Option | None]]:
+    def _compose_view(
+        self, view: EntityDetail | ClaimView | ChunkView | MembersView
+    ) -> tuple[Text, list[Option | None]]:
         links: list[Option | None] = []
+        if isinstance(view, MembersView):
+            community = view.community
+            body = Text.assemble(("Members of ", "bold"), (one_line(community.name or community.id), "bold"),
+                                 ("  ", ""), (one_line(community.id), "dim"), (f"  L{community.level}", "dim"))
+            self._heading(links, "Members", len(view.members))
+            for member in view.members[:MAX_LINKS]:
+                if member.entity_id is None:
+                    links.append(Option(Text.assemble(one_line(member.name), ("  (no entity of this name)", "dim")),
+                                        disabled=True))
+                else:
+                    self._link(links, Text.assemble(one_line(member.name), (f"  {one_line(member.entity_id)}", "dim")),
+                               "entity", member.entity_id)
+            return body, links
         if isinstance(view, EntityDetail):
             body = Text.assemble(("Entity ", "bold"), (one_line(view.name), "bold"), "\n",
                                  ("Id ", "dim"), one_line(view.id), ("   Namespace ", "dim"), one_line(view.namespace),

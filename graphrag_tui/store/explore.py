@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine.tokens import estimate_tokens
+from graphrag_tui.store.store import _parse_members, _text
 
 if TYPE_CHECKING:
     from graphrag_tui.store.store import CommunityStore
@@ -33,14 +34,6 @@ KIND_TABLES: dict[Kind, str] = {
 }
 SortKey = Literal["id", "name", "size", "rank"]
 SORT_KEYS: tuple[SortKey, ...] = ("size", "name", "rank")
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
 
 
 # -- the hierarchy ------------------------------------------------------------------------
@@ -337,8 +330,6 @@ class MembersView(_Frozen):
 
 def members_view(store: CommunityStore, community_id: str) -> MembersView | None:
     """A community's members, each with its entity when the namespace has one of that name."""
-    from graphrag_tui.store.store import _parse_members
-
     rows = store._query(
         "SELECT id, namespace, community_name, level, members FROM rag_community_summaries WHERE id = ?",
         (community_id,),

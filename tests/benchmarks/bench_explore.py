@@ -116,7 +116,7 @@ async def measure(store: Path, cache: Path) -> list[Row]:
                 keys.append(handled[-1] - sent)
             await asyncio.sleep(0.2)
         build = clock.done()
-        while screen.answered_query != "harbor":  # the search that asked for the build
+        while screen.searching:  # the search that asked for the build
             await asyncio.sleep(0.01)
         index = screen.explore.text_search.path  # type: ignore[attr-defined]
         ratio = index.stat().st_size / store.stat().st_size

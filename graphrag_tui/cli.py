@@ -54,9 +54,12 @@ from .models.factory import ModelSettings
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line
 from .session import ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
+from .session.explore import ExploreSession, find_in_store, view_of
 from .store import CommunityStore, NamespaceInfo
+from .store.explore import KINDS, tree_json
+from .store.search_index import check_query
 
-SUBCOMMANDS = ("query", "plan", "info", "import-graphrag")
+SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "search", "show", "tree")
 SAMPLE_STORE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 EXIT_CODES = {"completed": 0, "partial": 0, "no_results": 0, "failed": 1, "cancelled": 130}
 #: The exit status when stdout's reader went away (`graphrag-tui plan ... | head -1`): what a
@@ -155,6 +158,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
     info.add_argument("store", type=Path)
     info.add_argument("--json", action="store_true")
+    add_explore_parsers(commands)
     imp = commands.add_parser("import-graphrag", help="import Microsoft GraphRAG Parquet output")
     imp.add_argument("source", type=Path, metavar="DIR")
     imp.add_argument("store", type=Path, metavar="STORE")
@@ -425,7 +429,122 @@ def check_app_scope(namespace: str | None, level: Level, namespaces: list[Namesp
     check_level(level, chosen, next(n.levels for n in namespaces if n.name == chosen))
 
 
-COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import}
+# -- exploring without a question: search, show, tree --------------------------------------
+
+
+def _positive(flag_name: str, value: str | None, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise InputError(f"{flag_name} must be a positive integer, got {one_line(value, 40)!r}")
+    return int(value)
+
+
+def add_explore_parsers(commands: Any) -> None:
+    search = commands.add_parser("search", help="full-text search of a namespace (communities, entities, claims, chunks)")
+    search.add_argument("store", type=Path)
+    search.add_argument("query", help='FTS5 syntax: words, "a phrase", prefix*')
+    search.add_argument("--namespace")
+    search.add_argument("--kind", choices=KINDS, help="search one kind only")
+    search.add_argument("--limit", metavar="N", help="results per kind (default 20)")
+    search.add_argument("--json", action="store_true")
+    show = commands.add_parser("show", help="a community, entity, claim or chunk by id")
+    show.add_argument("store", type=Path)
+    show.add_argument("id", help="an id, kind:ID, or a bare GraphRAG community number")
+    show.add_argument("--namespace", help="for a bare community number (optional when the store has one)")
+    show.add_argument("--kind", choices=KINDS)
+    show.add_argument("--json", action="store_true")
+    tree = commands.add_parser("tree", help="the community hierarchy with leaf and claim counts")
+    tree.add_argument("store", type=Path)
+    tree.add_argument("--namespace")
+    tree.add_argument("--depth", metavar="N", help="levels to show (1: the roots only; default all)")
+    tree.add_argument("--json", action="store_true")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    limit = _positive("--limit", args.limit, 20)
+    assert limit is not None
+    check_query(args.query)  # before anything is built
+    kinds = (args.kind,) if args.kind else KINDS
+    with CommunityStore.open(args.store) as store:
+        explore = ExploreSession(store, args.namespace)
+        if not explore.text_search.ready():
+            _warn("note: building the search index of this store (once, until the store changes)")
+            explore.text_search.build()
+        results = explore.text_search.search(args.query, kinds, limit)
+    if args.json:
+        _say_json(results.as_json())
+        return 0
+    for kind, hits in results.results.items():
+        more = "+" if kind in results.more else ""
+        _say(f"{kind} ({len(hits)}{more})")
+        for hit in hits:
+            _say(f"  {one_line(hit.id)}  {one_line(hit.title, 60)}")
+            _say(f"      {hit.snippet}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with CommunityStore.open(args.store) as store:
+        found = find_in_store(store, args.namespace, args.id, args.kind)
+        view = view_of(store, found)
+    if found.others:
+        _warn(f"note: {found.id} is also a{'n' if found.others[0] == 'entity' else ''} "
+              f"{' and '.join(found.others)} id: showing the {found.kind} (use --kind or KIND:ID)")
+    assert view is not None
+    shown = show_json(found.kind, view)
+    if args.json:
+        _say_json(shown)
+    else:
+        _say(f"{found.kind} {found.id}")
+        for key, value in shown.items():
+            if key in ("kind", "id"):
+                continue
+            if isinstance(value, list):
+                _say(f"  {key}: {len(value)}")
+                for item in value[:50]:
+                    _say("    " + one_line(inert_json(item), 200))
+            else:
+                _say(f"  {key}: " + (one_line(value) if isinstance(value, str) else one_line(inert_json(value))))
+    return 0
+
+
+def show_json(kind: str, view: Any) -> dict[str, Any]:
+    """`show --json`: `{"kind": ...}` then the view's fields (a claim's and a chunk's own
+    fields at the top, with their chunk, or the claims citing it)."""
+    data = view.model_dump(mode="json")
+    if kind == "claim":
+        data = {**data["claim"], "chunk": data["chunk"]}
+    elif kind == "chunk":
+        data = {**data["chunk"], "claims": data["claims"]}
+    return {"kind": kind, **data}
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    depth = _positive("--depth", args.depth, None)
+    with CommunityStore.open(args.store) as store:
+        hierarchy = ExploreSession(store, args.namespace).hierarchy()
+    tree = tree_json(hierarchy, depth)
+    if args.json:
+        _say_json(tree)
+        return 0
+
+    def say(node: dict[str, Any], indent: int) -> None:
+        rank = f", rank {node['rank']:g}" if node["rank"] is not None else ""
+        more = f", {node['child_count']} children" if node["child_count"] and not node["children"] else ""
+        _say(f"{'  ' * indent}{one_line(node['id'])}  {one_line(node['name'] or '(no name)', 60)}  "
+             f"(level {node['level']}, {node['leaf_count']} leaves, {node['claim_count']} claims{rank}{more})")
+        for child in node["children"]:
+            say(child, indent + 1)
+
+    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots")
+    for root in tree["roots"]:
+        say(root, 1)
+    return 0
+
+
+COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
+            "search": cmd_search, "show": cmd_show, "tree": cmd_tree}
 
 
 def check_text_arguments(args: argparse.Namespace) -> None:

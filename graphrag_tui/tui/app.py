@@ -32,6 +32,7 @@ from ..engine import (
     SearchResult,
     map_messages,
     prompt_text,
+    resolve_options,
     utc_now,
 )
 from ..errors import InputError
@@ -39,6 +40,7 @@ from ..export import RunInfo, check_output_files, existing_files, export_paths, 
 from ..models import local_llm
 from ..models.factory import ModelSettings, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
+from ..session.explore import ExploreSession
 from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
@@ -48,10 +50,12 @@ from .messages import (
     ModelStateChanged,
     OpenBatch,
     OpenCommunity,
+    OpenRecord,
     RunEvents,
     RunFinished,
     RunPlanned,
     RunRejected,
+    ShowInTree,
 )
 from .response_spill import ResponseSpill
 from .run_state import RunState
@@ -59,10 +63,13 @@ from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
+from .screens.explore import ExploreScreen
 from .screens.export import ExportScreen
 from .screens.goto import GoToCommunityScreen
 from .screens.keys import KeysScreen
 from .screens.main import MainScreen
+from .screens.overview import OverviewScreen
+from .screens.record import RecordScreen
 from .widgets.batch_grid import BatchGrid
 from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
@@ -104,6 +111,8 @@ class AppSettings(BaseModel):
     given_options: frozenset[str] | None = None
     #: Binding id -> comma-separated keys (the `[keymap]` config, checked by tui.keymap.check_keymap).
     keymap: dict[str, str] = {}
+    #: Where the search index is kept (None: the user cache directory).
+    cache_dir: Path | None = None
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -127,6 +136,7 @@ class GraphRAGApp(App[int]):
                 tooltip="cancel a running run"),
         Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
+        Binding("x", "explore", "Explore", id="explore", tooltip="explore the index: community tree and search"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
         Binding("c", "copy_focused", "Copy", show=False, id="copy",
                 tooltip="copy the focused answer, prompt, reply, row or entry"),
@@ -179,6 +189,8 @@ class GraphRAGApp(App[int]):
             given = frozenset(n for n, v in FALLBACK_DEFAULTS.items() if getattr(settings.options, n) != v)
         self.given_options: frozenset[str] = given
         self.set_keymap(settings.keymap)
+        #: Namespace -> its explore session (the hierarchy, the search index).
+        self._explore_sessions: dict[str, ExploreSession] = {}
 
     # -- screens -------------------------------------------------------------------------
 
@@ -496,7 +508,7 @@ class GraphRAGApp(App[int]):
     # -- drill-down ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("goto", "export", "keys", "copy_focused") and isinstance(self.focused, Input):
+        if action in ("goto", "export", "keys", "copy_focused", "explore") and isinstance(self.focused, Input):
             return False
         return True
 
@@ -541,6 +553,54 @@ class GraphRAGApp(App[int]):
         what, text = found
         self.copy_to_clipboard(text)
         self.notify(f"Copied the {what} ({len(text):,} characters).", title="Copied")
+    # -- exploring without a question -----------------------------------------------------
+
+    def explore_session(self) -> ExploreSession | None:
+        """The session of the setup form's namespace (kept: it holds the hierarchy once read)."""
+        namespace = self.setup_form.namespace
+        if namespace is None:
+            self.notify("The store has no namespace to explore.", severity="warning")
+            return None
+        session = self._explore_sessions.get(namespace)
+        if session is None:
+            levels = {info.name: info.levels for info in self.store_namespaces}
+            session = ExploreSession(self.store, namespace, self.settings.cache_dir, levels=levels)
+            self._explore_sessions[namespace] = session
+        return session
+
+    def action_explore(self, select: str | None = None) -> None:
+        explore = self.explore_session()
+        if explore is None:
+            return
+        for screen in reversed(self.screen_stack):  # one Explore screen: go back to it
+            if isinstance(screen, ExploreScreen) and screen.explore is explore:
+                while self.screen is not screen:
+                    self.pop_screen()
+                if select is not None:
+                    screen.show_community(select)
+                return
+        self.push_screen(ExploreScreen(explore, select=select))
+
+    def action_overview(self) -> None:
+        explore = self.explore_session()
+        if explore is not None:
+            self.push_screen(OverviewScreen(explore, self.current_options()))
+
+    def current_options(self) -> SearchOptions:
+        """The budgets the setup form shows (its defaults while a field is invalid)."""
+        raw = {n: self.setup_form.query_one(f"#opt-{n}", Input).value for n in FALLBACK_DEFAULTS}
+        try:
+            return resolve_options(raw)
+        except InputError:
+            return self.default_options(self.model_kind)
+
+    def on_show_in_tree(self, message: ShowInTree) -> None:
+        self.action_explore(select=message.community_id)
+
+    def on_open_record(self, message: OpenRecord) -> None:
+        explore = self.explore_session()
+        if explore is not None and message.kind in ("entity", "claim", "chunk", "members"):
+            self.push_screen(RecordScreen(explore, message.kind, message.record_id))  # type: ignore[arg-type]
 
     def action_keys(self) -> None:
         self.push_screen(KeysScreen(self.screen))

@@ -43,6 +43,9 @@ def app_commands(app: GraphRAGApp) -> Iterator[Command]:
     if app.run_state.running:
         yield Command("Cancel run", "Cancel the running search" + key("cancel-run"), app.cancel_event.set)
     yield Command("Go to community", "Open a community by id or GraphRAG number" + key("goto"), app.action_goto)
+    yield Command("Explore the index", "The community tree and full-text search" + key("explore"), app.action_explore)
+    yield Command("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches",
+                  app.action_overview)
     yield Command("Export run", "Write the finished run as JSON and Markdown" + key("export"), app.action_export)
     form = app.setup_form
     for info in form.namespaces.values():

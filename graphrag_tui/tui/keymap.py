@@ -37,12 +37,16 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.batch import BatchScreen
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
+    from .screens.explore import ExploreScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
+    from .screens.overview import OverviewScreen
+    from .screens.record import RecordScreen
     from .widgets.batch_grid import BatchGrid
 
-    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid)
+    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
+            ExploreScreen, RecordScreen, OverviewScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -60,3 +60,20 @@ class ModelStateChanged(Message):
     def __init__(self, status: ModelStatus) -> None:
         super().__init__()
         self.status = status
+
+
+class OpenRecord(Message):
+    """Open the view of an entity, a claim or a chunk by id (search results, entity views)."""
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.record_id = record_id
+
+
+class ShowInTree(Message):
+    """Show this community in the Explore screen's tree."""
+
+    def __init__(self, community_id: str) -> None:
+        super().__init__()
+        self.community_id = community_id

@@ -351,7 +351,8 @@ def bench_app(workdir: Path, repeats: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k communities only, fewer repeats")
-    parser.add_argument("--only", choices=("planning", "scheduling", "app"), help="run one of the three parts")
+    parser.add_argument("--only", choices=("planning", "scheduling", "app", "explore"),
+                        help="run one part (explore: tests/benchmarks/bench_explore.py, on its own)")
     parser.add_argument("--repeats", type=int, help="planning runs per measure (default 1 with --quick, else 3)")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
                         help="also plan with the graphrag_tui package of this folder (before/after)")
@@ -359,6 +360,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         app_child(args.child[0], Path(args.child[1]))
+        return
+    if args.only == "explore":  # a table of its own (it builds its 100k store)
+        from tests.benchmarks.bench_explore import run as run_explore
+
+        for row in run_explore(None):
+            print("| " + " | ".join(row) + " |")
         return
     if args.compare_with is not None and not (args.compare_with / "graphrag_tui" / "__init__.py").is_file():
         parser.error(f"--compare-with: no graphrag_tui package in {args.compare_with}")

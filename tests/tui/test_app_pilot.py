@@ -369,7 +369,7 @@ async def test_the_key_footer_follows_the_focus_and_a_click_presses_a_key(store:
         await pilot.pause()
         line = screen_text(app).splitlines()[-1]
         assert line.split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "g", "Go", "to", "community",
-                                "e", "Export", "?", "Keys", "^p", "palette"]
+                                "e", "Export", "x", "Explore", "?", "Keys", "^p", "palette"]
         await pilot.click(KeyFooter, offset=(line.index("? Keys"), 0))
         await pilot.pause()
         assert isinstance(app.screen, KeysScreen)

@@ -34,8 +34,10 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 
 SIZE = (140, 42)
 KNOWN_IDS = (
-    "back, cancel-run, command-palette, copy, dialog-cancel, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, no, open-batch, question, quit, save-response, tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
+    "back, cancel-run, command-palette, copy, dialog-cancel, explore, explore-back, explore-expand-all, explore-level, "
+    "explore-overview, explore-search, explore-sort, export, goto, grid-down, grid-next, grid-previous, "
+    "grid-up, keys, members, no, open-batch, overview-back, question, quit, record-back, save-response, show-in-tree, "
+    "tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
@@ -43,6 +45,7 @@ APP_ROWS = [
     ("ctrl+q", "quit (asks first while a run is going)", True),
     ("g", "go to a community by id or number", True),
     ("e", "export the run (JSON and Markdown report)", True),
+    ("x", "explore the index: community tree and search", True),
     ("?", "the list of keys", True),
     ("c", "copy the focused answer, prompt, reply, row or entry", True),
     ("ctrl+p", "command palette", True),
@@ -112,7 +115,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                 assert issubclass(cls, binding_owners()) or any(issubclass(o, cls) for o in binding_owners()), cls
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "MainScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
-        "InputDialog", "BatchGrid",
+        "InputDialog", "BatchGrid", "ExploreScreen", "RecordScreen", "OverviewScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 
@@ -166,7 +169,7 @@ async def test_a_remapped_key_works_and_the_old_one_does_not(store: Path) -> Non
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
         # Textual puts remapped keys after the others.
-        assert footer_line(app).split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "e", "Export",
+        assert footer_line(app).split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "e", "Export", "x", "Explore",
                                             "^g", "Go", "to", "community", "f1", "Keys", "^p", "palette"]
         await pilot.press("g", "question_mark")
         await pilot.pause()
@@ -284,6 +287,8 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 *SCREEN_ROWS,
                 ("1 2 3", "show the tab of that number", True),
                 ("Esc", "back to the screen before", True),
+                ("t", "show this community in the Explore screen's tree", True),
+                ("m", "the members, each opening its entity", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")
@@ -321,10 +326,12 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
             async with app.run_test(size=SIZE) as pilot:
                 app.screen.query_one(BatchGrid).focus()
                 await pilot.pause()
-                commands = await palette_commands(pilot, 11)
+                commands = await palette_commands(pilot, 13)
                 ours = [
                     ("Run", "Run global search with the question in the setup form"),
                     ("Go to community", "Open a community by id or GraphRAG number (^g)"),
+                    ("Explore the index", "The community tree and full-text search (x)"),
+                    ("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches"),
                     ("Export run", "Write the finished run as JSON and Markdown (e)"),
                     ("Namespace: ns", "3 communities"),
                     ("Level: leaf", "3 leaves"),
@@ -338,7 +345,7 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
                 await ask(pilot)
                 await wait_until(pilot, lambda: len(server.chat_requests()) == 3, what="three held requests")
                 await pilot.pause()
-                commands = await palette_commands(pilot, 12)
+                commands = await palette_commands(pilot, 14)
                 assert app_commands_of(commands) == [
                     ours[0], ("Cancel run", "Cancel the running search (esc)"), *ours[1:]
                 ]
@@ -379,8 +386,8 @@ async def test_the_palette_lists_a_namespace_named_like_markup_as_it_is(tmp_path
     async with app.run_test(size=SIZE) as pilot:
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
-        commands = await palette_commands(pilot, 12)
-        assert app_commands_of(commands)[3:5] == [
+        commands = await palette_commands(pilot, 14)
+        assert app_commands_of(commands)[5:7] == [
             ("Namespace: ns", "1 communities"),
             ("Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J", "1 communities"),
         ]

@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
-from ..messages import OpenCommunity
+from ..messages import OpenCommunity, OpenRecord, ShowInTree
 from ..safe_text import clean, one_line, safe, safe_line
 from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
@@ -63,7 +63,12 @@ def claim_text(claim: ClaimDetail) -> Text:
 class CommunityScreen(TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`."""
 
-    BINDINGS = [Binding("escape", "close", "Back", id="back", tooltip="back to the screen before")]
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="back", tooltip="back to the screen before"),
+        Binding("t", "show_in_tree", "Show in tree", id="show-in-tree",
+                tooltip="show this community in the Explore screen's tree"),
+        Binding("m", "members", "Members", id="members", tooltip="the members, each opening its entity"),
+    ]
     AUTO_FOCUS = "#hierarchy"
 
     def __init__(
@@ -328,6 +333,12 @@ class CommunityScreen(TabbedScreen):
         position = self._chunk_index.get(claim.chunk_id or "")
         if position is not None and position < MAX_SOURCE_WIDGETS:
             self.query_one(f"#chunk-{position}", Static).add_class("-selected")
+
+    def action_members(self) -> None:
+        self.post_message(OpenRecord("members", self.community_id if self.detail is None else self.detail.id))
+
+    def action_show_in_tree(self) -> None:
+        self.post_message(ShowInTree(self.community_id if self.detail is None else self.detail.id))
 
     def action_close(self) -> None:
         self.dismiss()

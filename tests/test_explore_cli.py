@@ -1,0 +1,208 @@
+"""`search`, `show` and `tree` from the command line: exact JSON, one-line errors (exit 2),
+the search index in the cache (reused, rebuilt when the store changes) and a store that
+stays byte-identical."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli_runner import clean_env, run_cli
+from tests.explore_stores import ghosts
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return ghosts(tmp_path / "carol.db")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def index_files(env: dict[str, str]) -> list[Path]:
+    return sorted((Path(env["XDG_CACHE_HOME"]) / "graphrag-tui" / "search").glob("*"))
+
+
+def test_search_json_groups_results_by_kind(store: Path, env: dict[str, str]) -> None:
+    run = run_cli("search", str(store), "Marley", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert run.json == {
+        "query": "Marley",
+        "namespace": "carol",
+        "results": {
+            "community": [
+                {"id": "carol/1", "kind": "community", "title": "Marley's visit",
+                 "snippet": "Jacob Marley comes back in chains."},
+            ],
+            "entity": [
+                {"id": "carol/89", "kind": "entity", "title": "JACOB MARLEY",
+                 "snippet": "JACOB MARLEY: Scrooge's late partner, dead seven years"},
+            ],
+            "claim": [
+                {"id": "carol/89", "kind": "claim", "title": "JACOB MARLEY -> EBENEZER SCROOGE",
+                 "snippet": "Marley warns Scrooge of three spirits"},
+            ],
+            "chunk": [
+                {"id": "carol/k1", "kind": "chunk", "title": "A Christmas Carol", "snippet": "Marley was dead, to begin with."},
+            ],
+        },
+    }
+    assert "building the search index" in run.stderr
+
+
+def test_search_phrase_prefix_kind_and_limit(store: Path, env: dict[str, str]) -> None:
+    phrase = run_cli("search", str(store), '"counting house"', "--json", env=env).json["results"]
+    assert [hit["id"] for hits in phrase.values() for hit in hits] == ["carol/2"]
+    prefix = run_cli("search", str(store), "Cratch*", "--kind", "claim", "--json", env=env).json
+    assert list(prefix["results"]) == ["claim"]
+    assert [hit["id"] for hit in prefix["results"]["claim"]] in (["carol/c3", "carol/c4"], ["carol/c4", "carol/c3"])
+    limited = run_cli("search", str(store), "Scrooge", "--kind", "claim", "--limit", "1", "--json", env=env).json
+    assert len(limited["results"]["claim"]) == 1
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("   ", "graphrag-tui: error: The search query is empty\n"),
+    ('"unclosed', "graphrag-tui: error: Cannot parse the search query: unterminated string\n"),
+    ("AND", 'graphrag-tui: error: Cannot parse the search query: fts5: syntax error near "AND"\n'),
+])
+def test_bad_queries_are_one_line_exit_2(store: Path, env: dict[str, str], query: str, message: str) -> None:
+    run = run_cli("search", str(store), query, env=env)
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr.splitlines()[-1] + "\n" == message
+
+
+def test_limit_must_be_positive(store: Path, env: dict[str, str]) -> None:
+    run = run_cli("search", str(store), "Marley", "--limit", "0", env=env)
+    assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: --limit must be a positive integer, got '0'\n")
+
+
+def test_the_index_is_reused_then_rebuilt_when_the_store_changes(store: Path, env: dict[str, str]) -> None:
+    before = sha256(store)
+    assert run_cli("search", str(store), "goose", env=env).code == 0
+    (index,) = index_files(env)
+    stat = index.stat()
+    second = run_cli("search", str(store), "goose", env=env)
+    assert second.code == 0 and "building" not in second.stderr
+    assert (index.stat().st_mtime_ns, index.stat().st_ino) == (stat.st_mtime_ns, stat.st_ino)  # never rewritten
+    assert sha256(store) == before and not list(store.parent.glob("carol.db-*"))  # byte-identical, no side files
+    os.utime(store, ns=(stat.st_atime_ns, os.stat(store).st_mtime_ns + 10_000_000_000))
+    third = run_cli("search", str(store), "goose", env=env)
+    assert third.code == 0 and "building the search index" in third.stderr
+    assert index_files(env) == [index] and index.stat().st_ino != stat.st_ino  # replaced in place
+    assert sha256(store) == before
+
+
+def test_show_takes_the_first_kind_and_names_the_others(store: Path, env: dict[str, str]) -> None:
+    run = run_cli("show", str(store), "carol/89", "--json", env=env)
+    assert run.code == 0
+    assert run.stderr == ("note: carol/89 is also an entity and claim id: showing the community "
+                          "(use --kind or KIND:ID)\n")
+    shown = run.json
+    assert shown["kind"] == "community"
+    assert (shown["id"], shown["name"], shown["level"], shown["is_leaf"]) == ("carol/89", "Christmas dinner", 0, True)
+    assert [c["id"] for c in shown["claims"]] == ["carol/c3"]
+    assert [c["id"] for c in shown["chunks"]] == ["carol/k2"]
+
+
+def test_show_entity_by_prefix_and_by_kind(store: Path, env: dict[str, str]) -> None:
+    expected = {
+        "kind": "entity", "id": "carol/89", "namespace": "carol", "name": "JACOB MARLEY",
+        "description": "Scrooge's late partner, dead seven years",
+        "communities": [{"id": "carol/0", "name": "Ghosts", "level": 0},
+                        {"id": "carol/1", "name": "Marley's visit", "level": 1}],
+        "claims": [{"id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JACOB MARLEY",
+                    "object_id": "carol/e2", "object": "EBENEZER SCROOGE",
+                    "description": "Marley warns Scrooge of three spirits", "community_id": "carol/1",
+                    "chunk_id": "carol/k1", "document_id": "carol/d1"}],
+    }
+    by_prefix = run_cli("show", str(store), "entity:carol/89", "--json", env=env)
+    by_kind = run_cli("show", str(store), "carol/89", "--kind", "entity", "--json", env=env)
+    assert (by_prefix.code, by_prefix.stderr, by_prefix.json) == (0, "", expected)
+    assert (by_kind.code, by_kind.stderr, by_kind.json) == (0, "", expected)
+
+
+def test_show_claim_and_chunk(store: Path, env: dict[str, str]) -> None:
+    claim = run_cli("show", str(store), "claim:carol/89", "--json", env=env).json
+    assert claim == {
+        "kind": "claim", "id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JACOB MARLEY",
+        "object_id": "carol/e2", "object": "EBENEZER SCROOGE", "description": "Marley warns Scrooge of three spirits",
+        "community_id": "carol/1", "chunk_id": "carol/k1", "document_id": "carol/d1",
+        "chunk": {"id": "carol/k1", "namespace": "carol", "content": "Marley was dead, to begin with.",
+                  "document_id": "carol/d1", "document_title": "A Christmas Carol"},
+    }
+    chunk = run_cli("show", str(store), "carol/k2", "--json", env=env).json
+    assert chunk == {
+        "kind": "chunk", "id": "carol/k2", "namespace": "carol", "content": "The goose was carved at last.",
+        "document_id": "carol/d1", "document_title": "A Christmas Carol",
+        "claims": [{"id": "carol/c3", "namespace": "carol", "subject_id": "carol/e3", "subject": "BOB CRATCHIT",
+                    "object_id": None, "object": None, "description": "Cratchit carves the goose",
+                    "community_id": "carol/89", "chunk_id": "carol/k2", "document_id": None}],
+    }
+
+
+def test_a_bare_number_is_a_community(store: Path, env: dict[str, str]) -> None:
+    run = run_cli("show", str(store), "2", "--json", env=env)
+    assert (run.code, run.json["kind"], run.json["id"]) == (0, "community", "carol/2")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("nope",), "graphrag-tui: error: No community, entity, claim or chunk 'nope' in this store (namespace carol)\n"),
+    (("claim:carol/k1",), "graphrag-tui: error: No claim 'carol/k1' in this store (namespace carol)\n"),
+    (("7",), "graphrag-tui: error: No community, entity, claim or chunk '7' in this store (namespace carol)\n"),
+])
+def test_unknown_ids_are_one_line_exit_2(store: Path, env: dict[str, str], args: tuple[str, ...], message: str) -> None:
+    run = run_cli("show", str(store), *args, env=env)
+    assert (run.code, run.stdout, run.stderr) == (2, "", message)
+
+
+def test_tree_json(store: Path, env: dict[str, str]) -> None:
+    def node(cid: str, name: str, level: int, leaves: int, claims: int, children: list) -> dict:
+        return {"id": cid, "name": name, "level": level, "leaf_count": leaves, "claim_count": claims,
+                "child_count": len(children), "rank": None, "children": children}
+
+    run = run_cli("tree", str(store), "--json", env=env)
+    assert run.code == 0
+    assert run.json == {"namespace": "carol", "roots": [
+        node("carol/0", "Ghosts", 0, 2, 2, [node("carol/1", "Marley's visit", 1, 1, 1, []),
+                                             node("carol/2", "The counting house", 1, 1, 1, [])]),
+        node("carol/89", "Christmas dinner", 0, 1, 1, []),
+    ]}
+    roots = run_cli("tree", str(store), "--depth", "1", "--json", env=env).json["roots"]
+    assert [(r["id"], r["child_count"], r["children"]) for r in roots] == [("carol/0", 2, []), ("carol/89", 0, [])]
+
+
+def test_tree_text_is_inert(tmp_path: Path, env: dict[str, str]) -> None:
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "evil.db", [
+        {"id": "ns/1", "community_name": "\x1b]52;c;AAAA\x07evil\u202e", "summary_content": "s"},
+    ])
+    run = run_cli("tree", str(store), env=env)
+    assert run.code == 0
+    assert "\x1b" not in run.stdout and "\u202e" not in run.stdout
+    assert run.stdout == "namespace ns: 1 roots\n  ns/1  ␛]52;c;AAAA␇evil  (level 0, 1 leaves, 0 claims)\n"
+
+
+def test_han_text_is_searched_character_by_character(tmp_path: Path, env: dict[str, str]) -> None:
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "tea.db", [
+        {"id": "zh/1", "community_name": "绿茶", "summary_content": "中国的绿茶历史悠久。"},
+        {"id": "zh/2", "community_name": "红茶", "summary_content": "红茶在十七世纪传入欧洲。"},
+    ])
+    run = run_cli("search", str(store), "绿茶", "--kind", "community", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert run.json["results"]["community"] == [
+        {"id": "zh/1", "kind": "community", "title": "绿茶", "snippet": "中国的绿茶历史悠久。"},
+    ]
+    both = run_cli("search", str(store), "茶", "--kind", "community", "--json", env=env).json
+    assert sorted(hit["id"] for hit in both["results"]["community"]) == ["zh/1", "zh/2"]

@@ -1,0 +1,244 @@
+"""The Explore screen under Pilot: the lazy tree (sort, level filter, expand all, Enter),
+search (grouping, marks, every kind opens its view), the entity view and the overview."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList, Static, Tree
+
+from graphrag_tui.tui.app import GraphRAGApp
+from graphrag_tui.tui.screens.community import CommunityScreen
+from graphrag_tui.tui.screens.explore import MARK_STYLE, ExploreScreen
+from graphrag_tui.tui.screens.overview import OverviewScreen
+from graphrag_tui.tui.screens.record import RecordScreen
+from tests.explore_stores import ghosts
+
+from .conftest import make_app, wait_community, wait_until
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return ghosts(tmp_path / "carol.db")
+
+
+def explore_app(store: Path, tmp_path: Path) -> GraphRAGApp:
+    return make_app(store, cache_dir=tmp_path / "cache")
+
+
+async def open_explore(pilot: Pilot) -> ExploreScreen:
+    await wait_until(pilot, lambda: bool(pilot.app.screen.query("#run")), what="the main screen")
+    await pilot.pause()
+    pilot.app.screen.query_one("#run").focus()
+    await pilot.press("x")
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, ExploreScreen)
+    await wait_until(pilot, lambda: screen.hierarchy is not None, what="the hierarchy")
+    await pilot.pause()
+    return screen
+
+
+def labels(screen: ExploreScreen, item=None) -> list[str]:
+    item = item or screen.tree.root
+    return [str(child.label.plain) for child in item.children]
+
+
+async def search(pilot: Pilot, screen: ExploreScreen, query: str) -> None:
+    field = screen.query_one("#explore-query", Input)
+    field.focus()
+    field.value = ""
+    await pilot.press(*query)
+    await wait_until(pilot, lambda: screen.answered_query == query and not screen.searching, timeout=20,
+                     what="the search")
+    await pilot.pause()
+
+
+async def test_tree_loads_children_lazily_sorts_filters_and_opens(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        assert isinstance(pilot.app.focused, Input)  # the search box has focus
+        assert labels(screen) == ["Ghosts  L0 · 2 leaves · 2 claims", "Christmas dinner  L0 · 1 leaf · 1 claim"]
+        ghosts_item = screen.tree.root.children[0]
+        assert len(ghosts_item.children) == 0 and ghosts_item.allow_expand  # not loaded until expanded
+        await pilot.press("down")  # from the box into the tree
+        assert isinstance(pilot.app.focused, Tree)
+        await pilot.press("space")
+        await pilot.pause()
+        assert labels(screen, ghosts_item) == ["Marley's visit  L1 · 1 leaf · 1 claim",
+                                               "The counting house  L1 · 1 leaf · 1 claim"]
+        await pilot.press("s")  # size -> name
+        assert screen.sort == "name"
+        assert [label.split("  ")[0] for label in labels(screen)] == ["Christmas dinner", "Ghosts"]
+        await pilot.press("s")  # rank: this store has none, so on to size
+        assert screen.sort == "size"
+        await pilot.press("l")  # level 0 only
+        assert screen.level == 0 and [lb.split("  ")[0] for lb in labels(screen)] == ["Ghosts", "Christmas dinner"]
+        await pilot.press("l")
+        assert screen.level == 1
+        assert [lb.split("  ")[0] for lb in labels(screen)] == ["Marley's visit", "The counting house"]
+        assert str(screen.query_one("#explore-status", Static).render()).endswith("level 1 only   2 communities")
+        await pilot.press("l")
+        assert screen.level is None
+        screen.tree.move_cursor(screen.tree.root.children[0])
+        await pilot.press("asterisk")  # expand all below Ghosts
+        assert screen.tree.root.children[0].is_expanded
+        await pilot.press("enter")
+        await wait_community(pilot)
+        assert isinstance(pilot.app.screen, CommunityScreen) and pilot.app.screen.community_id == "carol/0"
+
+
+async def test_the_community_view_shows_its_community_in_the_tree(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pilot.app.screen.query_one("#run").focus()
+        app.open_community("carol/2")
+        await wait_community(pilot)
+        await pilot.press("t")
+        await pilot.pause()
+        screen = pilot.app.screen
+        assert isinstance(screen, ExploreScreen)
+        await wait_until(pilot, lambda: screen.tree.cursor_node is not None and screen.tree.cursor_node.data is not None
+                         and screen.tree.cursor_node.data.id == "carol/2", what="the cursor on carol/2")
+        assert screen.tree.root.children[0].is_expanded
+
+
+async def test_search_groups_marks_and_opens_each_kind(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        await search(pilot, screen, "Marley")
+        results = screen.query_one("#search-results", OptionList)
+        prompts = [results.get_option_at_index(i).prompt for i in range(results.option_count)]
+        assert [p.plain.split("\n")[0] for p in prompts] == [
+            "Communities (1)", "Marley's visit  carol/1",
+            "Entities (1)", "JACOB MARLEY  carol/89",
+            "Claims (1)", "JACOB MARLEY -> EBENEZER SCROOGE  carol/89",
+            "Chunks (1)", "A Christmas Carol  carol/k1",
+        ]
+        chunk = prompts[7]
+        marked = [chunk.plain[span.start:span.end] for span in chunk.spans if span.style == MARK_STYLE]
+        assert marked == ["Marley"]
+        assert str(screen.query_one("#explore-status", Static).render()) == (
+            "Search Marley: 1 communities, 1 entities, 1 claims, 1 chunks")
+        await pilot.press("down")  # from the box into the results
+        assert pilot.app.focused is results
+        for index, expected in ((1, CommunityScreen), (3, RecordScreen), (5, RecordScreen), (7, RecordScreen)):
+            results.highlighted = index
+            await pilot.press("enter")
+            await pilot.pause()
+            opened = pilot.app.screen
+            assert isinstance(opened, expected)
+            await wait_until(pilot, lambda opened=opened: opened.loaded, what="the view")
+            if isinstance(opened, RecordScreen):
+                assert opened.kind == ("entity", "claim", "chunk")[(index - 3) // 2]
+                assert opened.view is not None
+            await pilot.press("escape")
+            await pilot.pause()
+            assert pilot.app.screen is screen
+        await search(pilot, screen, '"unclosed')
+        assert str(screen.query_one("#explore-status", Static).render()) == (
+            "Cannot parse the search query: unterminated string")
+
+
+async def test_entity_view(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_explore(pilot)
+        from graphrag_tui.tui.messages import OpenRecord
+
+        app.post_message(OpenRecord("entity", "carol/89"))
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="entity")
+        screen = app.screen
+        assert str(screen.query_one("#record-text", Static).render()) == (
+            "Entity JACOB MARLEY\nId carol/89   Namespace carol\n\nScrooge's late partner, dead seven years")
+        links = screen.query_one("#record-links", OptionList)
+        assert [links.get_option_at_index(i).prompt.plain for i in range(links.option_count)] == [
+            "Communities whose members include it (2)", "L0 Ghosts  carol/0", "L1 Marley's visit  carol/1",
+            "Claims with it as subject or object (1)", "JACOB MARLEY -> EBENEZER SCROOGE: Marley warns Scrooge of three spirits",
+        ]
+        links.highlighted = 2
+        await pilot.press("enter")
+        await wait_community(pilot)
+        assert app.screen.community_id == "carol/1"
+
+
+async def test_overview(store: Path, tmp_path: Path) -> None:
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_explore(pilot)
+        await pilot.press("escape")
+        app.action_overview()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        await wait_until(pilot, lambda: screen.loaded, what="the overview")
+        text = str(screen.query_one("#overview-text", Static).render())
+        assert text.splitlines()[:12] == [
+            "Namespace carol", "",
+            "4 communities, 3 leaves, 4 claims (1 assigned to no community)",
+            "1 documents, 2 chunks, 3 entities", "",
+            "Per level",
+            "  level  communities   leaves  claims below",
+            "      0            2        1             3",
+            "      1            2        2             2", "",
+            "Largest communities (by leaves below)",
+            "       2 leaves  L0 Ghosts  carol/0",
+        ]
+        assert screen.batches == {"leaf": (3, 1), 0: (2, 1), 1: (2, 1)}
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+
+
+async def test_the_first_search_builds_the_index_with_progress_and_the_next_reuses_it(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.widgets import ProgressBar
+
+    from graphrag_tui.store import search_index
+
+    monkeypatch.setattr(search_index, "BUILD_BATCH", 2)  # several progress steps on a small store
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        seen: list[tuple[int, int]] = []
+        original = screen.post_message
+
+        def spy(message) -> bool:  # type: ignore[no-untyped-def]
+            if isinstance(message, ExploreScreen.IndexProgress):
+                seen.append((message.done, message.total))
+            return original(message)
+
+        screen.post_message = spy  # type: ignore[method-assign]
+        await search(pilot, screen, "goose")
+        assert seen[0] == (0, 13) and seen[-1] == (13, 13) and len(seen) >= 7  # 4+3+4+2 rows, 2 at a time
+        bar = screen.query_one("#index-progress", ProgressBar)
+        assert (bar.total, bar.progress, bar.display) == (13, 13, False)  # hidden once built
+        index = screen.explore.text_search.path  # type: ignore[attr-defined]
+        built = index.stat().st_mtime_ns
+        await search(pilot, screen, "Scrooge")
+        assert not screen.building and index.stat().st_mtime_ns == built
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+
+
+async def test_a_communitys_members_open_their_entities(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(app.screen.query("#run")), what="the main screen")
+        app.open_community("carol/0")
+        await wait_community(pilot)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="members")
+        links = app.screen.query_one("#record-links", OptionList)
+        assert [links.get_option_at_index(i).prompt.plain for i in range(links.option_count)] == [
+            "Members (2)", "JACOB MARLEY  carol/89", "EBENEZER SCROOGE  carol/e2",
+        ]
+        links.highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.kind == "entity"
+                         and app.screen.loaded, what="the entity")
+        assert app.screen.record_id == "carol/89"

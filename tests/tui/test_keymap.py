@@ -169,8 +169,8 @@ async def test_a_remapped_key_works_and_the_old_one_does_not(store: Path) -> Non
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
         # Textual puts remapped keys after the others.
-        assert footer_line(app).split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "e", "Export", "x", "Explore",
-                                            "^g", "Go", "to", "community", "f1", "Keys", "^p", "palette"]
+        assert footer_line(app).split() == ["⏎", "Open", "batch", "/", "Question", "^o", "Setup", "^q", "Quit", "e", "Export",
+                                            "x", "Explore", "^g", "Go", "to", "community", "f1", "Keys", "^p", "palette"]
         await pilot.press("g", "question_mark")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)

@@ -9,6 +9,7 @@ from here.
 from .batcher import MapBatch, PartRef
 from .corpus import Claim, CommunityContext, Excerpt
 from .events import (
+    AnswerDelta,
     AttemptFailed,
     BatchFailed,
     BatchStarted,
@@ -18,11 +19,13 @@ from .events import (
     Planned,
     ReduceCandidateDecided,
     ReduceStarted,
+    RequestAdapted,
     RetryWaiting,
+    UsageReported,
 )
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
-from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, Stage
+from .ports import ChatMessage, ChatModel, ChatReply, ChatRequest, ErrorKind, ModelError, Stage, TextCallback
 from .prompts import map_messages, prompt_text, reduce_messages
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from .request import (
@@ -49,6 +52,7 @@ from .result import (
 )
 from .retry import LongResponseHook
 from .search import GlobalSearch, utc_now
+from .usage import Cost, Prices, Usage, UsageMeter, cost_of, estimated_input_cost
 
 __all__ = [
     # the run
@@ -82,6 +86,8 @@ __all__ = [
     # the model port
     "ChatMessage",
     "ChatModel",
+    "ChatReply",
+    "TextCallback",
     "ChatRequest",
     "ErrorKind",
     "MAP_REPLY_SCHEMA",
@@ -92,6 +98,7 @@ __all__ = [
     "prompt_text",
     "reduce_messages",
     # events
+    "AnswerDelta",
     "AttemptFailed",
     "BatchFailed",
     "BatchStarted",
@@ -101,7 +108,9 @@ __all__ = [
     "Planned",
     "ReduceCandidateDecided",
     "ReduceStarted",
+    "RequestAdapted",
     "RetryWaiting",
+    "UsageReported",
     # the result
     "Attempt",
     "BatchResult",
@@ -112,4 +121,11 @@ __all__ = [
     "SearchResult",
     "SelectedAnswer",
     "Status",
+    # usage and cost
+    "Cost",
+    "Prices",
+    "Usage",
+    "UsageMeter",
+    "cost_of",
+    "estimated_input_cost",
 ]

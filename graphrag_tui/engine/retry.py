@@ -9,13 +9,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar, cast
 
-from .events import AttemptFailed, EventReporter, RetryWaiting
+from .answer_stream import AnswerStream
+from .events import AnswerDelta, AttemptFailed, EventReporter, RequestAdapted, RetryWaiting, UsageReported
 from .failures import error_text, for_log, internal_error
-from .ports import ChatModel, ChatRequest, ModelError
+from .ports import ChatModel, ChatReply, ChatRequest, ModelError, TextCallback
 from .replies import ReplyError, repair_text
 from .result import RAW_RESPONSE_CAP, Attempt, cap_raw_response
+from .usage import Usage, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -28,6 +30,12 @@ RETRY_AFTER_STATUSES = (429, 503)
 #: Called with (batch index, or None for Reduce; attempt number; the whole raw response) for
 #: every attempt whose raw response is longer than RAW_RESPONSE_CAP, which results keep.
 LongResponseHook = Callable[[int | None, int, str], None]
+
+
+class StreamingChatModel(Protocol):
+    """A ChatModel whose `supports_streaming` is true (see ports.ChatModel)."""
+
+    async def complete(self, request: ChatRequest, *, on_text: TextCallback | None = None) -> str | ChatReply: ...
 
 
 def retry_wait(seconds: float) -> float:
@@ -46,6 +54,8 @@ class ModelCaller:
     clock: Callable[[], float]
     wall_clock: Callable[[], datetime]
     on_long_response: LongResponseHook | None = None
+    #: The run's usage totals and cost limit (None: usage is only recorded per attempt).
+    meter: UsageMeter | None = None
 
     async def attempt(
         self,
@@ -57,6 +67,8 @@ class ModelCaller:
     ) -> tuple[Attempt, T | None, float | None]:
         """One call, recorded in `record`. Returns the attempt, the parsed reply (or None)
         and the Retry-After wait the server asked for. Only cancellation raises."""
+        if self.meter is not None and self.meter.limit_reached:
+            await asyncio.Future()  # the cost limit is cancelling the run: send nothing, wait for it
         started_at = self.wall_clock().isoformat()
         began = self.clock()
         attempt = Attempt(attempt=number, started_at=started_at, duration_s=0.0)
@@ -65,7 +77,7 @@ class ModelCaller:
         retry_after: float | None = None
         try:
             async with asyncio.timeout(self.timeout):
-                raw: object = await self.model.complete(request)
+                raw: object = await self._complete(request, number)
         except asyncio.CancelledError:
             attempt.duration_s = round(self.clock() - began, 6)
             attempt.error = "cancelled"
@@ -74,6 +86,7 @@ class ModelCaller:
             attempt.error_kind, attempt.error = "timeout", f"no reply within {self.timeout:g} s"
         except ModelError as error:
             attempt.error_kind, attempt.error = error.kind, error_text(str(error.message))
+            self._report_adaptations(error.adaptations, batch_index)
             if error.raw_response is not None:
                 self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
             if error.status in RETRY_AFTER_STATUSES:
@@ -83,6 +96,11 @@ class ModelCaller:
             attempt.error_kind, attempt.error = "internal", internal_error(error)
         else:
             try:
+                if isinstance(raw, ChatReply):
+                    self._report_adaptations(raw.adaptations, batch_index)
+                    if raw.usage is not None:
+                        self._record_usage(attempt, raw.usage, request, batch_index)
+                    raw = raw.text
                 if not isinstance(raw, str):
                     raise TypeError(f"the model returned {type(raw).__name__}, not text")
                 text = repair_text(raw)
@@ -95,6 +113,50 @@ class ModelCaller:
                 attempt.error_kind, attempt.error = "internal", internal_error(error)
         attempt.duration_s = round(self.clock() - began, 6)
         return attempt, parsed, retry_after
+
+    async def _complete(self, request: ChatRequest, number: int) -> object:
+        """The model's reply. The Reduce answer streams from a model that can stream: each
+        piece of its `answer` field is reported (AnswerDelta) as it arrives."""
+        if request.stage != "reduce" or getattr(self.model, "supports_streaming", False) is not True:
+            return await self.model.complete(request)
+        answer = AnswerStream()
+        report = self.report
+
+        def on_text(piece: str) -> None:
+            try:
+                text = answer.feed(piece)
+                if text:
+                    report(AnswerDelta(t=report.now(), attempt=number, text=repair_text(text)))
+            except Exception as error:  # showing the answer early must never cost the reply
+                log.info("streaming the answer failed: %s", for_log(error))
+
+        return await cast(StreamingChatModel, self.model).complete(request, on_text=on_text)
+
+    def _record_usage(self, attempt: Attempt, usage: Usage, request: ChatRequest, batch_index: int | None) -> None:
+        attempt.usage = usage
+        meter = self.meter
+        if meter is None:
+            return
+        meter.add(usage, request.prompt_tokens)
+        assert meter.total is not None
+        report = self.report
+        report(
+            UsageReported(
+                t=report.now(),
+                batch_index=batch_index,
+                attempt=attempt.attempt,
+                usage=usage,
+                estimated_prompt_tokens=request.prompt_tokens,
+                usage_total=meter.total,
+                estimated_prompt_tokens_total=meter.estimated_prompt_tokens,
+                cost=meter.cost,
+            )
+        )
+
+    def _report_adaptations(self, changes: tuple[str, ...], batch_index: int | None) -> None:
+        for change in changes:
+            log.info("request adapted to the server: %s", change)
+            self.report(RequestAdapted(t=self.report.now(), batch_index=batch_index, change=change))
 
     def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
         """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole

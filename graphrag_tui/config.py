@@ -16,6 +16,19 @@ api_key_env = "MY_GATEWAY_KEY"
 timeout = 120
 response_format = "json_object"
 max_response_bytes = 8388608
+temperature = 0.2            # top_p, model_seed, reasoning_effort, max_tokens_field,
+api_key_header = "X-Api-Key" # ... are optional too
+
+[model.headers]              # extra request headers (GRAPHRAG_TUI_HEADERS: a JSON object)
+X-Team = "search"
+
+[model.extra_body]           # extra body fields (GRAPHRAG_TUI_EXTRA_BODY: a JSON object)
+service_tier = "flex"
+
+[prices."gpt-4o-mini"]       # dollars per million tokens (the file only)
+input = 0.15
+output = 0.60
+cached_input = 0.075
 
 [keymap]  # binding id = comma-separated keys (the file only)
 export = "e,ctrl+e"
@@ -52,9 +65,20 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .engine import has_surrogates, parse_option, shown
+from .engine import Prices, has_surrogates, parse_option, shown
 from .errors import InputError
-from .models.factory import parse_max_response_bytes, parse_timeout
+from .models.factory import (
+    parse_api_key_header,
+    parse_extra_body,
+    parse_headers,
+    parse_max_response_bytes,
+    parse_max_tokens_field,
+    parse_model_seed,
+    parse_reasoning_effort,
+    parse_temperature,
+    parse_timeout,
+    parse_top_p,
+)
 from .models.openai_http import RESPONSE_FORMATS
 
 APP_NAME = "graphrag-tui"
@@ -133,6 +157,14 @@ class ModelConfig(BaseModel):
     timeout: Annotated[float | None, BeforeValidator(_checked_by(parse_timeout))] = None
     response_format: Annotated[str | None, BeforeValidator(_checked_by(_response_format))] = None
     max_response_bytes: Annotated[int | None, BeforeValidator(_checked_by(parse_max_response_bytes))] = None
+    temperature: Annotated[float | None, BeforeValidator(_checked_by(parse_temperature))] = None
+    top_p: Annotated[float | None, BeforeValidator(_checked_by(parse_top_p))] = None
+    model_seed: Annotated[int | None, BeforeValidator(_checked_by(parse_model_seed))] = None
+    reasoning_effort: Annotated[str | None, BeforeValidator(_checked_by(parse_reasoning_effort))] = None
+    max_tokens_field: Annotated[str | None, BeforeValidator(_checked_by(parse_max_tokens_field))] = None
+    api_key_header: Annotated[str | None, BeforeValidator(_checked_by(parse_api_key_header))] = None
+    headers: Annotated[dict[str, str] | None, BeforeValidator(_checked_by(parse_headers))] = None
+    extra_body: Annotated[dict[str, Any] | None, BeforeValidator(_checked_by(parse_extra_body))] = None
 
 
 class Settings(BaseSettings):
@@ -142,6 +174,8 @@ class Settings(BaseSettings):
 
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    #: Model name -> its prices in dollars per million tokens (the file only).
+    prices: dict[str, Prices] = Field(default_factory=dict)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
@@ -159,6 +193,8 @@ class UserDefaults(BaseModel):
     model: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
+    #: Model name -> prices, from the file's [prices."model"] tables.
+    prices: dict[str, Prices] = {}
     labels: dict[str, str] = {}
     #: The config file path, if one was read.
     config_file: str | None = None
@@ -259,6 +295,7 @@ def load_user_defaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
         keymap=settings.keymap,
+        prices=settings.prices,
         labels=labels,
         config_file=str(path) if isinstance(sources[0], ConfigFileSource) else None,
     )

@@ -31,6 +31,7 @@ class Reply:
     #: `length` as its Content-Length, else chunked (so it may never end).
     chunks: Callable[[], Iterable[bytes]] | None = None
     length: int | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -55,9 +56,9 @@ class Received:
         return "reduce" if "Reduce stage" in self.prompt else "map"
 
 
-def completion(content: str, model: str = "scripted-model") -> dict[str, Any]:
-    """An OpenAI chat.completion body whose single choice carries `content`."""
-    return {
+def completion(content: str, model: str = "scripted-model", usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An OpenAI chat.completion body whose single choice carries `content` (and `usage`)."""
+    body: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
@@ -66,6 +67,41 @@ def completion(content: str, model: str = "scripted-model") -> dict[str, Any]:
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         ],
     }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+    """A `usage` object as OpenAI gives it."""
+    body: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if cached is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": cached}
+    return body
+
+
+def sse_event(data: dict[str, Any] | str) -> bytes:
+    return b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+
+
+def streamed(
+    pieces: list[str], usage: dict[str, Any] | None = None, gates: list[threading.Event] | None = None
+) -> Reply:
+    """A streamed completion (server-sent events): one chunk per piece of the content, then
+    one with `usage`, then [DONE]. With `gates`, piece i is sent once gates[i] is set."""
+
+    def chunks() -> Iterable[bytes]:
+        yield sse_event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        for index, piece in enumerate(pieces):
+            if gates is not None and index < len(gates):
+                gates[index].wait(timeout=30)
+            yield sse_event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        yield sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if usage is not None:
+            yield sse_event({"choices": [], "usage": usage})
+        yield sse_event("[DONE]")
+
+    return Reply(chunks=chunks, content_type="text/event-stream")
 
 
 def map_reply(answer: str, usefulness: Any) -> Reply:
@@ -130,7 +166,7 @@ class ScriptedChatServer:
                     data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     if reply.chunks is None:
                         self.send_header("Content-Length", str(len(data)))
                     elif reply.length is not None:
@@ -156,6 +192,7 @@ class ScriptedChatServer:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     else:
                         self.wfile.write(chunk)
+                    self.wfile.flush()
                 if reply.length is None:
                     self.wfile.write(b"0\r\n\r\n")
                 self.close_connection = True

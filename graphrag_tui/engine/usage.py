@@ -5,8 +5,9 @@ meter that stops a run once its spend reaches `--max-cost`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 #: Prices are given in dollars per this many tokens.
 PRICE_UNIT = 1_000_000
@@ -33,15 +34,18 @@ class Usage(BaseModel):
         )
 
 
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+
+
 class Prices(BaseModel):
     """One model's `[prices."model"]` table: dollars per million tokens."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float
-    output: float
+    input: Price
+    output: Price
     #: The price of cached prompt tokens; the input price when not given.
-    cached_input: float | None = None
+    cached_input: Price | None = None
 
 
 class Cost(BaseModel):

@@ -27,3 +27,9 @@ def classic_deployment(url: httpx.URL) -> str | None:
     """The deployment name of a classic Azure deployment URL, else None."""
     match = _DEPLOYMENT_PATH.search(url.path)
     return match.group(1) if match else None
+
+
+def takes_api_key_header(url: httpx.URL) -> bool:
+    """Whether the endpoint wants the key in `api-key`: an Azure host, or a classic
+    deployment path (Azure API Management fronts those under hosts of its own)."""
+    return is_azure_host(url.host) or classic_deployment(url) is not None

@@ -27,7 +27,7 @@ import httpx
 
 from ..engine import ChatReply, ChatRequest, ModelError, TextCallback, Usage
 from ..errors import InputError
-from .azure import AZURE_KEY_HEADER, is_azure_host
+from .azure import AZURE_KEY_HEADER, takes_api_key_header
 from .sse import SSEReader
 from .usage_reply import parse_usage
 
@@ -333,7 +333,7 @@ class OpenAIChatModel:
             if api_key_header is not None:
                 name = check_header_name(api_key_header, "--api-key-header")
                 self._key_header = (name, _Secret(api_key))
-            elif is_azure_host(url.host):
+            elif takes_api_key_header(url):
                 self._key_header = (AZURE_KEY_HEADER, _Secret(api_key))
             else:
                 self._key_header = ("Authorization", _Secret(f"Bearer {api_key}"))

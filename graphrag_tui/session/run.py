@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..engine import ChatModel, GlobalSearch, LongResponseHook, SearchPlan, utc_now
+from ..engine import ChatModel, GlobalSearch, LongResponseHook, Prices, SearchPlan, utc_now
 from ..engine.events import Event
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
@@ -73,7 +73,11 @@ class RunSession:
         )
         return self.plan
 
-    async def run(self, model: ChatModel, *, timeout: float) -> SearchResult:
+    async def run(
+        self, model: ChatModel, *, timeout: float, prices: Prices | None = None, max_cost: float | None = None
+    ) -> SearchResult:
+        """The run; with `prices` its usage is priced, and with `max_cost` it is cancelled
+        once the spend reaches that many dollars."""
         assert self.plan is not None, "prepare() first"
         self.search = GlobalSearch(
             self.plan,
@@ -84,6 +88,8 @@ class RunSession:
             clock=self.clock,
             wall_clock=self.wall_clock,
             on_long_response=self.on_long_response,
+            prices=prices,
+            max_cost=max_cost,
         )
         self.result = await self.search.run()
         return self.result

@@ -41,6 +41,7 @@ it, and every error is one line naming the file, section and key, or the variabl
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -328,6 +329,14 @@ def _one_line(error: ValidationError, source: Source) -> InputError:
             unknown = f"section [{section}]" if isinstance(details["input"], dict) else f"key {section!r}"
             return InputError(f"{source.where}unknown {unknown} (known sections: {_KNOWN_SECTIONS})")
         return InputError(f"{source.where}{section} must be a section ([{section}] with its keys), got {shown(details['input'])}")
+    if section == "prices" and len(rest) > 1:  # [prices."model"] key
+        table = f'[prices.{json.dumps(rest[0])}]'
+        if details["type"] == "extra_forbidden":
+            return InputError(f"{source.where}unknown key {rest[1]!r} in {table} (known: input, output, cached_input)")
+        if details["type"] == "missing":
+            return InputError(f"{source.where}{table} needs {rest[1]} (dollars per million tokens)")
+        return InputError(f"{source.where}{table} {rest[1]} must be a number of dollars per million tokens, "
+                          f"0 or more, got {shown(details['input'])}")
     if details["type"] == "extra_forbidden":
         return InputError(f"{source.where}unknown key {rest[0]!r} in [{section}]")
     reason = details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"]

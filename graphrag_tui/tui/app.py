@@ -37,7 +37,7 @@ from ..engine import (
 from ..errors import InputError
 from ..export import check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
-from ..models.factory import ModelSettings, open_model
+from ..models.factory import ModelSettings, model_name, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
 from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
@@ -111,7 +111,7 @@ def describe_model(settings: ModelSettings) -> str:
     if settings.kind == "local":
         return "local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)"
     host = httpx.URL(settings.base_url or "").netloc.decode()
-    return f"{settings.model or 'first listed model'} @ {host}"
+    return f"{model_name(settings) or 'first listed model'} @ {host}"
 
 
 class GraphRAGApp(App[int]):

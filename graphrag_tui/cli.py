@@ -482,6 +482,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             model=resolved.model,
             given_options=resolved.options.given,
             keymap=keymap,
+            prices=defaults.prices,
         )
     )
     app.run()

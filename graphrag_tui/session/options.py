@@ -133,11 +133,11 @@ class SettingsResolver:
         return sources
 
 
-def prices_for(defaults: UserDefaults, model: ChatModel) -> Prices | None:
+def prices_for(table: Mapping[str, Prices], model: ChatModel) -> Prices | None:
     """The `[prices."name"]` table of the model that answers (an endpoint's model name, or
     an Azure deployment's), if the config has one."""
     name = getattr(model, "model", None)
-    return defaults.prices.get(name) if isinstance(name, str) else None
+    return table.get(name) if isinstance(name, str) else None
 
 
 def parse_max_cost(value: Any, label: str = "--max-cost") -> float | None:
@@ -157,7 +157,7 @@ def parse_max_cost(value: Any, label: str = "--max-cost") -> float | None:
 def cost_limit_prices(defaults: UserDefaults, model: ChatModel, max_cost: float | None) -> Prices | None:
     """The prices of the answering model; InputError when --max-cost is given without them
     (a limit that cannot be judged is no limit)."""
-    prices = prices_for(defaults, model)
+    prices = prices_for(defaults.prices, model)
     if max_cost is not None and prices is None:
         name = getattr(model, "model", None)
         if not isinstance(name, str):

@@ -28,6 +28,7 @@ from ..engine import (
     ChatModel,
     Event,
     Level,
+    Prices,
     SearchOptions,
     SearchResult,
     map_messages,
@@ -39,7 +40,7 @@ from ..export import check_output_files, existing_files, export_paths, write_exp
 from ..models import local_llm
 from ..models.factory import ModelSettings, model_name, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
-from ..session.options import form_defaults, resolve_retrieval
+from ..session.options import form_defaults, prices_for, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
@@ -103,6 +104,8 @@ class AppSettings(BaseModel):
     given_options: frozenset[str] | None = None
     #: Binding id -> comma-separated keys (the `[keymap]` config, checked by tui.keymap.check_keymap).
     keymap: dict[str, str] = {}
+    #: Model name -> prices (the `[prices."model"]` tables): the run's cost is shown live.
+    prices: dict[str, Prices] = {}
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -395,7 +398,8 @@ class GraphRAGApp(App[int]):
             self.post_message(RunFinished(run.failed(error, request)))
             return
         try:
-            result = await run.run(model, timeout=self.settings.model.timeout)
+            prices = prices_for(self.settings.prices, model)
+            result = await run.run(model, timeout=self.settings.model.timeout, prices=prices)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise

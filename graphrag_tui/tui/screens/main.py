@@ -103,5 +103,22 @@ def batch_counts(state: RunState, counts: Counter[CellState]) -> Text:
             text.append("■ ", style=color)
             text.append(f"{state_name} {count}  ")
     if state.retry_wait is not None:
-        text.append(f"waiting {state.retry_wait:g} s (Retry-After)", style="bold #ff9f1c")
+        text.append(f"waiting {state.retry_wait:g} s (Retry-After)  ", style="bold #ff9f1c")
+    if state.usage_total is not None:
+        text.append_text(usage_text(state))
+    return text
+
+
+def usage_text(state: RunState) -> Text:
+    """The run's tokens so far, real against estimated prompt tokens, and the cost."""
+    text = Text()
+    usage = state.usage_total
+    if usage is None:
+        return text
+    text.append("tokens ", style="dim")
+    text.append(f"{usage.prompt_tokens:,} in")
+    text.append(f" (est. {state.estimated_prompt_tokens:,})", style="dim")
+    text.append(f" · {usage.completion_tokens:,} out")
+    if state.cost is not None:
+        text.append(f" · ${state.cost.total:.4f}", style="bold")
     return text

@@ -30,6 +30,8 @@ MODEL_KEYS = (
     "temperature", "top_p", "model_seed", "reasoning_effort", "max_tokens_field", "api_key_header",
     "headers", "extra_body",
 )
+#: Flags spelled otherwise than their setting (`--header` gives one entry of `headers`).
+MODEL_FLAGS = {"headers": "--header"}
 
 # The local model: see `fit_local`.
 #: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
@@ -124,12 +126,13 @@ class SettingsResolver:
         sources: dict[str, Setting] = {}
         for key in MODEL_KEYS:
             value = getattr(settings, key)
+            label = MODEL_FLAGS.get(key) or flag(key)
             if flags.get(key) not in (None, False):
-                sources[key] = Setting(value, "flag", flag(key))
+                sources[key] = Setting(value, "flag", label)
             elif key in user and not (key == "base_url" and settings.local_llm):
                 sources[key] = Setting(value, user[key].source, user[key].label)
             else:
-                sources[key] = Setting(value, "default", flag(key))
+                sources[key] = Setting(value, "default", label)
         return sources
 
 

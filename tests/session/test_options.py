@@ -82,6 +82,14 @@ def test_model_settings_say_where_they_came_from(tmp_path: Path) -> None:
         "response_format": ("json_object", "default", "--response-format"),
         "max_response_bytes": (8388608, "default", "--max-response-bytes"),
         "local_llm": (False, "default", "--local-llm"),
+        "temperature": (None, "default", "--temperature"),
+        "top_p": (None, "default", "--top-p"),
+        "model_seed": (None, "default", "--model-seed"),
+        "reasoning_effort": (None, "default", "--reasoning-effort"),
+        "max_tokens_field": ("auto", "default", "--max-tokens-field"),
+        "api_key_header": (None, "default", "--api-key-header"),
+        "headers": ({}, "default", "--header"),
+        "extra_body": ({}, "default", "--extra-body"),
     }
     assert resolver.resolve({}, with_model=False).model is None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -121,7 +122,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class ScriptedChatServer:
-    def __init__(self, script: Script, models: list[str] | None = None, models_script: Script | None = None) -> None:
+    def __init__(
+        self,
+        script: Script,
+        models: list[str] | None = None,
+        models_script: Script | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.script = script
         self.models = ["scripted-model"] if models is None else models
         #: When set, it answers GET .../models instead of the list of `models`.
@@ -131,12 +138,16 @@ class ScriptedChatServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        #: With `tls`, the server speaks HTTPS (its certificate must name 127.0.0.1).
+        self.scheme = "https" if tls is not None else "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.scheme}://{host}:{port}/v1"
 
     def chat_requests(self) -> list[Received]:
         with self._lock:

@@ -5,6 +5,9 @@ command against the scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +243,68 @@ def test_the_header_names_the_model_and_host(store: Path) -> None:
     classic = ModelSettings(base_url="https://res.openai.azure.com/openai/deployments/dep9?api-version=1")
     assert describe_model(classic) == "dep9 @ res.openai.azure.com"
     assert describe_model(ModelSettings(base_url="http://127.0.0.1:8000/v1", model="m1")) == "m1 @ 127.0.0.1:8000"
+
+
+# -- TLS and proxies --------------------------------------------------------------------------
+
+
+def make_certificates(directory: Path) -> tuple[Path, Path, Path]:
+    """A test CA and a server certificate it signed for 127.0.0.1 (openssl)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ca, ca_key = directory / "ca.pem", directory / "ca.key"
+    cert, key, csr = directory / "srv.pem", directory / "srv.key", directory / "srv.csr"
+    ext = directory / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+                   "extendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n")
+    for command in (
+        ["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=graphrag-tui test CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+        ["req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
+         "-extfile", ext],
+    ):
+        subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
+    return ca, cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_ssl_cert_file_is_trusted_and_nothing_else_is(store: Path, tmp_path: Path) -> None:
+    ca, cert, key = make_certificates(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with ScriptedChatServer(Scripted(MAPS), tls=context) as server:
+        assert server.base_url.startswith("https://127.0.0.1:")
+        trusted = query(store, server.base_url, "--model", "m1", "--no-config", env=clean_env(SSL_CERT_FILE=str(ca)))
+        untrusted = query(store, server.base_url, "--model", "m1", "--no-config",
+                          env={k: v for k, v in clean_env().items() if not k.startswith("SSL_CERT")})
+    assert trusted.code == 0, trusted.stderr
+    assert trusted.json["status"] == "completed"
+    assert untrusted.code == 1
+    errors = {a["error_kind"] for b in untrusted.json["batches"] for a in b["attempts"]}
+    assert errors == {"transport"}
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusted.json["batches"][0]["attempts"][0]["error"]
+
+
+def test_http_proxy_carries_requests_to_a_remote_host_and_no_proxy_bypasses_it(store: Path) -> None:
+    # The scripted server is the proxy: it receives each request in absolute form and answers it.
+    with ScriptedChatServer(Scripted(MAPS)) as proxy:
+        proxy_url = proxy.base_url.removesuffix("/v1")
+        run = query(store, "http://api.example.test/v1", "--model", "m1", "--no-config", "--timeout", "5",
+                    env=clean_env(HTTP_PROXY=proxy_url))
+        paths = {r.path for r in proxy.chat_requests()}
+        assert run.code == 0, run.stderr
+        assert paths == {"http://api.example.test/v1/chat/completions"}
+        before = len(proxy.requests)
+        bypass = query(store, "http://api.example.test/v1", "--model", "m1", "--no-config", "--timeout", "5",
+                       env=clean_env(HTTP_PROXY=proxy_url, NO_PROXY="example.test"))
+        assert len(proxy.requests) == before
+    assert bypass.code == 1
+    assert {a["error_kind"] for b in bypass.json["batches"] for a in b["attempts"]} <= {"transport", "timeout"}
+
+
+def test_a_loopback_base_url_never_goes_through_a_proxy(store: Path) -> None:
+    with ScriptedChatServer(Scripted({})) as proxy, ScriptedChatServer(Scripted(MAPS)) as server:
+        run = query(store, server.base_url, "--model", "m1", "--no-config",
+                    env=clean_env(HTTP_PROXY=proxy.base_url.removesuffix("/v1"), ALL_PROXY=proxy.base_url))
+        assert proxy.requests == []
+    assert run.code == 0, run.stderr

@@ -347,7 +347,7 @@ class OpenAIChatModel:
             ),
             # Proxy variables must not route loopback traffic (local servers) elsewhere.
             trust_env=not loopback,
-            verify=True if loopback or url.scheme == "http" else tls_context(environ if environ is not None else _env()),
+            verify=tls_context(environ if environ is not None else _env()) if url.scheme == "https" else True,
             follow_redirects=False,
         )
 

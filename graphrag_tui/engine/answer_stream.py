@@ -3,22 +3,26 @@ streams, SPEC §3.6): an incremental reader of the first JSON object's top-level
 string. It never fails: on anything it does not follow it stops giving text, and the whole
 reply is parsed and validated as usual once it is complete (`replies.py`).
 
-Linear in the reply's size: runs of plain characters are found with one regex search, and
-what was read is dropped from the buffer."""
+Linear in the reply's size: runs of text are found and decoded with one regex each, and
+what was read is dropped from the buffer before the next piece joins it."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from .replies import repair_text
+
 _STRUCTURE = re.compile(r'[{}\[\]",:]')
 _STRING_STOP = re.compile(r'["\\]')
 _ANSWER_STOP = re.compile(r'["\\]')
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+#: A run of a JSON string's body that decodes on its own: plain characters and whole escapes.
+_STRING_BODY = re.compile(r'(?:[^"\\]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+_HIGH_SURROGATE_TAIL = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
 #: A key longer than this (its JSON text) is not `answer`, however it is escaped.
 _MAX_KEY_TEXT = 6 * len("answer") + 2
-_KEEP_READ = 65536  # drop what was read once this much has piled up
 
 
 class AnswerStream:
@@ -40,14 +44,15 @@ class AnswerStream:
     def feed(self, piece: str) -> str:
         if self._state == "done" or not piece:
             return ""
+        if self._pos:  # drop what was read: the buffer holds only what is still needed
+            start = self._pos if self._key_start is None else min(self._pos, self._key_start)
+            if self._key_start is not None:
+                self._key_start -= start
+            self._buffer, self._pos = self._buffer[start:], self._pos - start
         self._buffer += piece
         out: list[str] = []
         while self._step(out):
             pass
-        if self._pos >= _KEEP_READ:
-            if self._key_start is not None:
-                self._key_start -= self._pos
-            self._buffer, self._pos = self._buffer[self._pos :], 0
         return "".join(out)
 
     # -- states: each step reads what it can and says whether to go on --------------------
@@ -133,6 +138,8 @@ class AnswerStream:
 
     def _answer(self, out: list[str]) -> bool:
         buffer = self._buffer
+        if self._decode_run(out):
+            return True
         match = _ANSWER_STOP.search(buffer, self._pos)
         if match is None:
             out.append(buffer[self._pos :])
@@ -152,6 +159,27 @@ class AnswerStream:
         out.append(decoded)
         self._pos += used
         return True
+
+
+    def _decode_run(self, out: list[str]) -> bool:
+        """Decode, in one go, the longest run from here that decodes on its own (plain text
+        and whole escapes), short of a high surrogate whose pair may still be arriving.
+        False when there is none: an escape that is split, invalid, or the string's end."""
+        buffer, pos = self._buffer, self._pos
+        end = _STRING_BODY.match(buffer, pos).end()  # type: ignore[union-attr]  # matches the empty string
+        tail = _HIGH_SURROGATE_TAIL.search(buffer, pos, end)
+        if tail is not None and _may_continue_as_escape(buffer[end : end + 6]):
+            end = tail.start()
+        if end == pos:
+            return False
+        out.append(repair_text(json.loads('"' + buffer[pos:end] + '"', strict=False)))
+        self._pos = end
+        return True
+
+
+def _may_continue_as_escape(follow: str) -> bool:
+    """Whether text that has arrived so far could still become a \\uXXXX escape."""
+    return len(follow) < 6 and "\\u".startswith(follow[:2]) and _could_be_hex(follow[2:])
 
 
 def _decoded_key(text: str) -> str | None:
@@ -184,7 +212,7 @@ def _escape(buffer: str, pos: int) -> tuple[str | None, int]:
         return chr(code), 6
     # A high surrogate: a low one must follow as \uXXXX, else it stands alone.
     follow = buffer[pos + 6 : pos + 12]
-    if len(follow) < 6 and "\\u".startswith(follow[:2]) and _could_be_hex(follow[2:]):
+    if _may_continue_as_escape(follow):
         return "", 0  # the low surrogate may still be arriving
     if len(follow) == 6 and follow[:2] == "\\u" and _HEX4.fullmatch(follow, 2):
         low = int(follow[2:], 16)

@@ -17,12 +17,14 @@ import ipaddress
 import json
 import logging
 import math
+import os
 import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
+import certifi
 import httpx
 
 from ..engine import ChatReply, ChatRequest, ModelError, TextCallback, Usage
@@ -197,8 +199,6 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
             f"the certificate file or directory in SSL_CERT_FILE/SSL_CERT_DIR cannot be used: {error}"
         ) from None
     if cafile is None and capath is None and not context.get_ca_certs() and not _has_default_capath():
-        import certifi
-
         context.load_verify_locations(certifi.where())
     return context
 
@@ -206,8 +206,6 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
 def _has_default_capath() -> bool:
     """Whether OpenSSL's default CA directory holds certificates (loaded lazily, so
     `get_ca_certs` does not count them)."""
-    import os
-
     capath = ssl.get_default_verify_paths().capath
     try:
         return bool(capath) and any(name.endswith((".0", ".pem", ".crt")) for name in os.listdir(capath or ""))
@@ -347,7 +345,7 @@ class OpenAIChatModel:
             ),
             # Proxy variables must not route loopback traffic (local servers) elsewhere.
             trust_env=not loopback,
-            verify=tls_context(environ if environ is not None else _env()) if url.scheme == "https" else True,
+            verify=tls_context(os.environ if environ is None else environ) if url.scheme == "https" else True,
             follow_redirects=False,
         )
 
@@ -656,12 +654,6 @@ class OpenAIChatModel:
                     status=response.status_code,
                 )
         return bytes(body)
-
-
-def _env() -> Mapping[str, str]:
-    import os
-
-    return os.environ
 
 
 def _excerpt(text: str) -> str:

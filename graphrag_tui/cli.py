@@ -34,15 +34,17 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import __version__
-from .config import default_config_path
+from .config import UserDefaults, default_config_path
 from .engine import (
     FALLBACK_DEFAULTS,
+    AnswerDelta,
     Event,
     Level,
     SearchPlan,
     SearchResult,
     check_level,
     choose_namespace,
+    estimated_input_cost,
     failed_batch_lines,
     flag,
     has_surrogates,
@@ -50,11 +52,12 @@ from .engine import (
     parse_seed,
 )
 from .errors import InputError
-from .models.factory import ModelSettings
+from .models.factory import ModelSettings, model_name
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line
 from .session import ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
 from .session.explore import ExploreSession, find_in_store, view_of
+from .session.options import cost_limit_prices, parse_max_cost
 from .store import CommunityStore, NamespaceInfo
 from .store.explore import KINDS, tree_json
 from .store.search_index import check_query
@@ -135,6 +138,17 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
                         help="at most N tokens per minute (estimated prompt tokens + output reserve)")
     limits.add_argument("--max-rate-wait", metavar="SECONDS",
                         help="what one batch may wait in all for 429s before it fails (default 300)")
+    request = parser.add_argument_group("model request (an endpoint; default: the server's own)")
+    request.add_argument("--temperature", metavar="T", help="sampling temperature, 0 to 2")
+    request.add_argument("--top-p", metavar="P", help="nucleus sampling, 0 to 1")
+    request.add_argument("--model-seed", metavar="N", help="the model's sampling seed (--seed is the shuffle's)")
+    request.add_argument("--reasoning-effort", metavar="LEVEL", help="minimal, low, medium or high (reasoning models)")
+    request.add_argument("--max-tokens-field", choices=("auto", "max_tokens", "max_completion_tokens"),
+                         help="the body field of the reply's token limit (default auto: switches once if refused)")
+    request.add_argument("--api-key-header", metavar="NAME", help="send the key raw in this header (gateways)")
+    request.add_argument("--header", dest="headers", action="append", metavar="'NAME: VALUE'",
+                         help="an extra request header (repeatable)")
+    request.add_argument("--extra-body", metavar="JSON", help="extra body fields, as a JSON object")
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -155,6 +169,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         if name == "query":
             sub.add_argument("--events", type=Path, metavar="FILE", help="write every event as a JSON line")
+            sub.add_argument("--max-cost", metavar="USD", help="cancel the run once it has cost this much (needs prices)")
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
     info.add_argument("store", type=Path)
     info.add_argument("--json", action="store_true")
@@ -205,11 +220,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = _prepared(args, search_request(args, resolved, seed)).plan
     assert plan is not None
     report = plan_report(plan)
+    report["estimated_cost"] = estimated_map_cost(report, resolved)
     if args.json:
         _say_json(report)
         return 0
     _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
          f"level {plan.level}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
+    if report["estimated_cost"] is not None:
+        cost = report["estimated_cost"]
+        _say(f"estimated cost of the Map prompts: ${cost['input']:.4f} ({cost['prompt_tokens']} tokens of "
+             f"{one_line(cost['model'])} input, estimated; replies and Reduce not included)")
     for batch in report["batches"]:
         ids = ", ".join(one_line(cid) for cid in batch["community_ids"])
         _say(f"  batch {batch['index']:>4}: {batch['prompt_tokens']:>6} tokens, {len(batch['parts'])} parts: {ids}")
@@ -240,23 +260,81 @@ def plan_report(plan: SearchPlan) -> dict[str, Any]:
     }
 
 
+def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, Any] | None:
+    """What the Map prompts cost at the model's input price, by the token estimate; None
+    when no `[prices."model"]` table applies (or the model is named only by its server)."""
+    name = model_name(resolved.model) if resolved.model is not None else None
+    prices = resolved.user_defaults.prices.get(name) if name else None
+    if prices is None:
+        return None
+    tokens = sum(batch["prompt_tokens"] for batch in report["batches"])
+    return {"model": name, "prompt_tokens": tokens, "input": estimated_input_cost(tokens, prices), "currency": "USD"}
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None
+    max_cost = parse_max_cost(args.max_cost)
     run = _prepared(args, search_request(args, resolved, seed))
     events = EventsFile.open(args.events, inputs=input_files(args))
-    if events is not None:
-        run.on_event = events.write
+    printer = None if args.json else AnswerPrinter()
+    listeners = [listener.write for listener in (events, printer) if listener is not None]
+
+    def each_listener(event: Event) -> None:  # type: ignore[valid-type]
+        for listen in listeners:
+            listen(event)
+
+    run.on_event = each_listener
     try:
-        result = asyncio.run(_run_query(run, resolved.model))
+        result = asyncio.run(_run_query(run, resolved.model, resolved.user_defaults, max_cost))
     finally:
         if events is not None:
             events.close()
     if args.json:
         _say_json(result.model_dump(mode="json"))
     else:
-        print_result(result)
+        print_result(result, streamed=printer.end() if printer is not None else None)
     return EXIT_CODES[result.status]
+
+
+class AnswerPrinter:
+    """Text mode: the Reduce answer printed as it streams, flushed piece by piece (made
+    inert like all text output). A retry starts over on a new line."""
+
+    def __init__(self) -> None:
+        self.attempt: int | None = None
+        self.text: list[str] = []
+        self._cr = False  # a CR held back: it may be the first half of a CRLF
+        self.failed = False
+
+    def write(self, event: Event) -> None:  # type: ignore[valid-type]
+        if not isinstance(event, AnswerDelta) or self.failed:
+            return
+        piece = event.text
+        if self.attempt is not None and event.attempt != self.attempt:
+            self._out("\n\n(that reply was not valid; the retry's answer follows)\n\n")
+            self.text, self._cr = [], False
+        self.attempt = event.attempt
+        self.text.append(piece)
+        if self._cr:
+            piece = "\r" + piece
+        self._cr = piece.endswith("\r")
+        self._out(clean(piece.removesuffix("\r").replace("\r\n", "\n")))
+
+    def end(self) -> str | None:
+        """The streamed answer (None when nothing streamed); the output goes on a new line."""
+        if self.attempt is None:
+            return None
+        self._out(clean("\r") if self._cr else "")
+        self._out("\n\n")
+        return "".join(self.text)
+
+    def _out(self, text: str) -> None:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError:  # a closed pipe: main() reports it when the run has ended
+            self.failed = True
 
 
 def input_files(args: argparse.Namespace) -> list[Path]:
@@ -308,15 +386,24 @@ class EventsFile:
                   "the run goes on without its events")
 
 
-async def _run_query(run: RunSession, settings: ModelSettings) -> SearchResult:
+async def _run_query(
+    run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None
+) -> SearchResult:
     models = ModelSession(os.environ)
     model = await models.open(settings)
+    try:
+        prices = cost_limit_prices(defaults, model, max_cost)
+    except InputError:
+        await models.close()
+        raise
     if settings.kind == "extractive":
         _warn(EXTRACTIVE_NOTICE)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, run.cancel)
     try:
-        result = await run.run(model, timeout=settings.timeout, rate_limits=settings.rate_limits)
+        result = await run.run(
+            model, timeout=settings.timeout, rate_limits=settings.rate_limits, prices=prices, max_cost=max_cost
+        )
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await models.close()
@@ -331,9 +418,11 @@ def model_answered(result: SearchResult) -> bool:
     return any(a.error_kind is None for a in attempts)
 
 
-def print_result(result: SearchResult) -> None:
+def print_result(result: SearchResult, streamed: str | None = None) -> None:
+    """The result in words. When the answer was printed as it streamed, it is not repeated
+    (unless the final answer differs from what streamed)."""
     _say(f"status: {result.status}")
-    if result.answer:
+    if result.answer and result.answer != streamed:
         _say()
         _say(result.answer.replace("\r\n", "\n"))  # a lone CR (it rewrites the line) is shown
         _say()
@@ -350,6 +439,13 @@ def print_result(result: SearchResult) -> None:
             _say("  " + line)
     if result.cited_community_ids:
         _say("communities: " + ", ".join(one_line(cid) for cid in result.cited_community_ids))
+    usage = result.usage_total
+    if usage is not None:
+        _say(f"tokens: {usage.prompt_tokens} prompt ({result.estimated_prompt_tokens} estimated, "
+             f"{usage.cached_tokens} cached), {usage.completion_tokens} completion, {usage.total_tokens} total")
+    if result.cost is not None:
+        _say(f"cost: ${result.cost.total:.4f} (input ${result.cost.input:.4f}, cached ${result.cost.cached:.4f}, "
+             f"output ${result.cost.output:.4f})")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -414,6 +510,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             model=resolved.model,
             given_options=resolved.options.given,
             keymap=keymap,
+            prices=defaults.prices,
         )
     )
     app.run()

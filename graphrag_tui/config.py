@@ -19,6 +19,19 @@ max_response_bytes = 8388608
 requests_per_minute = 500       # caps: requests and tokens per minute (none by default)
 tokens_per_minute = 200000
 max_rate_wait = 300             # seconds one batch may wait in all for 429s
+temperature = 0.2            # top_p, model_seed, reasoning_effort, max_tokens_field,
+api_key_header = "X-Api-Key" # ... are optional too
+
+[model.headers]              # extra request headers (GRAPHRAG_TUI_HEADERS: a JSON object)
+X-Team = "search"
+
+[model.extra_body]           # extra body fields (GRAPHRAG_TUI_EXTRA_BODY: a JSON object)
+service_tier = "flex"
+
+[prices."gpt-4o-mini"]       # dollars per million tokens (the file only)
+input = 0.15
+output = 0.60
+cached_input = 0.075
 
 [keymap]  # binding id = comma-separated keys (the file only)
 export = "e,ctrl+e"
@@ -31,6 +44,7 @@ it, and every error is one line naming the file, section and key, or the variabl
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -55,9 +69,20 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .engine import has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
+from .engine import Prices, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
 from .errors import InputError
-from .models.factory import parse_max_response_bytes, parse_timeout
+from .models.factory import (
+    parse_api_key_header,
+    parse_extra_body,
+    parse_headers,
+    parse_max_response_bytes,
+    parse_max_tokens_field,
+    parse_model_seed,
+    parse_reasoning_effort,
+    parse_temperature,
+    parse_timeout,
+    parse_top_p,
+)
 from .models.openai_http import RESPONSE_FORMATS
 
 APP_NAME = "graphrag-tui"
@@ -139,6 +164,14 @@ class ModelConfig(BaseModel):
     requests_per_minute: Annotated[int | None, BeforeValidator(_checked_by(parse_per_minute))] = None
     tokens_per_minute: Annotated[int | None, BeforeValidator(_checked_by(parse_per_minute))] = None
     max_rate_wait: Annotated[float | None, BeforeValidator(_checked_by(parse_max_rate_wait))] = None
+    temperature: Annotated[float | None, BeforeValidator(_checked_by(parse_temperature))] = None
+    top_p: Annotated[float | None, BeforeValidator(_checked_by(parse_top_p))] = None
+    model_seed: Annotated[int | None, BeforeValidator(_checked_by(parse_model_seed))] = None
+    reasoning_effort: Annotated[str | None, BeforeValidator(_checked_by(parse_reasoning_effort))] = None
+    max_tokens_field: Annotated[str | None, BeforeValidator(_checked_by(parse_max_tokens_field))] = None
+    api_key_header: Annotated[str | None, BeforeValidator(_checked_by(parse_api_key_header))] = None
+    headers: Annotated[dict[str, str] | None, BeforeValidator(_checked_by(parse_headers))] = None
+    extra_body: Annotated[dict[str, Any] | None, BeforeValidator(_checked_by(parse_extra_body))] = None
 
 
 class Settings(BaseSettings):
@@ -148,6 +181,8 @@ class Settings(BaseSettings):
 
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    #: Model name -> its prices in dollars per million tokens (the file only).
+    prices: dict[str, Prices] = Field(default_factory=dict)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
@@ -165,6 +200,8 @@ class UserDefaults(BaseModel):
     model: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
+    #: Model name -> prices, from the file's [prices."model"] tables.
+    prices: dict[str, Prices] = {}
     labels: dict[str, str] = {}
     #: The config file path, if one was read.
     config_file: str | None = None
@@ -265,6 +302,7 @@ def load_user_defaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
         keymap=settings.keymap,
+        prices=settings.prices,
         labels=labels,
         config_file=str(path) if isinstance(sources[0], ConfigFileSource) else None,
     )
@@ -297,6 +335,14 @@ def _one_line(error: ValidationError, source: Source) -> InputError:
             unknown = f"section [{section}]" if isinstance(details["input"], dict) else f"key {section!r}"
             return InputError(f"{source.where}unknown {unknown} (known sections: {_KNOWN_SECTIONS})")
         return InputError(f"{source.where}{section} must be a section ([{section}] with its keys), got {shown(details['input'])}")
+    if section == "prices" and len(rest) > 1:  # [prices."model"] key
+        table = f'[prices.{json.dumps(rest[0])}]'
+        if details["type"] == "extra_forbidden":
+            return InputError(f"{source.where}unknown key {rest[1]!r} in {table} (known: input, output, cached_input)")
+        if details["type"] == "missing":
+            return InputError(f"{source.where}{table} needs {rest[1]} (dollars per million tokens)")
+        return InputError(f"{source.where}{table} {rest[1]} must be a number of dollars per million tokens, "
+                          f"0 or more, got {shown(details['input'])}")
     if details["type"] == "extra_forbidden":
         return InputError(f"{source.where}unknown key {rest[0]!r} in [{section}]")
     reason = details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"]

@@ -135,6 +135,14 @@ def _run_lines(result: SearchResult, info: RunInfo | None) -> list[str]:
         out.append(f"- Error: {_inline(result.error)}")
     if result.detail:
         out.append(f"- Detail: {_inline(result.detail)}")
+    if result.usage_total is not None:
+        usage = result.usage_total
+        out.append(f"- Tokens: {usage.prompt_tokens} prompt ({result.estimated_prompt_tokens} estimated, "
+                   f"{usage.cached_tokens} cached), {usage.completion_tokens} completion, {usage.total_tokens} total")
+    if result.cost is not None:
+        cost = result.cost
+        out.append(f"- Cost: ${cost.total:.4f} (input ${cost.input:.4f}, cached ${cost.cached:.4f}, "
+                   f"output ${cost.output:.4f})")
     return out
 
 

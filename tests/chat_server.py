@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +33,7 @@ class Reply:
     #: `length` as its Content-Length, else chunked (so it may never end).
     chunks: Callable[[], Iterable[bytes]] | None = None
     length: int | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -58,9 +60,9 @@ class Received:
         return "reduce" if "Reduce stage" in self.prompt else "map"
 
 
-def completion(content: str, model: str = "scripted-model") -> dict[str, Any]:
-    """An OpenAI chat.completion body whose single choice carries `content`."""
-    return {
+def completion(content: str, model: str = "scripted-model", usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An OpenAI chat.completion body whose single choice carries `content` (and `usage`)."""
+    body: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
@@ -69,6 +71,41 @@ def completion(content: str, model: str = "scripted-model") -> dict[str, Any]:
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         ],
     }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+    """A `usage` object as OpenAI gives it."""
+    body: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if cached is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": cached}
+    return body
+
+
+def sse_event(data: dict[str, Any] | str) -> bytes:
+    return b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+
+
+def streamed(
+    pieces: list[str], usage: dict[str, Any] | None = None, gates: list[threading.Event] | None = None
+) -> Reply:
+    """A streamed completion (server-sent events): one chunk per piece of the content, then
+    one with `usage`, then [DONE]. With `gates`, piece i is sent once gates[i] is set."""
+
+    def chunks() -> Iterable[bytes]:
+        yield sse_event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        for index, piece in enumerate(pieces):
+            if gates is not None and index < len(gates):
+                gates[index].wait(timeout=30)
+            yield sse_event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        yield sse_event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if usage is not None:
+            yield sse_event({"choices": [], "usage": usage})
+        yield sse_event("[DONE]")
+
+    return Reply(chunks=chunks, content_type="text/event-stream")
 
 
 def map_reply(answer: str, usefulness: Any) -> Reply:
@@ -88,7 +125,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class ScriptedChatServer:
-    def __init__(self, script: Script, models: list[str] | None = None, models_script: Script | None = None) -> None:
+    def __init__(
+        self,
+        script: Script,
+        models: list[str] | None = None,
+        models_script: Script | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.script = script
         self.models = ["scripted-model"] if models is None else models
         #: When set, it answers GET .../models instead of the list of `models`.
@@ -98,12 +141,16 @@ class ScriptedChatServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        #: With `tls`, the server speaks HTTPS (its certificate must name 127.0.0.1).
+        self.scheme = "https" if tls is not None else "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.scheme}://{host}:{port}/v1"
 
     def chat_requests(self) -> list[Received]:
         with self._lock:
@@ -133,7 +180,7 @@ class ScriptedChatServer:
                     data = (reply.body if isinstance(reply.body, str) else json.dumps(reply.body)).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     if reply.chunks is None:
                         self.send_header("Content-Length", str(len(data)))
                     elif reply.length is not None:
@@ -159,6 +206,7 @@ class ScriptedChatServer:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     else:
                         self.wfile.write(chunk)
+                    self.wfile.flush()
                 if reply.length is None:
                     self.wfile.write(b"0\r\n\r\n")
                 self.close_connection = True

@@ -93,7 +93,10 @@ def test_completed_run_sends_each_community_and_reduces_the_useful_answers(store
     types = [e["type"] for e in lines]
     assert types[0] == "planned" and lines[0]["batch_count"] == 3 and lines[0]["workers"] == 3
     assert types.count("batch_started") == 3 and types.count("batch_succeeded") == 3
-    assert types[-5:] == ["reduce_candidate", "reduce_candidate", "reduce_candidate", "reduce_started", "finished"]
+    # the Reduce request asked to stream; this server answered with plain JSON, read as usual
+    assert types[-6:] == [
+        "reduce_candidate", "reduce_candidate", "reduce_candidate", "reduce_started", "request_adapted", "finished"
+    ]
     assert lines[-1]["status"] == "completed"
     assert all(isinstance(e["t"], float) for e in lines)
     assert "m1 @ 127.0.0.1" in run.stderr

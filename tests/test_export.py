@@ -303,7 +303,7 @@ def test_write_export_json_round_trip_and_markdown(store, tmp_path: Path) -> Non
     assert list(data) == [
         "query", "namespace", "level", "seed", "status", "answer", "error", "detail",
         "summary_count", "batch_count", "failed_batch_count", "batches", "reduce",
-        "selected_map_answers",
+        "selected_map_answers", "usage_total", "estimated_prompt_tokens", "cost",
     ]
     assert data["error"] is None and data["level"] == 1
     assert data["batches"][1] == {
@@ -312,10 +312,10 @@ def test_write_export_json_round_trip_and_markdown(store, tmp_path: Path) -> Non
         "attempts": [
             {"attempt": 1, "started_at": "2026-01-01T00:00:00+00:00", "duration_s": 1.25,
              "error_kind": "invalid_json", "error": "not JSON", "raw_response": "oops \x1b",
-             "raw_response_bytes": None},
+             "raw_response_bytes": None, "usage": None},
             {"attempt": 2, "started_at": "2026-01-01T00:00:02+00:00", "duration_s": 120.0,
              "error_kind": "timeout", "error": "timed out", "raw_response": None,
-             "raw_response_bytes": None},
+             "raw_response_bytes": None, "usage": None},
         ],
         "usefulness": None, "answer": None, "status": "failed",
     }
@@ -379,3 +379,17 @@ def test_write_export_permission_denied(store, tmp_path: Path) -> None:
         assert "\n" not in str(denied.value)
     finally:
         locked.chmod(0o700)
+
+
+def test_the_report_gives_tokens_and_cost_when_the_run_has_them(store) -> None:
+    from graphrag_tui.engine import Cost, Usage
+
+    result = make_result().model_copy(update={
+        "usage_total": Usage(prompt_tokens=6500, completion_tokens=107, cached_tokens=400, total_tokens=6607),
+        "estimated_prompt_tokens": 6200,
+        "cost": Cost(input=0.0122, output=0.000856, cached=0.0002, total=0.013256),
+    })
+    lines = markdown_report(result, store).splitlines()
+    assert "- Tokens: 6500 prompt (6200 estimated, 400 cached), 107 completion, 6607 total" in lines
+    assert "- Cost: $0.0133 (input $0.0122, cached $0.0002, output $0.0009)" in lines
+    assert not any(line.startswith(("- Tokens", "- Cost")) for line in markdown_report(make_result(), store).splitlines())

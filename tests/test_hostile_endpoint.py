@@ -218,9 +218,9 @@ def test_a_bad_size_cap_is_exit_2_in_one_line(store: Path, value: str) -> None:
 
 
 def extra(result: dict[str, Any]) -> dict[str, Any]:
-    """The attempt fields beyond SPEC §5's that this result carries (raw_response_bytes)."""
+    """The attempt fields beyond SPEC §5's that this result carries (raw_response_bytes, usage)."""
     attempt = result["batches"][0]["attempts"][0]
-    return {"raw_response_bytes": None} if "raw_response_bytes" in attempt else {}
+    return {name: None for name in ("raw_response_bytes", "usage") if name in attempt}
 
 
 def run_measured(*args: str, timeout: float) -> tuple[Run, int]:

@@ -200,7 +200,7 @@ async def test_a_prompt_over_the_slot_by_real_tokens_fails_the_attempt_without_s
         return httpx.Response(200, json=reply)
 
     model = _model(handler, slot=512)
-    assert await model.complete(_request(100)) == '{"answer": "a", "usefulness": 5}'
+    assert (await model.complete(_request(100))).text == '{"answer": "a", "usefulness": 5}'
     assert paths == ["/apply-template", "/tokenize", "/v1/chat/completions"]
     assert model.timings[0]["tokenized_prompt"] == 400
     paths.clear()

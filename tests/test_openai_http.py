@@ -49,7 +49,7 @@ async def test_payload_json_object_with_max_tokens_and_key() -> None:
     with ScriptedChatServer(ok) as server:
         model = OpenAIChatModel(server.base_url + "/", "m1", KEY)
         try:
-            text = await model.complete(request(max_tokens=512))
+            text = (await model.complete(request(max_tokens=512))).text
         finally:
             await model.aclose()
         assert text == '{"answer": "a", "usefulness": 50}'
@@ -286,7 +286,7 @@ async def test_concurrent_requests_are_not_throttled() -> None:
             elapsed = time.monotonic() - started
         finally:
             await model.aclose()
-        assert results == ["x"] * 24
+        assert [r.text for r in results] == ["x"] * 24
         assert server.max_in_flight == 24
         assert elapsed < 1.5
 
@@ -352,7 +352,7 @@ async def test_a_200_reply_echoing_the_key_is_masked_in_content_and_raw_response
     with ScriptedChatServer(echo) as server:
         model = OpenAIChatModel(server.base_url, "m", KEY)
         try:
-            content = await model.complete(request())
+            content = (await model.complete(request())).text
             bad = request().model_copy(update={"messages": (ChatMessage(role="user", content="bad"),)})
             with pytest.raises(ModelError) as info:
                 await model.complete(bad)

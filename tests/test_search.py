@@ -255,7 +255,12 @@ async def test_result_json_has_the_spec_fields() -> None:
         "batches",
         "reduce",
         "selected_map_answers",
+        "usage_total",
+        "estimated_prompt_tokens",
+        "cost",
     }
+    # a model that reports no usage: none is made up
+    assert (data["usage_total"], data["estimated_prompt_tokens"], data["cost"]) == (None, None, None)
     heading = (data["query"], data["namespace"], data["level"], data["seed"], data["status"])
     assert heading == (QUERY, "ns", "leaf", 123, "partial")
     assert (data["error"], data["summary_count"], data["batch_count"], data["failed_batch_count"]) == (None, 3, 3, 1)
@@ -265,8 +270,10 @@ async def test_result_json_has_the_spec_fields() -> None:
             assert set(part) == {"community_id", "part"}
         for attempt in batch["attempts"]:
             assert set(attempt) == {
-                "attempt", "started_at", "duration_s", "error_kind", "error", "raw_response", "raw_response_bytes"
+                "attempt", "started_at", "duration_s", "error_kind", "error", "raw_response", "raw_response_bytes",
+                "usage",
             }
+            assert attempt["usage"] is None
     assert data["batches"][0]["parts"] == [{"community_id": "c0", "part": 1}]
     assert data["batches"][0]["community_ids"] == ["c0"]
     assert [b["status"] for b in data["batches"]] == ["failed", "succeeded", "succeeded"]

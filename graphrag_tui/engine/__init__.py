@@ -9,6 +9,7 @@ from here.
 from .batcher import MapBatch, PartRef
 from .corpus import Claim, CommunityContext, Excerpt, MapTextParts
 from .events import (
+    AnswerDelta,
     AttemptFailed,
     BatchFailed,
     BatchStarted,
@@ -20,13 +21,25 @@ from .events import (
     RateLimited,
     ReduceCandidateDecided,
     ReduceStarted,
+    RequestAdapted,
     RetryWaiting,
+    UsageReported,
 )
 from .failures import failed_batch_lines
 from .maptext import claim_lines, excerpt_line, map_text
 from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
-from .ports import ChatMessage, ChatModel, ChatRequest, ErrorKind, ModelError, RateWaitSource, Stage
+from .ports import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    ChatRequest,
+    ErrorKind,
+    ModelError,
+    RateWaitSource,
+    Stage,
+    TextCallback,
+)
 from .prompts import map_messages, prompt_text, reduce_messages
 from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
@@ -54,6 +67,7 @@ from .result import (
 )
 from .retry import LongResponseHook
 from .search import GlobalSearch, utc_now
+from .usage import Cost, Prices, Usage, UsageMeter, cost_of, estimated_input_cost
 
 __all__ = [
     # the run
@@ -96,6 +110,8 @@ __all__ = [
     # the model port
     "ChatMessage",
     "ChatModel",
+    "ChatReply",
+    "TextCallback",
     "ChatRequest",
     "ErrorKind",
     "MAP_REPLY_SCHEMA",
@@ -107,6 +123,7 @@ __all__ = [
     "prompt_text",
     "reduce_messages",
     # events
+    "AnswerDelta",
     "AttemptFailed",
     "BatchFailed",
     "BatchStarted",
@@ -118,7 +135,9 @@ __all__ = [
     "RateLimited",
     "ReduceCandidateDecided",
     "ReduceStarted",
+    "RequestAdapted",
     "RetryWaiting",
+    "UsageReported",
     # the result
     "Attempt",
     "BatchResult",
@@ -130,4 +149,11 @@ __all__ = [
     "SelectedAnswer",
     "Status",
     "failed_batch_lines",
+    # usage and cost
+    "Cost",
+    "Prices",
+    "Usage",
+    "UsageMeter",
+    "cost_of",
+    "estimated_input_cost",
 ]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .ports import ErrorKind, RateWaitSource
 from .result import Decision, Status
+from .usage import Cost, Usage
 
 
 class _Event(BaseModel):
@@ -109,6 +110,36 @@ class ReduceStarted(_Event):
     budget: int
 
 
+class UsageReported(_Event):
+    """A call's usage as the server reported it (`batch_index` None for Reduce), beside its
+    estimated prompt tokens, and the run's totals so far (the cost when prices apply)."""
+
+    type: Literal["usage"] = "usage"
+    batch_index: int | None
+    attempt: int
+    usage: Usage
+    estimated_prompt_tokens: int | None
+    usage_total: Usage
+    estimated_prompt_tokens_total: int
+    cost: Cost | None = None
+
+
+class AnswerDelta(_Event):
+    """More of the Reduce answer as the model writes it. A new `attempt` starts the text over."""
+
+    type: Literal["answer_delta"] = "answer_delta"
+    attempt: int
+    text: str
+
+
+class RequestAdapted(_Event):
+    """The model changed its requests to suit the server (once per change): `change` says how."""
+
+    type: Literal["request_adapted"] = "request_adapted"
+    batch_index: int | None
+    change: str
+
+
 class Finished(_Event):
     type: Literal["finished"] = "finished"
     status: Status
@@ -126,6 +157,9 @@ Event = Annotated[
     | BatchFailed
     | ReduceCandidateDecided
     | ReduceStarted
+    | UsageReported
+    | AnswerDelta
+    | RequestAdapted
     | Finished,
     Field(discriminator="type"),
 ]

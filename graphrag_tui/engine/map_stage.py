@@ -80,6 +80,7 @@ class MapStage:
             content=content,
             max_tokens=self.plan.options.map_reserve or None,
             json_schema=MAP_REPLY_SCHEMA,
+            prompt_tokens=result.prompt_tokens,
         )
 
         def started(number: int) -> None:

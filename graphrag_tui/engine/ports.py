@@ -4,9 +4,12 @@ errors it may raise. The engine depends on this, never on a model module."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
+
+from .usage import Usage
 
 Stage = Literal["map", "reduce"]
 #: `response_too_large`: the reply passed the size cap (--max-response-bytes) and was not read
@@ -42,6 +45,24 @@ class ChatRequest(BaseModel):
     content: str
     max_tokens: int | None = None
     json_schema: dict[str, Any] | None = None
+    #: The estimate of the prompt's tokens (SPEC §3.3), set beside the server's real count.
+    prompt_tokens: int | None = None
+
+
+class ChatReply(BaseModel):
+    """A reply with what the server said it used. A model may return this or plain text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    usage: Usage | None = None
+    #: How the model changed its requests to suit the server during this call, in words
+    #: ("max_tokens -> max_completion_tokens"): each is reported as a `request_adapted` event.
+    adaptations: tuple[str, ...] = ()
+
+
+#: Called with each piece of the reply's text as it arrives (streaming).
+TextCallback = Callable[[str], None]
 
 
 class ModelError(Exception):
@@ -56,6 +77,7 @@ class ModelError(Exception):
         retry_after: float | None = None,
         wait_source: RateWaitSource | None = None,
         raw_response: str | None = None,
+        adaptations: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -66,14 +88,21 @@ class ModelError(Exception):
         self.retry_after = retry_after
         self.wait_source = wait_source
         self.raw_response = raw_response
+        self.adaptations = adaptations
 
 
 class ChatModel(Protocol):
-    """Returns the raw text of the reply, or raises ModelError."""
+    """Returns the raw text of the reply (or a ChatReply: the text and its usage), or raises
+    ModelError.
+
+    A model that can stream says so with a true `supports_streaming` attribute; only then
+    does the engine call `complete(request, on_text=callback)`, and the model calls
+    `on_text` with each piece of the reply's text as it arrives (the whole text is still
+    returned). Models without the attribute are called as `complete(request)`."""
 
     #: Shown to the user: what answers ("extractive, offline: not an LLM", "gpt-4o @ host").
     description: str
 
-    async def complete(self, request: ChatRequest) -> str: ...
+    async def complete(self, request: ChatRequest) -> str | ChatReply: ...
 
     async def aclose(self) -> None: ...

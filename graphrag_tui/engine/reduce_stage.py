@@ -62,6 +62,7 @@ class ReduceStage:
             content=content,
             max_tokens=plan.options.reduce_reserve or None,
             json_schema=REDUCE_REPLY_SCHEMA,
+            prompt_tokens=prompt_tokens,
         )
 
     async def answer(self, request: ChatRequest) -> str | None:

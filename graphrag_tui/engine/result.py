@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from .batcher import PartRef
 from .ports import ErrorKind
+from .usage import Cost, Usage
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
 Decision = Literal["selected", "over_budget", "zero_usefulness"]
@@ -36,6 +37,8 @@ class Attempt(BaseModel):
     #: The whole raw response's size in UTF-8 bytes; `raw_response` keeps at most the first
     #: 64 KiB of it (RAW_RESPONSE_CAP), cut at a character boundary.
     raw_response_bytes: int | None = None
+    #: What the server said this call used (None: it did not say).
+    usage: Usage | None = None
 
 
 class BatchResult(BaseModel):
@@ -86,6 +89,13 @@ class SearchResult(BaseModel):
     batches: list[BatchResult] = []
     reduce: ReduceReport
     selected_map_answers: list[SelectedAnswer] = []
+    #: The sum of every call's usage (Map, Reduce and any other call of the run); None when
+    #: no server reported usage.
+    usage_total: Usage | None = None
+    #: The estimated prompt tokens of the same calls, to set beside usage_total.prompt_tokens.
+    estimated_prompt_tokens: int | None = None
+    #: usage_total priced by the `[prices."model"]` table; None without one.
+    cost: Cost | None = None
 
     @property
     def cited_community_ids(self) -> tuple[str, ...]:

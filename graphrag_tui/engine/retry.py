@@ -12,18 +12,30 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar, cast
 
-from .events import AttemptFailed, ChangeReason, ConcurrencyChanged, EventReporter, RateLimited, RetryWaiting
+from .answer_stream import AnswerStream
+from .events import (
+    AnswerDelta,
+    AttemptFailed,
+    ChangeReason,
+    ConcurrencyChanged,
+    EventReporter,
+    RateLimited,
+    RequestAdapted,
+    RetryWaiting,
+    UsageReported,
+)
 from .failures import error_text, for_log, internal_error
 from .options import MAX_CONCURRENCY
-from .ports import ChatModel, ChatRequest, ModelError, RateWaitSource
+from .ports import ChatModel, ChatReply, ChatRequest, ModelError, RateWaitSource, TextCallback
 from .prompts import prompt_text
 from .rate_limits import RateLimits
 from .replies import ReplyError, repair_text
 from .result import RAW_RESPONSE_CAP, Attempt, cap_raw_response
 from .throttle import LimitChange, Throttle
 from .tokens import TextSize
+from .usage import Usage, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -46,6 +58,12 @@ MIN_RATE_WAIT = 0.01
 LongResponseHook = Callable[[int | None, int, str], None]
 
 
+class StreamingChatModel(Protocol):
+    """A ChatModel whose `supports_streaming` is true (see ports.ChatModel)."""
+
+    async def complete(self, request: ChatRequest, *, on_text: TextCallback | None = None) -> str | ChatReply: ...
+
+
 def retry_wait(seconds: float) -> float:
     """How long the second attempt waits when the server asked for `seconds`."""
     return min(max(seconds, 0.0), MAX_RETRY_WAIT)
@@ -64,6 +82,8 @@ class ModelCaller:
     on_long_response: LongResponseHook | None = None
     #: The run's gate: caps, 429 pauses, the concurrency limit (none of them by default).
     throttle: Throttle = field(default_factory=lambda: Throttle(RateLimits(), MAX_CONCURRENCY))
+    #: The run's usage totals and cost limit (None: usage is only recorded per attempt).
+    meter: UsageMeter | None = None
 
     async def attempt(
         self,
@@ -76,6 +96,8 @@ class ModelCaller:
         """One call, recorded in `record`. Returns the attempt, the parsed reply (or None)
         and the model's error, if it raised one (a 429 as `rate_limited`, whichever kind the
         model gave it). Only cancellation raises."""
+        if self.meter is not None and self.meter.limit_reached:
+            await asyncio.Future()  # the cost limit is cancelling the run: send nothing, wait for it
         started_at = self.wall_clock().isoformat()
         began = self.clock()
         attempt = Attempt(attempt=number, started_at=started_at, duration_s=0.0)
@@ -84,7 +106,7 @@ class ModelCaller:
         model_error: ModelError | None = None
         try:
             async with asyncio.timeout(self.timeout):
-                raw: object = await self.model.complete(request)
+                raw: object = await self._complete(request, number)
         except asyncio.CancelledError:
             attempt.duration_s = round(self.clock() - began, 6)
             attempt.error = "cancelled"
@@ -95,6 +117,7 @@ class ModelCaller:
             model_error = error
             kind = "rate_limited" if error.status == 429 else error.kind
             attempt.error_kind, attempt.error = kind, error_text(str(error.message))
+            self._report_adaptations(error.adaptations, batch_index)
             if error.raw_response is not None:
                 self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
         except Exception as error:  # from the model object: this attempt fails, not the run
@@ -102,6 +125,11 @@ class ModelCaller:
             attempt.error_kind, attempt.error = "internal", internal_error(error)
         else:
             try:
+                if isinstance(raw, ChatReply):
+                    self._report_adaptations(raw.adaptations, batch_index)
+                    if raw.usage is not None:
+                        self._record_usage(attempt, raw.usage, request, batch_index)
+                    raw = raw.text
                 if not isinstance(raw, str):
                     raise TypeError(f"the model returned {type(raw).__name__}, not text")
                 text = repair_text(raw)
@@ -120,6 +148,50 @@ class ModelCaller:
             report = self.report
             fields = {"t": report.now(), "from": change.old, "to": change.new, "reason": reason}
             report(ConcurrencyChanged.model_validate(fields))
+
+    async def _complete(self, request: ChatRequest, number: int) -> object:
+        """The model's reply. The Reduce answer streams from a model that can stream: each
+        piece of its `answer` field is reported (AnswerDelta) as it arrives."""
+        if request.stage != "reduce" or getattr(self.model, "supports_streaming", False) is not True:
+            return await self.model.complete(request)
+        answer = AnswerStream()
+        report = self.report
+
+        def on_text(piece: str) -> None:
+            try:
+                text = answer.feed(piece)
+                if text:
+                    report(AnswerDelta(t=report.now(), attempt=number, text=repair_text(text)))
+            except Exception as error:  # showing the answer early must never cost the reply
+                log.info("streaming the answer failed: %s", for_log(error))
+
+        return await cast(StreamingChatModel, self.model).complete(request, on_text=on_text)
+
+    def _record_usage(self, attempt: Attempt, usage: Usage, request: ChatRequest, batch_index: int | None) -> None:
+        attempt.usage = usage
+        meter = self.meter
+        if meter is None:
+            return
+        meter.add(usage, request.prompt_tokens)
+        assert meter.total is not None
+        report = self.report
+        report(
+            UsageReported(
+                t=report.now(),
+                batch_index=batch_index,
+                attempt=attempt.attempt,
+                usage=usage,
+                estimated_prompt_tokens=request.prompt_tokens,
+                usage_total=meter.total,
+                estimated_prompt_tokens_total=meter.estimated_prompt_tokens,
+                cost=meter.cost,
+            )
+        )
+
+    def _report_adaptations(self, changes: tuple[str, ...], batch_index: int | None) -> None:
+        for change in changes:
+            log.info("request adapted to the server: %s", change)
+            self.report(RequestAdapted(t=self.report.now(), batch_index=batch_index, change=change))
 
     def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
         """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole
@@ -153,8 +225,12 @@ def pause_for_all(wait: float, source: RateWaitSource) -> float:
 
 def request_tokens(request: ChatRequest) -> int:
     """What a request counts against a tokens-per-minute cap: its estimated prompt tokens
-    plus its output reserve (the most it can cost)."""
-    return TextSize.of(prompt_text(request.messages)).tokens + (request.max_tokens or 0)
+    plus its output reserve (the most it can cost). The stages set the estimate on the
+    request; a request without one is measured here."""
+    prompt = request.prompt_tokens
+    if prompt is None:
+        prompt = TextSize.of(prompt_text(request.messages)).tokens
+    return prompt + (request.max_tokens or 0)
 
 
 async def call_with_retry(

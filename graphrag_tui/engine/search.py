@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .events import Event, EventReporter, Finished, Planned
 from .failures import failed_batch_lines, for_log, internal_error, map_failure_summary
@@ -23,6 +23,7 @@ from .replies import js_number
 from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
 from .throttle import Throttle
+from .usage import Prices, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -57,6 +58,8 @@ class GlobalSearch:
         wall_clock: Callable[[], datetime] = utc_now,
         on_long_response: LongResponseHook | None = None,
         rate_limits: RateLimits | None = None,
+        prices: Prices | None = None,
+        max_cost: float | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -69,6 +72,8 @@ class GlobalSearch:
         #: Every model call of the run passes this one gate (caps, 429s, concurrency).
         self.throttle = Throttle(rate_limits or RateLimits(), plan.options.concurrency)
         self.report = EventReporter(self.on_event, clock)
+        #: The run's usage and spend; reaching `max_cost` cancels the run.
+        self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set)
         self.batches = [
             BatchResult(
                 index=b.index,
@@ -85,7 +90,8 @@ class GlobalSearch:
         self.report.start()
         plan, report = self.plan, self.report
         caller = ModelCaller(
-            self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response, self.throttle
+            self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response,
+            throttle=self.throttle, meter=self.meter,
         )
         workers = min(plan.options.concurrency, len(plan.batches))
         summaries, batch_count = plan.summary_count, len(plan.batches)
@@ -101,7 +107,7 @@ class GlobalSearch:
         try:
             await self._unless_cancelled(MapStage(plan, self.batches, caller).run(workers))
         except _Cancelled:
-            return self._finish("cancelled", detail="cancelled by the user during Map")
+            return self._finish("cancelled", detail=self._cancel_reason("Map"))
         failed = [b for b in self.batches if b.status == "failed"]
         log.info(
             "map scores=%s failed batches=%d",
@@ -130,11 +136,26 @@ class GlobalSearch:
         try:
             answer = await self._unless_cancelled(stage.answer(request))
         except _Cancelled:
-            return self._finish("cancelled", detail="cancelled by the user during Reduce")
+            return self._finish("cancelled", detail=self._cancel_reason("Reduce"))
         if answer is None:
             return self._finish("failed", error=f"Reduce failed twice: {self.reduce.attempts[-1].error}")
         failed = sum(b.status == "failed" for b in self.batches)
         return self._finish("partial" if failed else "completed", answer=answer)
+
+    def usage_fields(self) -> dict[str, Any]:
+        """The result's usage_total, estimated_prompt_tokens and cost, as of now."""
+        meter = self.meter
+        return {
+            "usage_total": meter.total,
+            "estimated_prompt_tokens": meter.estimated_prompt_tokens if meter.total is not None else None,
+            "cost": meter.cost,
+        }
+
+    def _cancel_reason(self, stage: str) -> str:
+        meter = self.meter
+        if meter.limit_reached and meter.max_cost is not None and meter.cost is not None:
+            return f"cost limit reached during {stage}: spent ${meter.cost.total:.4f} of --max-cost ${meter.max_cost:g}"
+        return f"cancelled by the user during {stage}"
 
     async def _unless_cancelled(self, work: Awaitable[T]) -> T:
         """Run `work` until it ends or the cancel event is set (then raise _Cancelled)."""
@@ -177,6 +198,7 @@ class GlobalSearch:
             batches=self.batches,
             reduce=self.reduce,
             selected_map_answers=self.selected,
+            **self.usage_fields(),
         )
         self.report(Finished(t=self.report.now(), status=status, error=error))
         return result

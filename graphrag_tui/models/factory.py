@@ -3,9 +3,10 @@ embedded local LLM. Settings come from flags, then the user's defaults."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -21,12 +22,19 @@ from ..engine import (
     shown,
 )
 from ..errors import InputError
+from .azure import classic_deployment
 from .extractive import ExtractiveModel
 from .openai_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_TOKENS_FIELDS,
     RESPONSE_FORMATS,
+    MaxTokensField,
     OpenAIChatModel,
     ResponseFormat,
+    check_extra_body,
+    check_header_name,
+    check_headers,
+    parse_base_url,
     resolve_api_key,
 )
 
@@ -48,6 +56,17 @@ class ModelSettings(BaseModel):
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     max_rate_wait: float = DEFAULT_MAX_RATE_WAIT
+    # Request fields of an endpoint (None: not sent, the server's default applies).
+    temperature: float | None = None
+    top_p: float | None = None
+    #: The model's sampling seed (`seed` in the body); --seed is the shuffle's.
+    model_seed: int | None = None
+    reasoning_effort: str | None = None
+    max_tokens_field: MaxTokensField = "auto"
+    #: Send the key raw in this header instead of `Authorization: Bearer` (or Azure's api-key).
+    api_key_header: str | None = None
+    headers: dict[str, str] = {}
+    extra_body: dict[str, Any] = {}
 
     @property
     def kind(self) -> Literal["extractive", "http", "local"]:
@@ -86,6 +105,95 @@ def parse_max_response_bytes(value: Any, label: str = "--max-response-bytes") ->
     return number
 
 
+def _number(value: Any, label: str, low: float, high: float) -> float:
+    number = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value.strip()):
+        number = float(value)
+    if not (math.isfinite(number) and low <= number <= high):
+        raise InputError(f"{label} must be a number from {low:g} to {high:g}, got {shown(value)}")
+    return number
+
+
+def parse_temperature(value: Any, label: str = "--temperature") -> float:
+    return _number(value, label, 0.0, 2.0)
+
+
+def parse_top_p(value: Any, label: str = "--top-p") -> float:
+    return _number(value, label, 0.0, 1.0)
+
+
+def parse_model_seed(value: Any, label: str = "--model-seed") -> int:
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str):
+        number = ascii_integer(value)
+    if number is None or not -(2**63) <= number < 2**63:
+        raise InputError(f"{label} must be a whole number (a 64-bit integer), got {shown(value)}")
+    return number
+
+
+def parse_reasoning_effort(value: Any, label: str = "--reasoning-effort") -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z_]{1,20}", value):
+        raise InputError(f"{label} must be a word such as minimal, low, medium or high, got {shown(value)}")
+    return value
+
+
+def parse_max_tokens_field(value: Any, label: str = "--max-tokens-field") -> str:
+    if value not in MAX_TOKENS_FIELDS:
+        raise InputError(f"{label} must be one of {', '.join(MAX_TOKENS_FIELDS)}, got {shown(value)}")
+    return str(value)
+
+
+def parse_api_key_header(value: Any, label: str = "--api-key-header") -> str:
+    return check_header_name(value, label)
+
+
+def parse_headers(value: Any, label: str = "--header") -> dict[str, str]:
+    """A table of headers; from a flag, `NAME: VALUE` texts; from a variable, a JSON object."""
+    if isinstance(value, str):
+        value = _json_object(value, label)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        table: dict[str, str] = {}
+        for item in value:
+            name, colon, text = str(item).partition(":")
+            if not colon:
+                raise InputError(f"{label} must be NAME: VALUE, got {shown(item)}")
+            table[name.strip()] = text.strip()
+        value = table
+    return check_headers(value, label)
+
+
+def parse_extra_body(value: Any, label: str = "--extra-body") -> dict[str, Any]:
+    """Extra body fields: a table, or a JSON object's text."""
+    if isinstance(value, str):
+        value = _json_object(value, label)
+    return check_extra_body(value, label)
+
+
+def _json_object(text: str, label: str) -> Any:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(f"{label} must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{label} must be a JSON object, got {shown(value)}")
+    return value
+
+
+#: The endpoint's request settings: each parser checks a flag's text or a config value.
+REQUEST_SETTINGS = {
+    "temperature": parse_temperature,
+    "top_p": parse_top_p,
+    "model_seed": parse_model_seed,
+    "reasoning_effort": parse_reasoning_effort,
+    "max_tokens_field": parse_max_tokens_field,
+    "api_key_header": parse_api_key_header,
+}
+#: Tables merged from the config (or variable) and then the flags, name by name.
+REQUEST_TABLES = {"headers": parse_headers, "extra_body": parse_extra_body}
+
+
 def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> ModelSettings:
     """Each setting from the flags, else the user's defaults; checked."""
 
@@ -105,6 +213,16 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
     timeout = pick("timeout")
     max_response_bytes = pick("max_response_bytes")
     rpm, tpm, max_rate_wait = pick("requests_per_minute"), pick("tokens_per_minute"), pick("max_rate_wait")
+    request: dict[str, Any] = {}
+    for name, parse in REQUEST_SETTINGS.items():
+        value = pick(name)
+        if value is not None:
+            request[name] = parse(value) if flags.get(name) is not None else value  # config values are checked
+    for name, parse_table in REQUEST_TABLES.items():
+        table = dict(defaults.get(name) or {})
+        if flags.get(name) is not None:
+            table.update(parse_table(flags[name]))
+        request[name] = table
     return ModelSettings(
         base_url=base_url or None,
         model=pick("model") or None,
@@ -120,7 +238,19 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
         max_rate_wait=(
             DEFAULT_MAX_RATE_WAIT if max_rate_wait is None else parse_max_rate_wait(max_rate_wait, "--max-rate-wait")
         ),
+        **request,
     )
+
+
+def model_name(settings: ModelSettings) -> str | None:
+    """The model that answers, when the settings name it: --model, else the deployment of a
+    classic Azure URL; None when only the endpoint's list can say (or it is not an endpoint)."""
+    if settings.kind != "http":
+        return None
+    if settings.model:
+        return settings.model
+    assert settings.base_url is not None
+    return classic_deployment(parse_base_url(settings.base_url))
 
 
 async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> ChatModel:
@@ -133,14 +263,25 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         return await open_local_model(settings)
     assert settings.base_url is not None
     api_key = resolve_api_key(settings.base_url, settings.api_key_env, environ)
+
     def endpoint(model: str) -> OpenAIChatModel:
         return OpenAIChatModel(
             settings.base_url, model, api_key, settings.timeout, settings.response_format,
+            temperature=settings.temperature,
+            seed=settings.model_seed,
             max_response_bytes=settings.max_response_bytes,
+            top_p=settings.top_p,
+            reasoning_effort=settings.reasoning_effort,
+            headers=settings.headers,
+            extra_body=settings.extra_body,
+            max_tokens_field=settings.max_tokens_field,
+            api_key_header=settings.api_key_header,
+            environ=environ,
         )
 
-    if settings.model:
-        return endpoint(settings.model)
+    name = model_name(settings)
+    if name:
+        return endpoint(name)
     probe = endpoint("?")
     try:
         names = await probe.list_models()

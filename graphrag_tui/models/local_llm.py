@@ -40,7 +40,7 @@ from typing import IO, Any
 
 import httpx
 
-from ..engine import ChatRequest, ModelError
+from ..engine import ChatReply, ChatRequest, ModelError, TextCallback
 from ..errors import InputError
 from .gguf import GGUFError, context_length
 from .openai_http import OpenAIChatModel
@@ -394,7 +394,11 @@ class LocalChatModel(OpenAIChatModel):
     """The OpenAI-compatible client against the local server, with json_schema, temperature 0
     and a fixed seed. Before each call it counts the prompt's real tokens with the server's
     own chat template and tokenizer; a prompt that, with its max_tokens, does not fit one
-    slot fails that attempt (kind `http`, nothing sent) instead of being truncated."""
+    slot fails that attempt (kind `http`, nothing sent) instead of being truncated. It does
+    not stream: a small model on a CPU answers Reduce in seconds, and streaming would hold a
+    slot's tokens in two places."""
+
+    supports_streaming = False
 
     def __init__(self, server: LocalLLM, timeout: float, *, owns_server: bool = False) -> None:
         assert server.base_url is not None
@@ -465,7 +469,7 @@ class LocalChatModel(OpenAIChatModel):
         except ValueError:
             raise ModelError("http", f"POST {path} did not return JSON", raw_response=response.text) from None
 
-    async def complete(self, request: ChatRequest) -> str:
+    async def complete(self, request: ChatRequest, *, on_text: TextCallback | None = None) -> ChatReply:
         tokens = await self.count_prompt_tokens(request)
         reserve = request.max_tokens or 0
         if tokens + reserve > self.slot_context:
@@ -475,11 +479,11 @@ class LocalChatModel(OpenAIChatModel):
                 + (f", plus {reserve} reserved for the reply" if reserve else "")
                 + f", over its slot of {self.slot_context} tokens; lower --{request.stage}-budget",
             )
-        content, data = await self._chat(request)
+        reply, data = await self._chat(request)
         timings = data.get("timings")
         if isinstance(timings, dict):
             self.timings.append({"stage": request.stage, "tokenized_prompt": tokens, **timings})
-        return content
+        return reply
 
     def is_alive(self) -> bool:
         """Its server still runs (it may crash, or be killed, while the program runs)."""

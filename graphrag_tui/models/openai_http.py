@@ -12,23 +12,46 @@ its status, is masked before it leaves this module (see `key_pattern`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import ipaddress
 import json
+import logging
 import math
+import os
 import re
-from collections.abc import Mapping
+import ssl
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
+import certifi
 import httpx
 
-from ..engine import ChatRequest, ErrorKind, ModelError, RateWaitSource
+from ..engine import ChatReply, ChatRequest, ErrorKind, ModelError, RateWaitSource, TextCallback, Usage
 from ..errors import InputError
+from .azure import AZURE_KEY_HEADER, takes_api_key_header
 from .rate_limit_headers import announced_wait, parse_retry_after
+from .sse import SSEReader
+from .usage_reply import parse_usage
+
+log = logging.getLogger("graphrag_tui.models")
 
 ResponseFormat = Literal["json_object", "json_schema", "text"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_object", "json_schema", "text")
+#: `auto`: `max_tokens` until a 400 says the model wants `max_completion_tokens` (once).
+MaxTokensField = Literal["auto", "max_tokens", "max_completion_tokens"]
+MAX_TOKENS_FIELDS: tuple[str, ...] = ("auto", "max_tokens", "max_completion_tokens")
+#: Body fields this client owns: [model.extra_body] may not set them.
+OWN_BODY_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})
+#: Headers the HTTP layer owns: [model.headers] may not set them.
+OWN_HEADERS = frozenset({"host", "content-length", "content-type", "transfer-encoding", "connection", "accept"})
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: A 400 that names `max_tokens` as not supported (OpenAI: "Unsupported parameter: 'max_tokens'
+#: is not supported with this model. Use 'max_completion_tokens' instead.").
+_MAX_TOKENS_REFUSED = re.compile(r"\bmax_tokens\b")
+_MAX_TOKENS_HINT = re.compile(r"max_completion_tokens|unsupported|not supported|unrecognized|unknown|not allowed", re.I)
+_STREAM_REFUSED = re.compile(r"\bstream(?:_options)?\b")
 
 #: Host for which OPENAI_API_KEY is used without --api-key-env.
 OPENAI_HOST = "api.openai.com"
@@ -118,6 +141,98 @@ def _load_async_transport() -> None:
         pass
 
 
+def check_header_name(name: Any, label: str) -> str:
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        raise InputError(f"{label} must be a header name (letters, digits and !#$%&'*+-.^_`|~), got {name!r}")
+    return name
+
+
+def check_headers(headers: Any, label: str) -> dict[str, str]:
+    """Extra request headers: names as HTTP allows them, values printable ASCII (no CR or
+    LF, which would split the request), none of the headers the client sets itself."""
+    if not isinstance(headers, Mapping):
+        raise InputError(f"{label} must be a table of header names and values")
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        check_header_name(name, f"{label}: a header name")
+        if name.lower() in OWN_HEADERS:
+            raise InputError(f"{label} cannot set {name}: the client sets it")
+        if not isinstance(value, str) or not all(" " <= ch <= "~" or ch == "\t" for ch in value):
+            raise InputError(f"{label}: header {name} must be printable ASCII text on one line")
+        checked[name] = value
+    return checked
+
+
+def check_extra_body(body: Any, label: str) -> dict[str, Any]:
+    """Extra fields of the request body: a JSON object that leaves the client's own fields alone."""
+    if not isinstance(body, Mapping):
+        raise InputError(f"{label} must be a table (a JSON object) of body fields")
+    owned = sorted(OWN_BODY_FIELDS & set(body))
+    if owned:
+        raise InputError(f"{label} cannot set {owned[0]!r}: the client sets it")
+    try:
+        json.dumps(body, allow_nan=False)
+    except (TypeError, ValueError):
+        raise InputError(f"{label} must hold JSON values only (no NaN or infinity)") from None
+    return dict(body)
+
+
+def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
+    """The certificate authorities to trust: SSL_CERT_FILE and/or SSL_CERT_DIR when set,
+    else the system's bundle (OpenSSL's default paths), else certifi's when the system has
+    none (a bare container)."""
+    cafile = environ.get("SSL_CERT_FILE") or None
+    capath = environ.get("SSL_CERT_DIR") or None
+    try:
+        context = ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, ssl.SSLError) as error:
+        raise InputError(
+            f"the certificate file or directory in SSL_CERT_FILE/SSL_CERT_DIR cannot be used: {error}"
+        ) from None
+    if cafile is None and capath is None and not context.get_ca_certs() and not _has_default_capath():
+        context.load_verify_locations(certifi.where())
+    return context
+
+
+def _has_default_capath() -> bool:
+    """Whether OpenSSL's default CA directory holds certificates (loaded lazily, so
+    `get_ca_certs` does not count them)."""
+    capath = ssl.get_default_verify_paths().capath
+    try:
+        return bool(capath) and any(name.endswith((".0", ".pem", ".crt")) for name in os.listdir(capath or ""))
+    except OSError:
+        return False
+
+
+class _StreamMasker:
+    """Masks the key in text that arrives in pieces. Whatever may still turn into a form of
+    the key (a trailing run of characters a form of the key can contain) is held back until
+    a character that cannot be part of one arrives, so no form is ever split between two
+    released pieces and each piece is masked whole."""
+
+    def __init__(self, key: str | None, pattern: re.Pattern[str] | None) -> None:
+        self._pattern = pattern
+        self._chars = frozenset(key or "") | frozenset("\\%uU0123456789abcdefABCDEF")
+        self._held: list[str] = []
+
+    def feed(self, piece: str) -> str:
+        if self._pattern is None:
+            return piece
+        cut = len(piece)
+        while cut > 0 and piece[cut - 1] in self._chars:
+            cut -= 1
+        if cut == 0:
+            self._held.append(piece)
+            return ""
+        released = "".join(self._held) + piece[:cut]
+        self._held = [piece[cut:]]
+        return self._pattern.sub(_MASK, released)
+
+    def flush(self) -> str:
+        released, self._held = "".join(self._held), []
+        return self._pattern.sub(_MASK, released) if self._pattern is not None else released
+
+
 def parse_base_url(text: str) -> httpx.URL:
     """The checked base URL, without user:password (it would end up in messages) or fragment.
     InputError (one line) for anything that is not an http(s) URL with a valid host and port."""
@@ -138,7 +253,13 @@ def parse_base_url(text: str) -> httpx.URL:
 
 
 class OpenAIChatModel:
-    """Chat completions against `{base_url}/chat/completions` (base URL includes `/v1`)."""
+    """Chat completions against `{base_url}/chat/completions` (base URL includes `/v1`).
+
+    Streams when the engine asks (`complete(request, on_text=...)`): `stream: true` with
+    server-sent events. A server that refuses streaming (a 400 naming `stream`, or a reply
+    that is not `text/event-stream`) gets non-streaming requests from then on."""
+
+    supports_streaming = True
 
     def __init__(
         self,
@@ -150,6 +271,14 @@ class OpenAIChatModel:
         temperature: float | None = None,
         seed: int | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        *,
+        top_p: float | None = None,
+        reasoning_effort: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        max_tokens_field: MaxTokensField = "auto",
+        api_key_header: str | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         url = parse_base_url(base_url)
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
@@ -160,6 +289,8 @@ class OpenAIChatModel:
             )
         if not (isinstance(max_response_bytes, int) and max_response_bytes > 0):
             raise InputError("--max-response-bytes must be a positive number of bytes")
+        if max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise InputError(f"--max-tokens-field must be one of {', '.join(MAX_TOKENS_FIELDS)}")
         if api_key is not None:
             check_api_key(api_key, "the key's environment variable")
         _load_async_transport()
@@ -172,21 +303,42 @@ class OpenAIChatModel:
         self.timeout = float(timeout)
         self.response_format: ResponseFormat = response_format
         self.temperature = temperature
+        self.top_p = top_p
         self.seed = seed
+        self.reasoning_effort = reasoning_effort
+        self.extra_body = check_extra_body(extra_body or {}, "[model.extra_body]")
+        self.max_tokens_field: MaxTokensField = max_tokens_field
+        #: The token field sent now: `auto` starts with max_tokens and may switch once.
+        self.token_field = "max_completion_tokens" if max_tokens_field == "max_completion_tokens" else "max_tokens"
+        #: False once the server refused streaming.
+        self.streaming = True
         self._key = _Secret(api_key) if api_key is not None else None
         self._key_pattern = key_pattern(api_key) if api_key else None
         self.description = f"{model} @ {_host_port(url)}"
-        headers = {"Accept": "application/json"}
+        self._headers = {"Accept": "application/json", **check_headers(headers or {}, "[model.headers]")}
+        self._key_header: tuple[str, _Secret] | None = None
         if api_key is not None:
-            headers["Authorization"] = f"Bearer {api_key}"
+            # Sent with each request to the base URL (never a client default: no other URL
+            # gets it); redirects are not followed, so it cannot travel to another host.
+            if api_key_header is not None:
+                name = check_header_name(api_key_header, "--api-key-header")
+                self._key_header = (name, _Secret(api_key))
+            elif takes_api_key_header(url):
+                self._key_header = (AZURE_KEY_HEADER, _Secret(api_key))
+            else:
+                self._key_header = ("Authorization", _Secret(f"Bearer {api_key}"))
+            if self._key_header[0].lower() in {h.lower() for h in self._headers}:
+                raise InputError(f"[model.headers] sets {self._key_header[0]}, the header that carries the API key")
+        loopback = _is_loopback(url.host)
         self._client = httpx.AsyncClient(
-            headers=headers,
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(
                 max_connections=None, max_keepalive_connections=None, keepalive_expiry=30.0
             ),
             # Proxy variables must not route loopback traffic (local servers) elsewhere.
-            trust_env=not _is_loopback(url.host),
+            trust_env=not loopback,
+            verify=tls_context(os.environ if environ is None else environ) if url.scheme == "https" else True,
+            follow_redirects=False,
         )
 
     # -- identity -------------------------------------------------------------------
@@ -204,7 +356,7 @@ class OpenAIChatModel:
 
     # -- requests -------------------------------------------------------------------
 
-    def payload(self, request: ChatRequest) -> dict[str, Any]:
+    def payload(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body sent for `request`."""
         body: dict[str, Any] = {
             "model": self.model,
@@ -212,11 +364,15 @@ class OpenAIChatModel:
         }
         mt = request.max_tokens
         if isinstance(mt, int) and not isinstance(mt, bool) and mt > 0:
-            body["max_tokens"] = mt
+            body[self.token_field] = mt
         if self.temperature is not None:
             body["temperature"] = self.temperature
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
         if self.seed is not None:
             body["seed"] = self.seed
+        if self.reasoning_effort is not None:
+            body["reasoning_effort"] = self.reasoning_effort
         if self.response_format == "json_object":
             body["response_format"] = {"type": "json_object"}
         elif self.response_format == "json_schema":
@@ -228,26 +384,74 @@ class OpenAIChatModel:
                     "strict": True,
                 },
             }
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        body.update(self.extra_body)
         return body
 
     def url_for(self, path: str) -> str:
         """The endpoint `path` under the base URL, with the base URL's query string after it."""
         return self._base + path + (f"?{self._query}" if self._query else "")
 
-    async def complete(self, request: ChatRequest) -> str:
-        return (await self._chat(request))[0]
+    async def complete(self, request: ChatRequest, *, on_text: TextCallback | None = None) -> ChatReply:
+        return (await self._chat(request, on_text))[0]
 
-    async def _chat(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
-        """The reply's text (masked) and the whole completion body."""
-        status, text = await self._send("POST", "/chat/completions", json_body=self.payload(request))
-        data = self._parse_body(status, text)
-        try:
-            content = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            content = None
-        if not isinstance(content, str):
-            raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(text))
-        return self._mask(content), data
+    async def _chat(self, request: ChatRequest, on_text: TextCallback | None = None) -> tuple[ChatReply, dict[str, Any]]:
+        """The reply (its text masked, its usage) and the whole completion body (for a
+        streamed reply: the last chunk). A 400 that the model can answer by changing the
+        request (the token field, streaming) is answered once, within this call."""
+        adaptations: list[str] = []
+        while True:
+            stream = on_text is not None and self.streaming
+            token_field = self.token_field
+            try:
+                if stream:
+                    assert on_text is not None
+                    text, usage, data, change = await self._stream_chat(self.payload(request, stream=True), on_text)
+                    if change:
+                        adaptations.append(change)
+                    return ChatReply(text=text, usage=usage, adaptations=tuple(adaptations)), data
+                status, body = await self._send("POST", "/chat/completions", json_body=self.payload(request))
+            except ModelError as error:
+                adapted = self._adapt(error, token_field, stream, request)
+                if adapted is None:
+                    error.adaptations = tuple(adaptations)
+                    raise
+                if adapted:
+                    adaptations.append(adapted)
+                continue
+            data = self._parse_body(status, body)
+            content = _message_content(data)
+            if content is None:
+                raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(body),
+                                 adaptations=tuple(adaptations))
+            usage = parse_usage(data.get("usage"))
+            return ChatReply(text=self._mask(content), usage=usage, adaptations=tuple(adaptations)), data
+
+    def _adapt(self, error: ModelError, token_field: str, stream: bool, request: ChatRequest) -> str | None:
+        """How the request changes to meet a 400 that refused a field: a change in words, ""
+        when another call already made it, None when nothing changes (the error stands)."""
+        if error.status != 400 or error.raw_response is None:
+            return None
+        text = error.raw_response
+        sent_max_tokens = token_field == "max_tokens" and (request.max_tokens or 0) > 0
+        if (
+            self.max_tokens_field == "auto"
+            and sent_max_tokens
+            and _MAX_TOKENS_REFUSED.search(text)
+            and _MAX_TOKENS_HINT.search(text)
+        ):
+            if self.token_field == "max_tokens":
+                self.token_field = "max_completion_tokens"
+                return "max_tokens -> max_completion_tokens (the server refused max_tokens)"
+            return ""
+        if stream and _STREAM_REFUSED.search(text):
+            if self.streaming:
+                self.streaming = False
+                return "stream off (the server refused stream: true)"
+            return ""
+        return None
 
     async def list_models(self) -> list[str]:
         """Model ids from `GET {base}/models` (`data[].id`), in the server's order (masked)."""
@@ -286,54 +490,157 @@ class OpenAIChatModel:
             problem = "is nested too deeply to parse"
         raise ModelError("invalid_json", f"response body {problem}", status=status, raw_response=self._mask(text))
 
+    def _request_headers(self, json_body: bool) -> dict[str, str]:
+        headers = dict(self._headers)
+        if json_body:
+            headers["Content-Type"] = "application/json"
+        if self._key_header is not None:
+            headers[self._key_header[0]] = self._key_header[1].reveal()
+        return headers
+
     async def _send(self, method: str, path: str, json_body: dict[str, Any] | None = None) -> tuple[int, str]:
         """The 2xx status and response body as text (UTF-8, undecodable bytes as U+FFFD), read as a
         stream up to `max_response_bytes`; anything else is a ModelError."""
-        url = self.url_for(path)
-        content = None
-        headers = None
-        if json_body is not None:
-            content = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
-            headers = {"Content-Type": "application/json"}
-        try:
-            async with asyncio.timeout(self.timeout):
-                async with self._client.stream(method, url, content=content, headers=headers) as response:
-                    body = await self._read_capped(response, method, path)
-        except (TimeoutError, httpx.TimeoutException):
-            raise ModelError(
-                "timeout", f"no reply within {self.timeout:g} s ({method} {path})"
-            ) from None
-        except httpx.HTTPError as exc:
-            detail = self._mask(str(exc)) or type(exc).__name__
-            # The query string is left out: it may carry a credential of its own.
-            raise ModelError(
-                "transport", f"{type(exc).__name__}: {detail} ({method} {self._base + path})"
-            ) from None
+        content = None if json_body is None else json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+        async with self._response(method, path, content) as response:
+            body = await self._read_capped(response, method, path)
         text = body.decode("utf-8", errors="replace")
         if not 200 <= response.status_code < 300:
-            masked = self._mask(text)
-            excerpt = " ".join(masked.split())
-            if len(excerpt) > _EXCERPT_CHARS:
-                excerpt = excerpt[: _EXCERPT_CHARS - 1] + "…"
-            kind: ErrorKind = "http"
-            retry_after: float | None = None
-            wait_source: RateWaitSource | None = None
-            if response.status_code == 429:
-                kind = "rate_limited"
-                announced = announced_wait(response.headers)
-                if announced is not None:
-                    retry_after, wait_source = announced
-            elif response.status_code == 503:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-            raise ModelError(
-                kind,
-                f"HTTP {response.status_code}: {excerpt}" if excerpt else f"HTTP {response.status_code}",
-                status=response.status_code,
-                retry_after=retry_after,
-                wait_source=wait_source,
-                raw_response=masked,
-            )
+            raise self._status_error(response, text)
         return response.status_code, text
+
+    async def _stream_chat(
+        self, json_body: dict[str, Any], on_text: TextCallback
+    ) -> tuple[str, Usage | None, dict[str, Any], str]:
+        """A streamed completion: each content delta goes to `on_text` (masked) as it
+        arrives. Returns the whole text (masked), the usage of the last chunk, that chunk,
+        and a change in words when the server answered without streaming."""
+        method, path = "POST", "/chat/completions"
+        content = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+        async with self._response(method, path, content, stream=True) as response:
+            if not 200 <= response.status_code < 300:
+                body = await self._read_capped(response, method, path)
+                raise self._status_error(response, body.decode("utf-8", errors="replace"))
+            if "text/event-stream" not in response.headers.get("content-type", "").lower():
+                # Not server-sent events: an ordinary reply; later calls do not ask to stream.
+                body = await self._read_capped(response, method, path)
+                text = body.decode("utf-8", errors="replace")
+                data = self._parse_body(response.status_code, text)
+                message = _message_content(data)
+                if message is None:
+                    raise ModelError("http", "unexpected response body", status=response.status_code,
+                                     raw_response=self._mask(text))
+                change = ""
+                if self.streaming:
+                    self.streaming = False
+                    change = "stream off (the server answered without server-sent events)"
+                return self._mask(message), parse_usage(data.get("usage")), data, change
+            return await self._read_events(response, on_text) + ("",)
+
+    async def _read_events(
+        self, response: httpx.Response, on_text: TextCallback
+    ) -> tuple[str, Usage | None, dict[str, Any]]:
+        reader, masker = SSEReader(), _StreamMasker(self._key.reveal() if self._key else None, self._key_pattern)
+        pieces: list[str] = []
+        usage: Usage | None = None
+        last: dict[str, Any] = {}
+        size = 0
+        done = False
+        raw_events: list[str] = []  # kept for the record of a stream that goes wrong (capped below)
+
+        def handle(event: str) -> bool:
+            nonlocal usage, last
+            if event.strip() == "[DONE]":
+                return True
+            raw_events.append(event)
+            try:
+                chunk = json.loads(event)
+            except (ValueError, RecursionError):
+                raise ModelError("invalid_json", "a server-sent event of the stream is not JSON",
+                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events))) from None
+            if not isinstance(chunk, dict):
+                raise ModelError("invalid_json", "a server-sent event of the stream is not a JSON object",
+                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events)))
+            if "error" in chunk:
+                excerpt = _excerpt(self._mask(json.dumps(chunk["error"], ensure_ascii=False)))
+                raise ModelError("http", f"the stream ended with an error: {excerpt}", status=response.status_code,
+                                 raw_response=self._mask("\n".join(raw_events)))
+            last = chunk
+            if chunk.get("usage") is not None:
+                usage = parse_usage(chunk["usage"])
+            delta = _delta_content(chunk)
+            if delta:
+                pieces.append(delta)
+                released = masker.feed(delta)
+                if released:
+                    on_text(released)
+            return False
+
+        async for data in response.aiter_bytes():
+            size += len(data)
+            if size > self.max_response_bytes:
+                raise ModelError(
+                    "response_too_large",
+                    f"the response to POST /chat/completions passed the {self.max_response_bytes}-byte cap "
+                    "(--max-response-bytes); stopped reading it",
+                    status=response.status_code,
+                )
+            for event in reader.feed(data):
+                done = done or handle(event)
+            if done:
+                break
+        if not done:
+            for event in reader.close():
+                if handle(event):
+                    break
+        tail = masker.flush()
+        if tail:
+            on_text(tail)
+        return self._mask("".join(pieces)), usage, last
+
+    @contextlib.asynccontextmanager
+    async def _response(
+        self, method: str, path: str, content: bytes | None, *, stream: bool = False
+    ) -> AsyncIterator[httpx.Response]:
+        """One request and its response, read inside the block, all bounded by the timeout;
+        httpx's errors become ModelError (the query string is left out of messages: it may
+        carry a credential of its own)."""
+        headers = self._request_headers(content is not None)
+        if stream:
+            headers["Accept"] = "text/event-stream"
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self._client.stream(method, self.url_for(path), content=content, headers=headers) as response:
+                    yield response
+        except (TimeoutError, httpx.TimeoutException):
+            raise ModelError("timeout", f"no reply within {self.timeout:g} s ({method} {path})") from None
+        except httpx.HTTPError as exc:
+            detail = self._mask(str(exc)) or type(exc).__name__
+            raise ModelError("transport", f"{type(exc).__name__}: {detail} ({method} {self._base + path})") from None
+
+    def _status_error(self, response: httpx.Response, text: str) -> ModelError:
+        """The error of a non-2xx reply: a 429 is `rate_limited` with the wait it announces
+        (and in which header form); a 503's Retry-After is kept for the retry."""
+        masked = self._mask(text)
+        excerpt = _excerpt(masked)
+        kind: ErrorKind = "http"
+        retry_after: float | None = None
+        wait_source: RateWaitSource | None = None
+        if response.status_code == 429:
+            kind = "rate_limited"
+            announced = announced_wait(response.headers)
+            if announced is not None:
+                retry_after, wait_source = announced
+        elif response.status_code == 503:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+        return ModelError(
+            kind,
+            f"HTTP {response.status_code}: {excerpt}" if excerpt else f"HTTP {response.status_code}",
+            status=response.status_code,
+            retry_after=retry_after,
+            wait_source=wait_source,
+            raw_response=masked,
+        )
 
     async def _read_capped(self, response: httpx.Response, method: str, path: str) -> bytes:
         """The body, or ModelError `response_too_large` as soon as it passes the cap: the rest
@@ -349,6 +656,27 @@ class OpenAIChatModel:
                     status=response.status_code,
                 )
         return bytes(body)
+
+
+def _excerpt(text: str) -> str:
+    excerpt = " ".join(text.split())
+    return excerpt[: _EXCERPT_CHARS - 1] + "…" if len(excerpt) > _EXCERPT_CHARS else excerpt
+
+
+def _message_content(data: Any) -> str | None:
+    try:
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def _delta_content(chunk: dict[str, Any]) -> str | None:
+    try:
+        content = chunk["choices"][0]["delta"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return content if isinstance(content, str) else None
 
 
 def resolve_api_key(

@@ -8,12 +8,14 @@ parallel slots, and every prompt plus its reserve must fit one slot.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..config import ENV_PREFIX, UserDefaults, load_user_defaults
+from ..engine import ChatModel, Prices, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
 from ..errors import InputError
@@ -26,9 +28,11 @@ Source = Literal["default", "config", "environment", "flag", "form"]
 MODEL_KEYS = (
     "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm",
     "requests_per_minute", "tokens_per_minute", "max_rate_wait",
+    "temperature", "top_p", "model_seed", "reasoning_effort", "max_tokens_field", "api_key_header",
+    "headers", "extra_body",
 )
-#: Model settings whose flag is not their name's (`flag`).
-MODEL_FLAGS = {"requests_per_minute": "--rpm", "tokens_per_minute": "--tpm"}
+#: Flags spelled otherwise than their setting (`--header` gives one entry of `headers`).
+MODEL_FLAGS = {"requests_per_minute": "--rpm", "tokens_per_minute": "--tpm", "headers": "--header"}
 
 # The local model: see `fit_local`.
 #: Default budgets fill at most this share of a slot: `estimate_tokens` undercounts this
@@ -131,6 +135,42 @@ class SettingsResolver:
             else:
                 sources[key] = Setting(value, "default", label)
         return sources
+
+
+def prices_for(table: Mapping[str, Prices], model: ChatModel) -> Prices | None:
+    """The `[prices."name"]` table of the model that answers (an endpoint's model name, or
+    an Azure deployment's), if the config has one."""
+    name = getattr(model, "model", None)
+    return table.get(name) if isinstance(name, str) else None
+
+
+def parse_max_cost(value: Any, label: str = "--max-cost") -> float | None:
+    """A positive number of dollars, or None when not given."""
+    if value is None:
+        return None
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value.strip()):
+        number = float(value)
+    if number is None or not (0 < number < float("inf")):
+        raise InputError(f"{label} must be a positive number of dollars, got {shown(value)}")
+    return number
+
+
+def cost_limit_prices(defaults: UserDefaults, model: ChatModel, max_cost: float | None) -> Prices | None:
+    """The prices of the answering model; InputError when --max-cost is given without them
+    (a limit that cannot be judged is no limit)."""
+    prices = prices_for(defaults.prices, model)
+    if max_cost is not None and prices is None:
+        name = getattr(model, "model", None)
+        if not isinstance(name, str):
+            raise InputError("--max-cost needs an endpoint model (--base-url) with prices in the config file")
+        raise InputError(
+            f"--max-cost needs the prices of model {name!r}: add a [prices.\"{name}\"] table "
+            "(input and output, dollars per million tokens) to the config file"
+        )
+    return prices
 
 
 def resolve_retrieval(

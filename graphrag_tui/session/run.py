@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..engine import ChatModel, GlobalSearch, LongResponseHook, RateLimits, SearchPlan, utc_now
+from ..engine import ChatModel, GlobalSearch, LongResponseHook, Prices, RateLimits, SearchPlan, utc_now
 from ..engine.events import Event
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
@@ -73,7 +73,17 @@ class RunSession:
         )
         return self.plan
 
-    async def run(self, model: ChatModel, *, timeout: float, rate_limits: RateLimits | None = None) -> SearchResult:
+    async def run(
+        self,
+        model: ChatModel,
+        *,
+        timeout: float,
+        rate_limits: RateLimits | None = None,
+        prices: Prices | None = None,
+        max_cost: float | None = None,
+    ) -> SearchResult:
+        """The run, every call through the gate of `rate_limits`; with `prices` its usage is
+        priced, and with `max_cost` it is cancelled once the spend reaches that many dollars."""
         assert self.plan is not None, "prepare() first"
         self.search = GlobalSearch(
             self.plan,
@@ -85,6 +95,8 @@ class RunSession:
             wall_clock=self.wall_clock,
             on_long_response=self.on_long_response,
             rate_limits=rate_limits,
+            prices=prices,
+            max_cost=max_cost,
         )
         self.result = await self.search.run()
         return self.result

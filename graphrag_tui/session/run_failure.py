@@ -55,4 +55,5 @@ def failed_result(
         batches=batches,
         reduce=reduce,
         selected_map_answers=selected,
+        **(search.usage_fields() if search is not None else {}),
     )

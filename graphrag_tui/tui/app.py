@@ -28,6 +28,7 @@ from ..engine import (
     ChatModel,
     Event,
     Level,
+    Prices,
     SearchOptions,
     SearchResult,
     map_messages,
@@ -38,10 +39,10 @@ from ..engine import (
 from ..errors import InputError
 from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
-from ..models.factory import ModelSettings, open_model
+from ..models.factory import ModelSettings, model_name, open_model
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
 from ..session.explore import ExploreSession
-from ..session.options import form_defaults, resolve_retrieval
+from ..session.options import form_defaults, prices_for, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
@@ -113,6 +114,8 @@ class AppSettings(BaseModel):
     keymap: dict[str, str] = {}
     #: Where the search index is kept (None: the user cache directory).
     cache_dir: Path | None = None
+    #: Model name -> prices (the `[prices."model"]` tables): the run's cost is shown live.
+    prices: dict[str, Prices] = {}
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -121,7 +124,7 @@ def describe_model(settings: ModelSettings) -> str:
     if settings.kind == "local":
         return "local LLM: SmolLM2-135M on llama.cpp (offline; tiny, often wrong)"
     host = httpx.URL(settings.base_url or "").netloc.decode()
-    return f"{settings.model or 'first listed model'} @ {host}"
+    return f"{model_name(settings) or 'first listed model'} @ {host}"
 
 
 class GraphRAGApp(App[int]):
@@ -414,7 +417,8 @@ class GraphRAGApp(App[int]):
             return
         try:
             limits = self.model_settings(kind).rate_limits  # the caps are the endpoint's only
-            result = await run.run(model, timeout=self.settings.model.timeout, rate_limits=limits)
+            prices = prices_for(self.settings.prices, model)
+            result = await run.run(model, timeout=self.settings.model.timeout, rate_limits=limits, prices=prices)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..engine import (
+    AnswerDelta,
     AttemptFailed,
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
     ConcurrencyChanged,
+    Cost,
     Event,
     Finished,
     Planned,
@@ -25,6 +27,8 @@ from ..engine import (
     RetryWaiting,
     SearchPlan,
     SearchResult,
+    Usage,
+    UsageReported,
 )
 
 Candidate = ReduceCandidate | ReduceCandidateDecided
@@ -88,6 +92,13 @@ class RunState:
     map_started_at: float | None = None
     map_ended_at: float | None = None
     finished_at: float | None = None
+    #: The run's usage as servers reported it, the estimate of the same prompts, the cost.
+    usage_total: Usage | None = None
+    estimated_prompt_tokens: int = 0
+    cost: Cost | None = None
+    #: The Reduce answer as it streams (its pieces), and the attempt it belongs to.
+    streamed: list[str] = field(default_factory=list)
+    streamed_attempt: int | None = None
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
 
@@ -155,11 +166,27 @@ class RunState:
                 self.candidates.append(event)
             case ReduceStarted(prompt_tokens=tokens, budget=budget):
                 self.reduce_tokens, self.reduce_budget = tokens, budget
+            case UsageReported(usage_total=total, estimated_prompt_tokens_total=estimate, cost=cost):
+                self.usage_total, self.estimated_prompt_tokens, self.cost = total, estimate, cost
+            case AnswerDelta(attempt=attempt, text=text):
+                if attempt != self.streamed_attempt:  # a retry writes its answer anew
+                    self.streamed, self.streamed_attempt = [], attempt
+                self.streamed.append(text)
             case Finished():
                 self.workers.clear()
 
+    @property
+    def streamed_answer(self) -> str:
+        if len(self.streamed) > 1:  # joined once per repaint, not once per piece
+            self.streamed[:] = ["".join(self.streamed)]
+        return self.streamed[0] if self.streamed else ""
+
     def finished(self, result: SearchResult, now: float | None = None) -> None:
         self.result = result
+        if result.usage_total is not None:
+            self.usage_total = result.usage_total
+            self.estimated_prompt_tokens = result.estimated_prompt_tokens or 0
+        self.cost = result.cost
         self.phase = "finished"
         self.finished_at = now
         if self.map_ended_at is None:

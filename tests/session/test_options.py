@@ -85,6 +85,14 @@ def test_model_settings_say_where_they_came_from(tmp_path: Path) -> None:
         "requests_per_minute": (None, "default", "--rpm"),
         "tokens_per_minute": (None, "default", "--tpm"),
         "max_rate_wait": (300.0, "default", "--max-rate-wait"),
+        "temperature": (None, "default", "--temperature"),
+        "top_p": (None, "default", "--top-p"),
+        "model_seed": (None, "default", "--model-seed"),
+        "reasoning_effort": (None, "default", "--reasoning-effort"),
+        "max_tokens_field": ("auto", "default", "--max-tokens-field"),
+        "api_key_header": (None, "default", "--api-key-header"),
+        "headers": ({}, "default", "--header"),
+        "extra_body": ({}, "default", "--extra-body"),
     }
     assert resolver.resolve({}, with_model=False).model is None
 

@@ -10,7 +10,7 @@ from textual.widgets import Input, ProgressBar, TabbedContent, TabPane
 from ..run_state import RunState
 from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
-from ..widgets.batch_status import BatchCounts, RunClock
+from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
 from ..widgets.reduce_panel import ReducePanel
 from ..widgets.retries_panel import RetriesPanel
@@ -121,7 +121,7 @@ class MainScreen(TabbedScreen):
         done = counts["succeeded"] + counts["failed"]
         self.query_one("#progress", ProgressBar).update(total=max(len(state.cells), 1), progress=done)
         self.query_one("#run-clock", RunClock).show(state, now, counts)
-        self.query_one("#batch-counts", BatchCounts).show(counts)
+        self.query_one("#batch-counts", BatchCounts).show(counts, usage_texts(state))
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
         active = self.query_one(TabbedContent).active

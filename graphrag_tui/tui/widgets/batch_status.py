@@ -45,6 +45,20 @@ def counts_texts(counts: Counter[CellState]) -> list[Text]:
     return texts
 
 
+def usage_texts(state: RunState) -> list[Text]:
+    """The run's tokens so far, real against the estimated prompt tokens, and the cost, in
+    each wording, widest first (none before a server reported usage)."""
+    usage = state.usage_total
+    if usage is None:
+        return []
+    cost = [] if state.cost is None else [(f" · ${state.cost.total:.4f}", "bold")]
+    long = Text.assemble(("tokens ", "dim"), f"{usage.prompt_tokens:,} in",
+                         (f" (est. {state.estimated_prompt_tokens:,})", "dim"),
+                         f" · {usage.completion_tokens:,} out", *cost)
+    short = Text.assemble(f"{usage.prompt_tokens:,} in · {usage.completion_tokens:,} out", *cost)
+    return [long, short]
+
+
 def fitting(texts: list[Text], width: int) -> Text:
     """The first text that fits `width` cells, else the last one."""
     return next((t for t in texts if t.cell_len <= width), texts[-1])
@@ -52,18 +66,24 @@ def fitting(texts: list[Text], width: int) -> Text:
 
 class BatchCounts(Widget):
     """`· queued 26  ▸ running 3  ↻ retrying 1  ■ succeeded 48  ✗ failed 2`, abbreviated to
-    fit (`· q 26  ▸ run 3 …`, then `·26 ▸3 …`)."""
+    fit (`· q 26  ▸ run 3 …`, then `·26 ▸3 …`); then the run's tokens and cost once a server
+    reported usage, abbreviated after the counts are and dropped before a count is."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._counts: Counter[CellState] = Counter()
+        self._usage: list[Text] = []
         self._texts = counts_texts(self._counts)
 
-    def show(self, counts: Counter[CellState]) -> None:
-        if counts == self._counts:
+    def show(self, counts: Counter[CellState], usage: list[Text] | None = None) -> None:
+        usage = usage or []
+        if counts == self._counts and [u.plain for u in usage] == [u.plain for u in self._usage]:
             return
-        self._counts = counts
-        self._texts = counts_texts(counts)
+        self._counts, self._usage = counts, usage
+        wordings = counts_texts(counts)
+        # The tokens against the estimate are what the line adds: shortened after the counts are.
+        with_usage = [Text.assemble(c, "  ", u) for u in usage for c in wordings]
+        self._texts = with_usage + wordings
         self.refresh()
 
     def render(self) -> Text:

@@ -1,0 +1,118 @@
+"""What a run's model calls cost: the token counts servers report (`usage` of a chat
+completion), their sum over a run, their price from a `[prices."model"]` table, and the
+meter that stops a run once its spend reaches `--max-cost`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Prices are given in dollars per this many tokens.
+PRICE_UNIT = 1_000_000
+
+
+class Usage(BaseModel):
+    """Token counts as the server gave them. `cached_tokens` are part of `prompt_tokens`
+    (OpenAI's `prompt_tokens_details.cached_tokens`); `total_tokens` is the server's own
+    total (prompt + completion when it gave none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+
+
+class Prices(BaseModel):
+    """One model's `[prices."model"]` table: dollars per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: Price
+    output: Price
+    #: The price of cached prompt tokens; the input price when not given.
+    cached_input: Price | None = None
+
+
+class Cost(BaseModel):
+    """Dollars: `input` for the prompt tokens that were not cached, `cached` for those that
+    were, `output` for the completion tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input: float
+    output: float
+    cached: float
+    total: float
+    currency: str = "USD"
+
+
+def cost_of(usage: Usage, prices: Prices) -> Cost:
+    cached = min(usage.cached_tokens, usage.prompt_tokens)
+    cached_price = prices.input if prices.cached_input is None else prices.cached_input
+    input_cost = (usage.prompt_tokens - cached) * prices.input / PRICE_UNIT
+    cached_cost = cached * cached_price / PRICE_UNIT
+    output_cost = usage.completion_tokens * prices.output / PRICE_UNIT
+    return Cost(
+        input=round(input_cost, 9),
+        output=round(output_cost, 9),
+        cached=round(cached_cost, 9),
+        total=round(input_cost + cached_cost + output_cost, 9),
+    )
+
+
+def estimated_input_cost(prompt_tokens: int, prices: Prices) -> float:
+    """What `prompt_tokens` estimated prompt tokens cost at the input price."""
+    return round(prompt_tokens * prices.input / PRICE_UNIT, 9)
+
+
+class UsageMeter:
+    """The run's running totals: the usage servers reported, the estimate of the same
+    prompts, and the spend. When the spend reaches `max_cost`, `on_limit` is called once
+    and `limit_reached` stays true: no further request may be sent."""
+
+    def __init__(
+        self, prices: Prices | None = None, max_cost: float | None = None, on_limit: Callable[[], None] | None = None
+    ) -> None:
+        self.prices = prices
+        self.max_cost = max_cost
+        self.on_limit = on_limit
+        self.total: Usage | None = None
+        #: The estimated prompt tokens of the calls that reported usage: the estimate of the
+        #: same prompts `total.prompt_tokens` counts.
+        self.estimated_prompt_tokens = 0
+        self.limit_reached = False
+
+    def add(self, usage: Usage, estimated_prompt_tokens: int | None) -> None:
+        self.total = usage if self.total is None else self.total + usage
+        self.estimated_prompt_tokens += estimated_prompt_tokens or 0
+        cost = self.cost
+        if (
+            not self.limit_reached
+            and self.max_cost is not None
+            and cost is not None
+            and cost.total >= self.max_cost
+        ):
+            self.limit_reached = True
+            if self.on_limit is not None:
+                self.on_limit()
+
+    @property
+    def cost(self) -> Cost | None:
+        if self.prices is None:
+            return None
+        return cost_of(self.total or Usage(), self.prices)

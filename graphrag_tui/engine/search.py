@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -41,7 +41,11 @@ class GlobalSearch:
     No reply and no exception while handling one batch ends the run: it fails that attempt
     or batch (`internal` for an unexpected exception), and Reduce likewise. Text from the
     model enters with lone surrogates repaired (U+FFFD); raw responses are kept capped.
-    `batches`, `reduce` and `selected` hold the run so far, also when it breaks."""
+    `batches`, `reduce` and `selected` hold the run so far, also when it breaks.
+
+    `prior`: batches already finished (a re-run keeps its parent's answers, a resume what
+    finished before): they are kept as given, only the others are sent, and Reduce ranks
+    them all together."""
 
     def __init__(
         self,
@@ -54,6 +58,7 @@ class GlobalSearch:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
         on_long_response: LongResponseHook | None = None,
+        prior: Mapping[int, BatchResult] | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -73,6 +78,9 @@ class GlobalSearch:
             )
             for b in plan.batches
         ]
+        for index, batch in (prior or {}).items():
+            self.batches[index] = batch.model_copy(deep=True)
+        self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []
 
@@ -80,7 +88,7 @@ class GlobalSearch:
         self.report.start()
         plan, report = self.plan, self.report
         caller = ModelCaller(self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response)
-        workers = min(plan.options.concurrency, len(plan.batches))
+        workers = min(plan.options.concurrency, len(self.to_send))
         summaries, batch_count = plan.summary_count, len(plan.batches)
         report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))
         log.info("community level=%s summaries=%d map batches=%d", plan.level, plan.summary_count, len(plan.batches))
@@ -92,7 +100,7 @@ class GlobalSearch:
                 detail=f"no community of namespace {plan.namespace!r} at level {plan.level} has a summary",
             )
         try:
-            await self._unless_cancelled(MapStage(plan, self.batches, caller).run(workers))
+            await self._unless_cancelled(MapStage(plan, self.batches, caller, self.to_send).run(workers))
         except _Cancelled:
             return self._finish("cancelled", detail="cancelled by the user during Map")
         failed = [b for b in self.batches if b.status == "failed"]

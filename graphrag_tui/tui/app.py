@@ -103,6 +103,8 @@ class AppSettings(BaseModel):
     given_options: frozenset[str] | None = None
     #: Binding id -> comma-separated keys (the `[keymap]` config, checked by tui.keymap.check_keymap).
     keymap: dict[str, str] = {}
+    #: The run history each run is recorded in (None: runs are not recorded).
+    history: Path | None = None
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -348,11 +350,17 @@ class GraphRAGApp(App[int]):
             cancel=self.cancel_event,
             clock=self.clock,
             wall_clock=self.wall_clock,
+            history=self.settings.history,
+            on_warning=self._history_warning,
         )
         self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
         self.set_timer(PLANNING_QUIET_PERIOD, self._show_run)
+
+    def _history_warning(self, text: str) -> None:
+        """From the run's worker (the app's loop) or its end: a notification."""
+        self.notify(text, severity="warning", markup=False)
 
     def _show_run(self) -> None:
         """The panels show the run (reset), the model is locked, focus goes to the batches."""
@@ -385,7 +393,8 @@ class GraphRAGApp(App[int]):
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
             plan = await asyncio.to_thread(run.prepare, request)
             self.post_message(RunPlanned(plan))
-            model = await self.models.open(self.model_settings(kind, plan.options.concurrency))
+            settings = self.model_settings(kind, plan.options.concurrency)
+            model = await self.models.open(settings)
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
@@ -395,7 +404,7 @@ class GraphRAGApp(App[int]):
             self.post_message(RunFinished(run.failed(error, request)))
             return
         try:
-            result = await run.run(model, timeout=self.settings.model.timeout)
+            result = await run.run(model, timeout=self.settings.model.timeout, settings=settings)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise

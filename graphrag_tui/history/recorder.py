@@ -1,0 +1,300 @@
+"""Writing one run into the history while it goes.
+
+The run's row is written before the first model call (so an unusable history is known, and
+said, before anything is paid for). Everything after that goes through a queue to a thread
+of its own, which commits what arrived in one transaction at most FLUSH_INTERVAL after the
+first of it: a finished batch is on disk within a second, and the run's event loop never
+waits for SQLite or zlib. A kill -9 loses the attempts in flight and at most one interval
+of finished ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine import BatchResult, MapBatch, SearchPlan, SearchResult, map_messages
+from ..errors import InputError
+from .database import connect, errors_named, history_error, transaction
+from .ids import new_run_id
+from .owner import is_alive, this_process
+
+#: Seconds between the first event of a group and its commit.
+FLUSH_INTERVAL = 0.25
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    """What a run is besides its plan: where it ran, on which model, after which run."""
+
+    store_path: str
+    store_size: int | None
+    store_mtime_ns: int | None
+    #: kind, base_url, model, api_key_env (the variable's NAME), response_format, timeout...
+    model_settings: Mapping[str, Any]
+    #: The model that answers (an endpoint's model name as sent), per batch as well.
+    model_name: str | None
+    parent_run_id: str | None = None
+
+
+def content_hash(batch: MapBatch) -> str:
+    digest = hashlib.sha256()
+    for piece in batch.pieces:
+        digest.update(piece.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def pack_prompt(query: str, batch: MapBatch) -> bytes:
+    messages = [m.model_dump() for m in map_messages(query, batch.content)]
+    return zlib.compress(json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+
+
+def unpack_prompt(data: bytes) -> list[dict[str, str]]:
+    messages: list[dict[str, str]] = json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
+    return messages
+
+
+def result_summary(result: SearchResult) -> str:
+    """The result without its batches (they have rows of their own): whatever fields the
+    result has, usage and cost included, as the engine serializes them."""
+    return result.model_dump_json(exclude={"batches"})
+
+
+def usage_total(result: SearchResult) -> str | None:
+    usage = getattr(result, "usage_total", None)
+    if usage is None:
+        return None
+    return json.dumps(usage.model_dump(mode="json") if hasattr(usage, "model_dump") else usage)
+
+
+class RunRecorder:
+    """One run's recording. `start` (or `resume`) writes its row; `batch_finished`,
+    `attempt_failed` and `finish` queue the rest; `abandon` marks a run whose process is
+    ending without a result. A write that fails stops the recording; `error` says why."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, run_id: str) -> None:
+        self.path, self.run_id = path, run_id
+        self._connection = connection
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.error: str | None = None
+        self._done = False
+        self._thread = threading.Thread(target=self._write_loop, name=f"history-{run_id}", daemon=True)
+
+    # -- starting ---------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        path: Path,
+        plan: SearchPlan,
+        metadata: RunMetadata,
+        *,
+        started_at: str,
+        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
+    ) -> RunRecorder:
+        """A new run: its row now, its batches (prompts compressed) from the writer thread.
+        `kept` are batches a re-run keeps from its parent (result and model)."""
+        connection = connect(path, check_same_thread=False)
+        try:
+            with errors_named(path), transaction(connection):
+                run_id = cls._insert_run(connection, plan, metadata, started_at)
+        except BaseException:
+            connection.close()
+            raise
+        recorder = cls(path, connection, run_id)
+        recorder._queue.put(("plan", plan, dict(kept or {}), False))
+        recorder._thread.start()
+        return recorder
+
+    @classmethod
+    def resume(cls, path: Path, run_id: str, plan: SearchPlan) -> RunRecorder:
+        """The same run again, taken over in one transaction (so two resumes of one run
+        cannot both send its batches); its unfinished batches are planned again."""
+        connection = connect(path, check_same_thread=False)
+        try:
+            with errors_named(path), transaction(connection):
+                _claim(connection, run_id)
+                connection.execute(
+                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE run_id = ?",
+                    (this_process(), run_id),
+                )
+        except BaseException:
+            connection.close()
+            raise
+        recorder = cls(path, connection, run_id)
+        recorder._queue.put(("plan", plan, {}, True))
+        recorder._thread.start()
+        return recorder
+
+    @staticmethod
+    def _insert_run(connection: sqlite3.Connection, plan: SearchPlan, metadata: RunMetadata, started_at: str) -> str:
+        for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
+            run_id = new_run_id()
+            try:
+                connection.execute(
+                    "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
+                    "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
+                    "summary_count, batch_count, owner) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
+                        metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
+                        plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
+                        json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
+                        len(plan.batches), this_process(),
+                    ),
+                )
+                return run_id
+            except sqlite3.IntegrityError:
+                time.sleep(0.001)
+        raise sqlite3.IntegrityError("no free run id")
+
+    # -- what the run reports (from the run's thread) -------------------------------------------
+
+    def attempt_failed(self, batch: BatchResult) -> None:
+        """A Map attempt failed and the batch goes on: its attempts so far (a copy: the
+        batch changes on)."""
+        self._queue.put(("attempt", batch.index, batch.model_dump_json()))
+
+    def batch_finished(self, batch: BatchResult, model: str | None) -> None:
+        """A batch that succeeded or failed; it does not change any more."""
+        self._queue.put(("batch", batch, model))
+
+    def finish(self, result: SearchResult, finished_at: str, model: str | None) -> None:
+        """The run's end; waits until everything is written."""
+        self._queue.put(("finish", result, finished_at, model))
+        self._close()
+
+    def abandon(self, batches: Sequence[BatchResult], model: str | None) -> None:
+        """The process ends without a result (the app quits mid-run): what finished is
+        written, and the run is `interrupted`."""
+        for batch in batches:
+            if batch.status != "cancelled":
+                self.batch_finished(batch, model)
+        self._queue.put(("abandon",))
+        self._close()
+
+    def _close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._thread.join()
+
+    # -- the writer thread ----------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        pending: list[tuple[Any, ...]] = []
+        deadline: float | None = None
+        try:
+            while True:
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    item: tuple[Any, ...] | None = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    item = None
+                last = item is not None and item[0] in ("finish", "abandon")
+                if item is not None:
+                    pending.append(item)
+                    if deadline is None:
+                        deadline = time.monotonic() + FLUSH_INTERVAL
+                if pending and (last or item is None or time.monotonic() >= deadline):  # type: ignore[operator]
+                    self._write(pending)
+                    pending, deadline = [], None
+                if last:
+                    return
+        finally:
+            self._connection.close()
+
+    def _write(self, items: list[tuple[Any, ...]]) -> None:
+        if self.error is not None:
+            return
+        try:
+            with transaction(self._connection) as connection:
+                for item in items:
+                    getattr(self, "_write_" + item[0])(connection, *item[1:])
+        except (sqlite3.Error, OSError) as error:
+            self.error = str(history_error(self.path, error))
+
+    def _write_plan(
+        self, connection: sqlite3.Connection, plan: SearchPlan, kept: dict[int, tuple[BatchResult, str | None]],
+        resumed: bool,
+    ) -> None:
+        if resumed:  # the finished batches stay; the others start again
+            finished = {i for (i,) in connection.execute(
+                "SELECT batch_index FROM batches WHERE run_id = ? AND status != 'pending'", (self.run_id,))}
+            connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
+        else:
+            finished = set()
+        rows = []
+        for batch in plan.batches:
+            if batch.index in finished:
+                continue
+            result, model = kept.get(batch.index, (None, None))
+            if result is None:
+                status, text = "pending", _planned(plan, batch).model_dump_json()
+            else:
+                status, text = result.status, result.model_dump_json()
+            rows.append((self.run_id, batch.index, content_hash(batch), pack_prompt(plan.query, batch), status, text, model))
+        connection.executemany(
+            "INSERT INTO batches (run_id, batch_index, content_sha256, prompt, status, result, model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _write_attempt(self, connection: sqlite3.Connection, index: int, text: str) -> None:
+        connection.execute(
+            "UPDATE batches SET result = ? WHERE run_id = ? AND batch_index = ? AND status = 'pending'",
+            (text, self.run_id, index),
+        )
+
+    def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
+        connection.execute(
+            "UPDATE batches SET status = ?, result = ?, model = ? WHERE run_id = ? AND batch_index = ?",
+            (batch.status, batch.model_dump_json(), model, self.run_id, batch.index),
+        )
+        if batch.status == "failed":  # `runs list` counts them while the run goes
+            connection.execute(
+                "UPDATE runs SET failed_batch_count = failed_batch_count + 1 WHERE run_id = ?", (self.run_id,))
+
+    def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
+        recorded = {i: s for i, s in connection.execute(
+            "SELECT batch_index, status FROM batches WHERE run_id = ?", (self.run_id,))}
+        for batch in result.batches:  # a batch whose event never came (a run that broke)
+            if batch.status != "cancelled" and recorded.get(batch.index) == "pending":
+                self._write_batch(connection, batch, model)
+        connection.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
+            "owner = NULL WHERE run_id = ?",
+            (result.status, finished_at, result.failed_batch_count, result_summary(result), usage_total(result),
+             self.run_id),
+        )
+
+    def _write_abandon(self, connection: sqlite3.Connection) -> None:
+        connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+class RunNotResumable(InputError):
+    pass
+
+
+def _claim(connection: sqlite3.Connection, run_id: str) -> None:
+    row = connection.execute("SELECT status, owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotResumable(f"run {run_id} is no longer in the run history")
+    status, owner = row
+    if status == "running" and is_alive(owner):
+        raise RunNotResumable(f"run {run_id} is running in another process: it cannot be resumed now")
+    if status not in ("running", "interrupted", "cancelled"):
+        raise RunNotResumable(f"run {run_id} is {status}: only an interrupted or cancelled run can be resumed")
+
+
+def _planned(plan: SearchPlan, batch: MapBatch) -> BatchResult:
+    return BatchResult(
+        index=batch.index, community_ids=batch.community_ids, parts=batch.parts, prompt_tokens=plan.prompt_tokens(batch)
+    )

@@ -210,7 +210,8 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path: Path) -> None:
     path = config(tmp_path, '[retrieval]\nmap_budgett = 1\nmap_budget = -3\n')
     assert error_of(path) == f"config file {path}: unknown key 'map_budgett' in [retrieval]"
     path = config(tmp_path, '[retrieval]\nmap_budget = 1\n[zzz]\n[model]\ntimeout = -1\n')
-    assert error_of(path) == f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [history], [keymap])"
+    assert error_of(path) == (
+        f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [history], [keymap])")
     # the file before the variables; the variables in their sections' order
     assert error_of(config(tmp_path, "[model]\ntimeout = 0\n"), GRAPHRAG_TUI_MAP_BUDGET="0") == \
         f"config file {tmp_path / 'config.toml'}: [model] timeout must be a positive number of seconds, got 0"

@@ -206,24 +206,32 @@ def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(
 
 
 def test_rerun_on_another_model_records_which_model_answered_each_batch(store: Path, history: Path) -> None:
+    """The key comes from the recorded variable's name, read again; no key is ever stored."""
     failing = {"ns/3"}
     with ScriptedChatServer(Server(fail=failing)) as server:
         parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
-                     "--json")
+                     "--api-key-env", "GATEWAY_KEY", "--json", env=clean_env(GATEWAY_KEY="sk-parent-secret"))
         base_url = server.base_url
+    assert parent.code == 0, parent.stderr
     failed_index = next(i for i, b in enumerate(parent.json["batches"]) if b["status"] == "failed")
     with ScriptedChatServer(Server()) as other:
-        child = cli(history, "rerun", parent.json["run_id"], "--base-url", other.base_url, "--model", "m2", "--json")
+        child = cli(history, "rerun", parent.json["run_id"], "--base-url", other.base_url, "--model", "m2", "--json",
+                    env=clean_env(GATEWAY_KEY="sk-child-secret"))
     assert child.code == 0, child.stderr
     assert {r.json["model"] for r in other.chat_requests()} == {"m2"}
+    assert {r.headers["authorization"] for r in other.chat_requests()} == {"Bearer sk-child-secret"}
     expected = ["m1"] * 8
     expected[failed_index] = "m2"
     assert child.json["batch_models"] == expected
     assert cli(history, "runs", "show", child.json["run_id"], "--json").json["batch_models"] == expected
-    # The recorded endpoint: the parent's settings, never its key.
-    settings = dict(rows(history, "SELECT run_id, model_settings FROM runs"))
-    assert json.loads(settings[parent.json["run_id"]])["base_url"] == base_url
-    assert json.loads(settings[child.json["run_id"]])["model"] == "m2"
+    settings = {run_id: json.loads(text) for run_id, text in rows(history, "SELECT run_id, model_settings FROM runs")}
+    assert settings[parent.json["run_id"]] == {
+        "kind": "http", "base_url": base_url, "model": "m1", "api_key_env": "GATEWAY_KEY", "timeout": 120.0,
+        "response_format": "json_object", "max_response_bytes": 8388608, "local_llm": False}
+    assert settings[child.json["run_id"]]["model"] == "m2"
+    assert settings[child.json["run_id"]]["api_key_env"] == "GATEWAY_KEY"
+    for file in history.parent.iterdir():  # the history, its WAL and its index
+        assert b"secret" not in file.read_bytes()
 
 
 def test_rerun_all_and_a_changed_store_is_refused_unless_replanned(store: Path, history: Path, tmp_path: Path) -> None:
@@ -285,7 +293,7 @@ def test_two_processes_write_one_history_at_once(store: Path, history: Path) -> 
     with ScriptedChatServer(slow) as server:
         processes = [start_query(store, history, server.base_url) for _ in range(2)]
         outputs = [p.communicate(timeout=60) for p in processes]
-    for process, (out, err) in zip(processes, outputs, strict=True):
+    for process, (_, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err
         assert "warning" not in err
     ids = sorted(json.loads(out)["run_id"] for out, _ in outputs)

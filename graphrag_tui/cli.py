@@ -467,6 +467,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             given_options=resolved.options.given,
             keymap=keymap,
             history=resolved.history.recording if resolved.history is not None else None,
+            history_path=resolved.history.path if resolved.history is not None else None,
         )
     )
     app.run()

@@ -43,6 +43,7 @@ from ..session.options import form_defaults, resolve_retrieval
 from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
+from .history_actions import RunHistoryActions
 from .messages import (
     ModelStateChanged,
     OpenBatch,
@@ -72,6 +73,8 @@ PLANNING_QUIET_PERIOD = 0.1
 #: What ends the worker itself (the app cancels it, or the process ends), not the run's errors:
 #: everything else that escapes a run ends it as `failed` (a BaseExceptionGroup included).
 NOT_RUN_ERRORS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+#: The run history's keys (single letters: they type into a focused field).
+HISTORY_KEYS = ("runs", "rerun_failed", "resume_run", "delete_run")
 #: The model picker's entries (the endpoint's is built from the settings).
 MODEL_LABELS = {
     "extractive": "Built-in extractive (offline, not an LLM)",
@@ -105,6 +108,9 @@ class AppSettings(BaseModel):
     keymap: dict[str, str] = {}
     #: The run history each run is recorded in (None: runs are not recorded).
     history: Path | None = None
+    #: The run history the Runs screen reads, re-runs and resumes write (recording on or
+    #: off); None: `history`.
+    history_path: Path | None = None
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -116,7 +122,7 @@ def describe_model(settings: ModelSettings) -> str:
     return f"{settings.model or 'first listed model'} @ {host}"
 
 
-class GraphRAGApp(App[int]):
+class GraphRAGApp(RunHistoryActions, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "graphrag-tui"
     #: Each binding has an id: the `[keymap]` config section remaps keys by id (see tui/keymap.py);
@@ -129,6 +135,12 @@ class GraphRAGApp(App[int]):
         Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
+        # The run history (history_actions.py): the Runs screen, and the finished run's keys.
+        Binding("h", "runs", "Runs", id="runs", tooltip="the run history: past runs, re-run, resume, compare"),
+        Binding("f", "rerun_failed", "Re-run failed", id="rerun-failed",
+                tooltip="re-run the failed and cancelled batches of a run (choose the model)"),
+        Binding("u", "resume_run", "Resume", id="resume-run", tooltip="resume an interrupted or cancelled run"),
+        Binding("d", "delete_run", "Delete run", id="delete-run", tooltip="delete the run from the history"),
         # Textual adds this one itself, without an id, unless the app binds the action.
         Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
                 id="command-palette", tooltip="command palette"),
@@ -177,6 +189,8 @@ class GraphRAGApp(App[int]):
             given = frozenset(n for n, v in FALLBACK_DEFAULTS.items() if getattr(settings.options, n) != v)
         self.given_options: frozenset[str] = given
         self.set_keymap(settings.keymap)
+        #: Runs deleted from the history in this session (their keys no longer show).
+        self.deleted_runs: set[str] = set()
 
     # -- screens -------------------------------------------------------------------------
 
@@ -498,8 +512,10 @@ class GraphRAGApp(App[int]):
     # -- drill-down ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("goto", "export", "keys") and isinstance(self.focused, Input):
+        if action in ("goto", "export", "keys", *HISTORY_KEYS) and isinstance(self.focused, Input):
             return False
+        if action in ("rerun_failed", "resume_run", "delete_run"):
+            return self.current_run_allows(action)
         return True
 
     def on_open_community(self, message: OpenCommunity) -> None:

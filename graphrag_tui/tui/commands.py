@@ -44,6 +44,8 @@ def app_commands(app: GraphRAGApp) -> Iterator[Command]:
         yield Command("Cancel run", "Cancel the running search" + key("cancel-run"), app.cancel_event.set)
     yield Command("Go to community", "Open a community by id or GraphRAG number" + key("goto"), app.action_goto)
     yield Command("Export run", "Write the finished run as JSON and Markdown" + key("export"), app.action_export)
+    yield Command("Run history", "Past runs: open, re-run failed batches, resume, compare, export, delete"
+                  + key("runs"), app.action_runs)
     form = app.setup_form
     for info in form.namespaces.values():
         yield Command(

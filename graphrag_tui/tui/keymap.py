@@ -36,13 +36,18 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .app import GraphRAGApp
     from .screens.batch import BatchScreen
     from .screens.community import CommunityScreen
+    from .screens.compare import CompareScreen
     from .screens.confirm import ConfirmScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
+    from .screens.rerun import RerunScreen
+    from .screens.run_view import RunViewScreen
+    from .screens.runs import RunsScreen
     from .widgets.batch_grid import BatchGrid
 
-    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid)
+    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
+            RunsScreen, RunViewScreen, CompareScreen, RerunScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -136,7 +136,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
         # The run history (history_actions.py): the Runs screen, and the finished run's keys.
-        Binding("h", "runs", "Runs", id="runs", tooltip="the run history: past runs, re-run, resume, compare"),
+        Binding("h", "runs", "Runs", show=False, id="runs", tooltip="the run history: past runs, re-run, resume, compare"),
         Binding("f", "rerun_failed", "Re-run failed", id="rerun-failed",
                 tooltip="re-run the failed and cancelled batches of a run (choose the model)"),
         Binding("u", "resume_run", "Resume", id="resume-run", tooltip="resume an interrupted or cancelled run"),

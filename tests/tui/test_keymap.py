@@ -34,8 +34,9 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 
 SIZE = (140, 42)
 KNOWN_IDS = (
-    "back, cancel-run, command-palette, dialog-cancel, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, tab-4, yes"
+    "back, cancel-run, command-palette, compare-runs, delete-run, dialog-cancel, export, goto, grid-down, grid-next, "
+    "grid-previous, grid-up, keys, mark-run, no, open-batch, quit, rerun-failed, resume-run, runs, runs-filter, "
+    "save-response, tab-1, tab-2, tab-3, tab-4, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
@@ -44,6 +45,7 @@ APP_ROWS = [
     ("g", "go to a community by id or number", True),
     ("e", "export the run (JSON and Markdown report)", True),
     ("?", "the list of keys", True),
+    ("h", "the run history: past runs, re-run, resume, compare", True),
     ("ctrl+p", "command palette", True),
 ]
 #: Textual's Screen keys, on every screen.
@@ -111,7 +113,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                 assert issubclass(cls, binding_owners()) or any(issubclass(o, cls) for o in binding_owners()), cls
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
-        "InputDialog", "BatchGrid",
+        "InputDialog", "BatchGrid", "RunsScreen", "RunViewScreen", "CompareScreen", "RerunScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 
@@ -318,11 +320,12 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
             async with app.run_test(size=SIZE) as pilot:
                 app.screen.query_one(BatchGrid).focus()
                 await pilot.pause()
-                commands = await palette_commands(pilot, 11)
+                commands = await palette_commands(pilot, 12)
                 ours = [
                     ("Run", "Run global search with the question in the setup form"),
                     ("Go to community", "Open a community by id or GraphRAG number (^g)"),
                     ("Export run", "Write the finished run as JSON and Markdown (e)"),
+                    ("Run history", "Past runs: open, re-run failed batches, resume, compare, export, delete (h)"),
                     ("Namespace: ns", "3 communities"),
                     ("Level: leaf", "3 leaves"),
                     ("Level: 0", "3 communities"),
@@ -335,7 +338,7 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
                 await ask(pilot)
                 await wait_until(pilot, lambda: len(server.chat_requests()) == 3, what="three held requests")
                 await pilot.pause()
-                commands = await palette_commands(pilot, 12)
+                commands = await palette_commands(pilot, 13)
                 assert app_commands_of(commands) == [
                     ours[0], ("Cancel run", "Cancel the running search (esc)"), *ours[1:]
                 ]
@@ -376,8 +379,8 @@ async def test_the_palette_lists_a_namespace_named_like_markup_as_it_is(tmp_path
     async with app.run_test(size=SIZE) as pilot:
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
-        commands = await palette_commands(pilot, 12)
-        assert app_commands_of(commands)[3:5] == [
+        commands = await palette_commands(pilot, 13)
+        assert app_commands_of(commands)[4:6] == [
             ("Namespace: ns", "1 communities"),
             ("Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J", "1 communities"),
         ]

@@ -516,6 +516,8 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             return False
         if action in ("rerun_failed", "resume_run", "delete_run"):
             return self.current_run_allows(action)
+        if self.app_key_elsewhere(action):
+            return False
         return True
 
     def on_open_community(self, message: OpenCommunity) -> None:

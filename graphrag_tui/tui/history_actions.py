@@ -261,6 +261,11 @@ class RunHistoryActions:
             return result.status == "cancelled"
         return action == "delete_run"
 
+    def app_key_elsewhere(self: GraphRAGApp, action: str) -> bool:  # type: ignore[misc]
+        """Whether an app key would act on the main screen's run or store while a screen of
+        the history (which is about other runs) is shown: then it is not offered there."""
+        return action in ("goto", "export") and isinstance(self.screen, (RunsScreen, CompareScreen))
+
     def action_rerun_failed(self: GraphRAGApp) -> None:  # type: ignore[misc]
         if (run_id := self.current_run_id()) is not None:
             self.rerun_stored_run(run_id)

@@ -116,9 +116,8 @@ async def test_runs_screen_lists_filters_and_opens_a_run_read_only(store: Path, 
 
             screen = await open_runs(pilot)
             assert rows(pilot, "#runs-table") == [
-                ["", second, "2026-01-02 03:04:05", "partial", "2/3", "1", "m1", "ns/leaf", "—", "0.0 s",
-                 SECOND_QUESTION],
-                ["", first, "2026-01-02 03:04:05", "partial", "2/3", "1", "m1", "ns/leaf", "—", "0.0 s", QUESTION],
+                ["", "2026-01-02 03:04", "partial", "2/3", "1", SECOND_QUESTION, "m1", "ns/leaf", "—", "0.0 s", second],
+                ["", "2026-01-02 03:04", "partial", "2/3", "1", QUESTION, "m1", "ns/leaf", "—", "0.0 s", first],
             ]
             assert "re-run of" not in text_of(pilot, "#runs-detail")
             assert text_of(pilot, "#runs-detail").startswith(f"Run {second}  store {store}\n{SECOND_QUESTION}")
@@ -127,7 +126,7 @@ async def test_runs_screen_lists_filters_and_opens_a_run_read_only(store: Path, 
             await pilot.press("slash", *"BRIDGE")
             await wait_until(pilot, lambda: screen.listings > before
                              and screen.query_one("#runs-table", DataTable).row_count == 1, what="the filter")
-            assert [r[1] for r in rows(pilot, "#runs-table")] == [first]
+            assert [r[-1] for r in rows(pilot, "#runs-table")] == [first]
             await pilot.press("enter")  # from the filter to the list
             assert isinstance(app.screen.focused, DataTable)
 
@@ -326,7 +325,7 @@ async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> 
             await pilot.press("y")
             await relisted(pilot, screen, before)
             assert run_ids(history) == [first]
-            assert [r[1] for r in rows(pilot, "#runs-table")] == [first]
+            assert [r[-1] for r in rows(pilot, "#runs-table")] == [first]
             # The main screen's run was the one deleted: its keys are gone.
             await pilot.press("escape")
             await pilot.pause()

@@ -106,7 +106,7 @@ def run_line(label: str, stored: StoredRun) -> Text:
     text = Text.assemble((f" {label} ", "bold reverse"), " ", (s.run_id, "bold"), "  ", (s.status, "bold"))
     text.append("\n")
     text.append(one_line(f"{s.model or '—'} · {scope_text(s)} · seed {'—' if stored.seed is None else stored.seed}"
-                         f" · {started_text(s.started_at)}"))
+                         f" · {started_text(s.started_at)[:16]}"))
     text.append("\n")
     text.append(one_line(s.question), style="italic")
     return text

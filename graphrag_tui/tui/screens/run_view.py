@@ -269,9 +269,9 @@ class RunViewScreen(TabbedScreen):
         if action in ("rerun_failed", "resume_run", "export", "delete_run", "goto") and stored is None:
             return None
         if action == "rerun_failed" and stored is not None:
-            return True if any(b.status != "succeeded" for b in stored.batches) else None
+            return any(b.status != "succeeded" for b in stored.batches)
         if action == "resume_run" and stored is not None:
-            return True if stored.status in RESUMABLE else None
+            return stored.status in RESUMABLE
         return super().check_action(action, parameters)
 
     def action_close(self) -> None:

@@ -31,9 +31,16 @@ STATUS_STYLES = {
     "completed": "green", "partial": "yellow", "no_results": "grey70", "failed": "red", "cancelled": "magenta",
     "interrupted": "bold magenta", "running": "cyan",
 }
-COLUMNS = ("", "Run", "Started (UTC)", "Status", "OK", "Failed", "Model", "Scope", "Tokens", "Duration", "Question")
+#: The question comes early: on a narrow terminal the columns on the right scroll out of sight
+#: (the line under the table says everything of the highlighted run).
+COLUMNS = ("", "Started (UTC)", "Status", "OK", "Failed", "Question", "Model", "Scope", "Tokens", "Duration", "Run")
 #: Keys that act on a run: they type into the filter while it has focus.
 RUN_ACTIONS = ("open_run", "mark", "compare", "rerun_failed", "resume_run", "export", "delete_run", "filter")
+
+
+def may_rerun(summary: RunSummary) -> bool:
+    """Whether a run has batches to send again: failed ones, or some never finished."""
+    return summary.failed_batch_count > 0 or summary.status in ("cancelled", "interrupted", "failed")
 
 
 class RunsScreen(Screen[None]):
@@ -75,7 +82,7 @@ class RunsScreen(Screen[None]):
                     id="runs-filter-input")
         table: DataTable[object] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         for label in COLUMNS:
-            table.add_column(Text(label), key=label or "mark")
+            table.add_column(Text(label), key=label or "mark", width=1 if not label else None)
         yield table
         yield Static(id="runs-detail")
         yield KeyFooter()
@@ -132,16 +139,16 @@ class RunsScreen(Screen[None]):
         ok = self.succeeded.get(r.run_id, 0)
         return [
             Text(mark, style="bold reverse" if mark else ""),
-            Text(r.run_id),
-            Text(started_text(r.started_at)),
+            Text(started_text(r.started_at)[:16]),
             Text(r.status, style=STATUS_STYLES.get(r.status, "")),
             Text(f"{ok}/{r.batch_count}", justify="right"),
             Text(str(r.failed_batch_count), style="red" if r.failed_batch_count else "", justify="right"),
+            Text(one_line(r.question, 40)),
             Text(one_line(r.model or "—", 24)),
             Text(one_line(scope_text(r), 24)),
             Text(tokens_text(r.usage_total), justify="right"),
             Text(duration_text(duration_s(r.started_at, r.finished_at)), justify="right"),
-            Text(one_line(r.question, 60)),
+            Text(r.run_id),
         ]
 
     # -- what is highlighted -----------------------------------------------------------------
@@ -198,7 +205,9 @@ class RunsScreen(Screen[None]):
         if action in ("mark", "compare", "rerun_failed", "resume_run", "export", "delete_run") and r is None:
             return None
         if action == "resume_run" and r is not None and r.status not in RESUMABLE:
-            return None
+            return False
+        if action == "rerun_failed" and r is not None and not may_rerun(r):
+            return False
         if action == "compare" and not self.marked:
             return None
         return True

@@ -96,16 +96,35 @@ def list_seconds(history: Path, *args: str, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def in_process_seconds(history: Path, repeats: int = 5) -> float:
+    """Listing all the runs and making their JSON, without the command's start-up."""
+    from graphrag_tui.history import RunHistory
+
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        runs = RunHistory(history).list_runs()
+        json.dumps({"runs": [r.as_json() for r in runs]})
+        times.append(time.perf_counter() - started)
+    assert len(runs) == 10_000
+    return statistics.median(times)
+
+
 def listing(store: Path, workdir: Path) -> list[Row]:
     history = workdir / "ten-thousand.db"
     asyncio.run(session_seconds(store, history))
     fill_history(history, 10_000)
+    start_up = list_seconds(workdir / "no-history.db")  # the same command with nothing to list
     default, everything = list_seconds(history), list_seconds(history, "--limit", "0", "--json")
+    inside = in_process_seconds(history)
     return [
+        ("`runs list` with an empty history (the command's start-up)", f"median {start_up:.2f} s", "reference", ""),
         ("`runs list` over 10,000 runs (the whole command)", f"median {default:.2f} s", "< 0.5 s",
          "ok" if default < 0.5 else "MISSED"),
         ("`runs list --limit 0 --json` over 10,000 runs (all of them)", f"median {everything:.2f} s", "< 0.5 s",
          "ok" if everything < 0.5 else "MISSED"),
+        ("listing all 10,000 runs as JSON, in process (RunHistory.list_runs)", f"median {inside:.3f} s", "< 0.5 s",
+         "ok" if inside < 0.5 else "MISSED"),
     ]
 
 

@@ -200,3 +200,28 @@ def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path)
     other = model_settings_for(stored, {"model": "m2", "base_url": None, "local_llm": False})
     assert (other.base_url, other.model, other.api_key_env, other.response_format) == (
         "http://h:1/v1", "m2", "MY_KEY", "json_schema")
+
+
+def test_the_resolver_says_where_runs_are_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from graphrag_tui.config import UserDefaults
+    from graphrag_tui.errors import InputError
+    from graphrag_tui.session import SettingsResolver
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    plain = SettingsResolver()
+    default = plain.history({})
+    assert (default.path, default.enabled, default.source) == (tmp_path / "data" / "graphrag-tui" / "history.db", True,
+                                                               "default")
+    assert plain.history({"no_history": True}).recording is None
+    assert plain.history({"history": Path("~/h.db")}).path == Path.home() / "h.db"
+    with pytest.raises(InputError, match="^--history and --no-history cannot be used together$"):
+        plain.history({"history": Path("h.db"), "no_history": True})
+    labels = {"path": "GRAPHRAG_TUI_HISTORY", "enabled": "config file c: [history] enabled"}
+    configured = SettingsResolver(UserDefaults(history={"path": "/runs/h.db", "enabled": False}, labels=labels))
+    off = configured.history({})
+    assert (off.path, off.enabled, off.source, off.label) == (Path("/runs/h.db"), False, "config",
+                                                              "config file c: [history] enabled")
+    given = configured.history({"history": Path("/other.db")})
+    assert (given.recording, given.source) == (Path("/other.db"), "flag")  # --history records even so
+    on = SettingsResolver(UserDefaults(history={"path": "/runs/h.db"}, labels={"path": "GRAPHRAG_TUI_HISTORY"})).history({})
+    assert (on.recording, on.source, on.label) == (Path("/runs/h.db"), "environment", "GRAPHRAG_TUI_HISTORY")

@@ -4,7 +4,7 @@ package and the store are the only ones that speak SQLite."""
 
 from .database import BUSY_TIMEOUT_S, HistoryError
 from .ids import new_run_id
-from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, content_hash
+from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, content_hash, messages_json
 from .records import RESUMABLE, RUN_STATUSES, RecordedBatch, RunHistory, RunSummary, StoredRun, UnknownRun
 from .schema import SCHEMA_VERSION
 
@@ -23,5 +23,6 @@ __all__ = [
     "StoredRun",
     "UnknownRun",
     "content_hash",
+    "messages_json",
     "new_run_id",
 ]

@@ -2,10 +2,14 @@
 
 The run's row is written before the first model call (so an unusable history is known, and
 said, before anything is paid for). Everything after that goes through a queue to a thread
-of its own, which commits what arrived in one transaction at most FLUSH_INTERVAL after the
-first of it: a finished batch is on disk within a second, and the run's event loop never
-waits for SQLite or zlib. A kill -9 loses the attempts in flight and at most one interval
-of finished ones."""
+of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction:
+a finished batch is on disk within a second, the run's event loop never waits for SQLite
+or zlib, and the thread does not wake per event (which would cost the run the GIL each
+time). A kill -9 loses the attempts in flight and at most one interval of finished ones.
+
+A batch's prompt is recorded as its content (zlib) and the run's Map prompt once (batch
+0's messages): the prompts are the engine's template over the query and the content, so
+each is rebuilt byte for byte, and a re-run checks the template is still the recorded one."""
 
 from __future__ import annotations
 
@@ -45,21 +49,46 @@ class RunMetadata:
     parent_run_id: str | None = None
 
 
+def _sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def content_hash(batch: MapBatch) -> str:
-    digest = hashlib.sha256()
-    for piece in batch.pieces:
-        digest.update(piece.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+    """The SHA-256 of a batch's content: what says whether the store still plans it so."""
+    return _sha256(batch.content)
 
 
-def pack_prompt(query: str, batch: MapBatch) -> bytes:
-    messages = [m.model_dump() for m in map_messages(query, batch.content)]
-    return zlib.compress(json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+#: Shorter texts are stored as they are: zlib allocates some 256 KiB of state per call, which
+#: costs more than a short text saves.
+COMPRESS_FROM = 2048
 
 
-def unpack_prompt(data: bytes) -> list[dict[str, str]]:
-    messages: list[dict[str, str]] = json.loads(zlib.decompress(data).decode("utf-8", "surrogatepass"))
-    return messages
+def pack_text(text: str) -> str | bytes:
+    """`text` as stored: itself (SQLite TEXT) when short, else zlib (a BLOB)."""
+    if len(text) < COMPRESS_FROM:
+        return text
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+
+
+def unpack_text(data: str | bytes) -> str:
+    return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")
+
+
+def messages_json(query: str, content: str) -> str:
+    """A Map prompt as recorded and compared: its messages as JSON."""
+    return json.dumps([m.model_dump() for m in map_messages(query, content)], ensure_ascii=False)
+
+
+def plan_json(planned: Sequence[BatchResult], hashes: Sequence[str]) -> str:
+    """Each batch's communities, parts, prompt tokens and content hash, in plain lists (a
+    batch without a row of its own, never finished, is read from them)."""
+    return json.dumps(
+        [
+            [list(b.community_ids), [[p.community_id, p.part] for p in b.parts], b.prompt_tokens, digest]
+            for b, digest in zip(planned, hashes, strict=True)
+        ],
+        ensure_ascii=False,
+    )
 
 
 def result_summary(result: SearchResult) -> str:
@@ -80,12 +109,23 @@ class RunRecorder:
     `attempt_failed` and `finish` queue the rest; `abandon` marks a run whose process is
     ending without a result. A write that fails stops the recording; `error` says why."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection, run_id: str) -> None:
-        self.path, self.run_id = path, run_id
+    def __init__(
+        self, path: Path, connection: sqlite3.Connection, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]
+    ) -> None:
+        self.path, self.run_id, self.plan = path, run_id, plan
+        #: The run's batches as the engine set them up (their communities, parts and prompt
+        #: tokens, which never change, are read from them).
+        self._planned = planned
+        self._hashes: list[str] = []  # each batch's content hash, made by the writer thread
+        self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
         self._connection = connection
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self.error: str | None = None
         self._done = False
+        self._closing = threading.Event()
+        #: Set once the last transaction is committed (closing the connection checkpoints the
+        #: WAL, which the run need not wait for).
+        self._written = threading.Event()
         self._thread = threading.Thread(target=self._write_loop, name=f"history-{run_id}", daemon=True)
 
     # -- starting ---------------------------------------------------------------------------
@@ -95,13 +135,15 @@ class RunRecorder:
         cls,
         path: Path,
         plan: SearchPlan,
+        planned: Sequence[BatchResult],
         metadata: RunMetadata,
         *,
         started_at: str,
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
     ) -> RunRecorder:
-        """A new run: its row now, its batches (prompts compressed) from the writer thread.
-        `kept` are batches a re-run keeps from its parent (result and model)."""
+        """A new run: its row now, its plan from the writer thread. `planned`: the engine's
+        BatchResults of the plan; `kept`: batches a re-run keeps from its parent (result and
+        the model that answered)."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), transaction(connection):
@@ -109,13 +151,13 @@ class RunRecorder:
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id)
-        recorder._queue.put(("plan", plan, dict(kept or {}), False))
+        recorder = cls(path, connection, run_id, plan, planned)
+        recorder._queue.put(("plan", dict(kept or {}), False))
         recorder._thread.start()
         return recorder
 
     @classmethod
-    def resume(cls, path: Path, run_id: str, plan: SearchPlan) -> RunRecorder:
+    def resume(cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again."""
         connection = connect(path, check_same_thread=False)
@@ -129,8 +171,8 @@ class RunRecorder:
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id)
-        recorder._queue.put(("plan", plan, {}, True))
+        recorder = cls(path, connection, run_id, plan, planned)
+        recorder._queue.put(("plan", {}, True))
         recorder._thread.start()
         return recorder
 
@@ -184,90 +226,88 @@ class RunRecorder:
     def _close(self) -> None:
         if not self._done:
             self._done = True
-            self._thread.join()
+            self._closing.set()
+            self._written.wait()
 
     # -- the writer thread ----------------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        pending: list[tuple[Any, ...]] = []
-        deadline: float | None = None
         try:
             while True:
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                try:
-                    item: tuple[Any, ...] | None = self._queue.get(timeout=timeout)
-                except queue.Empty:
-                    item = None
-                last = item is not None and item[0] in ("finish", "abandon")
-                if item is not None:
-                    pending.append(item)
-                    if deadline is None:
-                        deadline = time.monotonic() + FLUSH_INTERVAL
-                if pending and (last or item is None or time.monotonic() >= deadline):  # type: ignore[operator]
-                    self._write(pending)
-                    pending, deadline = [], None
-                if last:
+                closing = self._closing.wait(FLUSH_INTERVAL)
+                items = []
+                while True:
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if items:
+                    self._write(items)
+                if closing:
                     return
         finally:
+            self._written.set()
             self._connection.close()
 
     def _write(self, items: list[tuple[Any, ...]]) -> None:
+        """One transaction: the items in order, their batch rows in one statement."""
         if self.error is not None:
             return
         try:
             with transaction(self._connection) as connection:
                 for item in items:
+                    if item[0] == "finish":
+                        self._flush_rows(connection)
                     getattr(self, "_write_" + item[0])(connection, *item[1:])
+                self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
 
-    def _write_plan(
-        self, connection: sqlite3.Connection, plan: SearchPlan, kept: dict[int, tuple[BatchResult, str | None]],
-        resumed: bool,
-    ) -> None:
-        if resumed:  # the finished batches stay; the others start again
-            finished = {i for (i,) in connection.execute(
-                "SELECT batch_index FROM batches WHERE run_id = ? AND status != 'pending'", (self.run_id,))}
-            connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
-        else:
-            finished = set()
-        rows = []
-        for batch in plan.batches:
-            if batch.index in finished:
-                continue
-            result, model = kept.get(batch.index, (None, None))
-            if result is None:
-                status, text = "pending", _planned(plan, batch).model_dump_json()
-            else:
-                status, text = result.status, result.model_dump_json()
-            rows.append((self.run_id, batch.index, content_hash(batch), pack_prompt(plan.query, batch), status, text, model))
+    def _flush_rows(self, connection: sqlite3.Connection) -> None:
+        rows, self._rows = self._rows, []
         connection.executemany(
-            "INSERT INTO batches (run_id, batch_index, content_sha256, prompt, status, result, model) "
+            "INSERT OR REPLACE INTO batches (run_id, batch_index, content_sha256, content, status, result, model) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+        failed = sum(row[4] == "failed" for row in rows)
+        if failed:  # `runs list` counts them while the run goes
+            connection.execute(
+                "UPDATE runs SET failed_batch_count = failed_batch_count + ? WHERE run_id = ?", (failed, self.run_id))
+
+    def _write_plan(
+        self, connection: sqlite3.Connection, kept: dict[int, tuple[BatchResult, str | None]], resumed: bool
+    ) -> None:
+        plan = self.plan
+        self._hashes = [content_hash(b) for b in plan.batches]
+        if resumed:  # the finished batches stay; the others start again
+            connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
+            return
+        first = plan.batches[0].content if plan.batches else ""
+        connection.execute(
+            "UPDATE runs SET plan = ?, map_prompt = ? WHERE run_id = ?",
+            (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first)), self.run_id),
+        )
+        for result, model in kept.values():
+            self._write_batch(connection, result, model)
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, text: str) -> None:
-        connection.execute(
-            "UPDATE batches SET result = ? WHERE run_id = ? AND batch_index = ? AND status = 'pending'",
-            (text, self.run_id, index),
-        )
+        self._add_row(index, "pending", text, None)
 
     def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
-        connection.execute(
-            "UPDATE batches SET status = ?, result = ?, model = ? WHERE run_id = ? AND batch_index = ?",
-            (batch.status, batch.model_dump_json(), model, self.run_id, batch.index),
-        )
-        if batch.status == "failed":  # `runs list` counts them while the run goes
-            connection.execute(
-                "UPDATE runs SET failed_batch_count = failed_batch_count + 1 WHERE run_id = ?", (self.run_id,))
+        self._add_row(batch.index, batch.status, batch.model_dump_json(), model)
+
+    def _add_row(self, index: int, status: str, result: str, model: str | None) -> None:
+        content = pack_text(self.plan.batches[index].content)
+        self._rows.append((self.run_id, index, self._hashes[index], content, status, result, model))
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
         recorded = {i: s for i, s in connection.execute(
             "SELECT batch_index, status FROM batches WHERE run_id = ?", (self.run_id,))}
         for batch in result.batches:  # a batch whose event never came (a run that broke)
-            if batch.status != "cancelled" and recorded.get(batch.index) == "pending":
+            if batch.status != "cancelled" and recorded.get(batch.index, "pending") == "pending":
                 self._write_batch(connection, batch, model)
+        self._flush_rows(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
             "owner = NULL WHERE run_id = ?",
@@ -294,7 +334,3 @@ def _claim(connection: sqlite3.Connection, run_id: str) -> None:
         raise RunNotResumable(f"run {run_id} is {status}: only an interrupted or cancelled run can be resumed")
 
 
-def _planned(plan: SearchPlan, batch: MapBatch) -> BatchResult:
-    return BatchResult(
-        index=batch.index, community_ids=batch.community_ids, parts=batch.parts, prompt_tokens=plan.prompt_tokens(batch)
-    )

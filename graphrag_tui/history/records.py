@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import BatchResult, ReduceReport, SearchOptions, SearchResult
+from ..engine import BatchResult, PartRef, ReduceReport, SearchOptions, SearchResult
 from ..errors import InputError
 from .database import connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
-from .recorder import unpack_prompt
+from .recorder import messages_json, unpack_text
 
 #: Statuses a run can have in the history: the engine's, and `running` / `interrupted`.
 RUN_STATUSES = ("running", "interrupted", "completed", "partial", "no_results", "failed", "cancelled")
@@ -174,17 +174,29 @@ class RunHistory:
             finally:
                 connection.close()
 
-    def prompts(self, run_id: str, indexes: list[int]) -> dict[int, list[dict[str, str]]]:
-        """The recorded Map messages of some batches."""
+    def map_prompts(self, run_id: str, indexes: list[int]) -> dict[int, str]:
+        """Map prompts as the run sent them (their messages as JSON), rebuilt from each
+        batch's recorded content over the recorded question."""
         with errors_named(self.path):
             connection = self._connect()
             try:
+                (question,) = connection.execute("SELECT question FROM runs WHERE run_id = ?", (run_id,)).fetchone()
                 rows = connection.execute(
-                    "SELECT batch_index, prompt FROM batches WHERE run_id = ?", (run_id,)).fetchall()
+                    "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:
                 connection.close()
         wanted = set(indexes)
-        return {index: unpack_prompt(data) for index, data in rows if index in wanted}
+        return {index: messages_json(question, unpack_text(data)) for index, data in rows if index in wanted}
+
+    def recorded_map_prompt(self, run_id: str) -> str | None:
+        """Batch 0's Map messages as the run recorded them: the template a re-run checks."""
+        with errors_named(self.path):
+            connection = self._connect()
+            try:
+                row = connection.execute("SELECT map_prompt FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            finally:
+                connection.close()
+        return unpack_text(row[0]) if row and row[0] is not None else None
 
     def delete(self, run: str) -> str:
         """Deletes a run and its batches; its children keep their parent's id."""
@@ -205,18 +217,27 @@ class RunHistory:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {_SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, result FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, result FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = _summary(row[:14])
-    store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, result_text = row[14:]
+    store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text = row[14:]
     options = SearchOptions.model_validate_json(options_text)
-    batches = tuple(
-        RecordedBatch(index, digest, status, model, BatchResult.model_validate_json(text))
-        for index, digest, status, model, text in connection.execute(
-            "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ? ORDER BY batch_index",
-            (run_id,))
-    )
+    planned = json.loads(plan_text) if plan_text else []
+
+    rows = {row[0]: row[1:] for row in connection.execute(
+        "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))}
+
+    def batch(index: int) -> RecordedBatch:
+        if index in rows:
+            digest, status, model, text = rows[index]
+            return RecordedBatch(index, digest, status, model, BatchResult.model_validate_json(text))
+        ids, parts, tokens, digest = planned[index]  # never finished: as planned
+        result = BatchResult(index=index, community_ids=tuple(ids), prompt_tokens=tokens,
+                             parts=tuple(PartRef(community_id=c, part=p) for c, p in parts))
+        return RecordedBatch(index, digest, "pending", None, result)
+
+    batches = tuple(batch(index) for index in range(len(planned) if planned else len(rows)))
     results = [b.result for b in batches]
     if result_text is not None and summary.status not in ("running", "interrupted"):
         fields = json.loads(result_text)

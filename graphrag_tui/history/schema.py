@@ -28,15 +28,23 @@ CREATE TABLE runs (
     batch_count INTEGER NOT NULL,
     failed_batch_count INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
+    -- each batch as planned: [[community ids, [[id, part], ...], prompt tokens, content SHA-256], ...]
+    plan TEXT,
+    -- the Map messages of batch 0 (zlib JSON): every prompt is this template with its batch's content
+    map_prompt BLOB,
     result TEXT
 );
 CREATE INDEX runs_store ON runs (store_path);
+-- A batch has a row once it finished (or has failed attempts): a pending batch is in `plan`.
 CREATE TABLE batches (
     run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
     batch_index INTEGER NOT NULL,
     content_sha256 TEXT NOT NULL,
-    prompt BLOB NOT NULL,
+    -- the batch's content, the variable part of its Map prompt (zlib, UTF-8)
+    content BLOB NOT NULL,
+    -- pending (never finished), succeeded or failed
     status TEXT NOT NULL,
+    -- the BatchResult JSON once finished (or its failed attempts while it goes on)
     result TEXT,
     PRIMARY KEY (run_id, batch_index)
 ) WITHOUT ROWID;

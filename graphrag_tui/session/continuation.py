@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..engine import SearchPlan, map_messages
+from ..engine import SearchPlan
 from ..errors import InputError
-from ..history import RESUMABLE, RunHistory, StoredRun, content_hash
+from ..history import RESUMABLE, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..store import CommunityStore
 from .recording import settings_from_record
@@ -58,18 +58,16 @@ def _check_store(stored: StoredRun, plan: SearchPlan, *, replan_hint: bool) -> N
         raise InputError(f"the store {stored.summary.store} changed since run {stored.run_id}: {reason}{hint}")
 
 
-def _check_prompts(history: Path, stored: StoredRun, plan: SearchPlan, indexes: list[int]) -> None:
-    """The prompts sent again are the recorded ones, byte for byte (a version whose Map
-    prompt reads otherwise would send others)."""
-    recorded = RunHistory(history).prompts(stored.run_id, indexes)
-    for index in indexes:
-        batch = plan.batches[index]
-        now = [m.model_dump() for m in map_messages(plan.query, batch.content)]
-        if recorded.get(index) != now:
-            raise InputError(
-                f"the Map prompt of batch {index} would differ from the one run {stored.run_id} sent "
-                "(another version of graphrag-tui?): not sent"
-            )
+def _check_prompts(history: Path, stored: StoredRun, plan: SearchPlan) -> None:
+    """The prompts sent again are the recorded ones, byte for byte: the contents are (their
+    hashes match), and so must be the Map prompt around them (another version of the app
+    could word it otherwise)."""
+    recorded = RunHistory(history).recorded_map_prompt(stored.run_id)
+    if recorded is not None and plan.batches and recorded != messages_json(plan.query, plan.batches[0].content):
+        raise InputError(
+            f"this version's Map prompt differs from the one run {stored.run_id} sent: its batches would not be "
+            "sent as they were (`rerun --replan` sends this version's)"
+        )
 
 
 def prepare_rerun(
@@ -90,7 +88,7 @@ def prepare_rerun(
                     and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
                 kept[recorded.index] = (recorded.result, recorded.model)
     if history is not None and not replan:
-        _check_prompts(history, stored, plan, [b.index for b in plan.batches if b.index not in kept])
+        _check_prompts(history, stored, plan)
     run.prior = kept
     run.parent_run_id = stored.run_id
     return run
@@ -108,7 +106,7 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     plan = run.prepare(request_of(stored))
     _check_store(stored, plan, replan_hint=False)
     run.prior = {b.index: (b.result, b.model) for b in stored.batches if b.status != "pending"}
-    _check_prompts(history, stored, plan, [b.index for b in plan.batches if b.index not in run.prior])
+    _check_prompts(history, stored, plan)
     run.resume_run_id = stored.run_id
     run.parent_run_id = stored.summary.parent_run_id
     run.started_at = stored.summary.started_at

@@ -135,14 +135,15 @@ class RunSession:
     def _start_recording(self, model: ChatModel, settings: ModelSettings | None) -> None:
         if self.history is None:
             return
-        assert self.plan is not None
+        assert self.plan is not None and self.search is not None
         try:
             if self.resume_run_id is not None:
-                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan)
+                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan, self.search.batches)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(
-                    self.history, self.plan, metadata, started_at=self.started_at or "", kept=self.prior
+                    self.history, self.plan, self.search.batches, metadata, started_at=self.started_at or "",
+                    kept=self.prior,
                 )
         except HistoryError as error:
             self.on_warning(f"warning: {error}; this run is not recorded")

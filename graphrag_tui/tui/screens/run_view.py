@@ -7,6 +7,7 @@ The history and the store are read in thread workers; their answers come as mess
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,10 +216,11 @@ class RunViewScreen(TabbedScreen):
 
     def _read_prompt(self, batch: BatchResult) -> None:
         try:
-            messages = RunHistory(self.history).prompts(self.run_id, [batch.index]).get(batch.index)
+            recorded = RunHistory(self.history).map_prompts(self.run_id, [batch.index]).get(batch.index)
         except InputError as error:
             self.post_message(self.PromptRead(batch, None, str(error)))
             return
+        messages = json.loads(recorded) if recorded is not None else None
         prompt = prompt_text(tuple(ChatMessage.model_validate(m) for m in messages)) if messages else None
         self.post_message(self.PromptRead(batch, prompt, None))
 
@@ -230,7 +232,8 @@ class RunViewScreen(TabbedScreen):
             return
         assert self.stored is not None
         map_batch = recorded_plan(self.stored).batches[message.batch.index]
-        prompt = message.prompt if message.prompt is not None else "(the prompt of this batch is not recorded)"
+        prompt = message.prompt if message.prompt is not None else \
+            "(not recorded: the run history keeps a batch's prompt once the batch has finished)"
         inputs = (Path(self.stored.summary.store), self.history)
         self.app.push_screen(BatchScreen(message.batch, map_batch, prompt, inputs=inputs))
 

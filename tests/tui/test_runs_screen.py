@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from graphrag_tui.tui.screens.run_view import RunViewScreen
 from graphrag_tui.tui.screens.runs import RunsScreen
 from graphrag_tui.tui.widgets.footer import KeyFooter
 from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, completion, map_reply, reduce_reply
+from tests.cli_runner import EXECUTABLE, clean_env
 from tests.stores import three_leaves
 
 from .conftest import QUESTION, Scripted, ask, make_app, rows, screen_text, text_of, wait_finished, wait_until
@@ -454,3 +457,97 @@ async def test_h_types_in_the_question_and_the_palette_opens_the_run_history(sto
                          what="the Runs screen")
         assert rows(pilot, "#runs-table") == []
         assert text_of(pilot, "#runs-detail") == "No run is recorded yet."
+
+
+# -- resume a run whose process died; export; untrusted text -------------------------------------------
+
+
+async def test_resume_a_run_interrupted_by_kill_9_from_the_runs_screen(store: Path, history: Path) -> None:
+    release = threading.Event()
+    held = Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=release)
+    script = Scripted({"ns/1": map_reply("The port authority funds the bridge.", 90), "ns/2": held, "ns/3": held})
+    with ScriptedChatServer(script) as server:
+        cli = subprocess.Popen(
+            [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+             "--map-budget", "330", "--map-reserve", "0", "--concurrency", "1", "--no-config",
+             "--history", str(history)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(), stdin=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not (len(server.chat_requests()) == 2 and history.exists()
+                       and [r.status for r in RunHistory(history).list_runs()] == ["running"]
+                       and RunHistory(history).load(run_ids(history)[0]).batches[0].status != "pending"):
+                assert time.monotonic() < deadline, "the CLI's first batch"
+                time.sleep(0.05)
+            cli.kill()
+            cli.wait()
+        finally:
+            release.set()
+        held_prompt = json.dumps(server.chat_requests()[1].json["messages"])
+        held_community = community_of(server.chat_requests()[1])
+        script.maps.update({"ns/2": map_reply("Fleets land at dawn.", 20),
+                            "ns/3": map_reply("The festival pays for itself.", 60)})
+        before = len(server.chat_requests())
+
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await open_runs(pilot)
+            (run_id,) = run_ids(history)
+            assert [r[2] for r in rows(pilot, "#runs-table")] == ["interrupted"]
+            assert "u Resume" in footer_text(app)
+            await pilot.press("u")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the resume question")
+            assert "send its 2 unfinished batches" in text_of(pilot, "#confirm-question")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: app.run_state.phase == "finished"
+                             and app.run_state.result is not None and app.run_state.result.status == "completed",
+                             what="the resumed run")
+            again = server.chat_requests()[before:]
+            assert [r.stage for r in again] == ["map", "map", "reduce"]
+            assert sorted(community_of(r) for r in maps(again)) == ["ns/2", "ns/3"]
+            assert messages_by_community(again)[held_community] == held_prompt
+            assert app.run_session is not None and app.run_session.run_id == run_id
+        assert [(r.run_id, r.status) for r in RunHistory(history).list_runs()] == [(run_id, "completed")]
+
+
+async def test_export_a_recorded_run_from_the_runs_screen(store: Path, history: Path, tmp_path: Path) -> None:
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            (run_id,) = run_ids(history)
+            await open_runs(pilot)
+            await pilot.press("e")
+            await wait_until(pilot, lambda: bool(app.screen.query("#export-input")), what="the export dialog")
+            field = app.screen.query_one("#export-input", Input)
+            assert field.value == str(Path.cwd() / f"graphrag-run-{run_id}.json")
+            field.value = str(tmp_path / "out.json")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: (tmp_path / "out.md").exists()
+                             and [n.title for n in app._notifications][-1:] == ["Exported"], what="the export")
+    exported = json.loads((tmp_path / "out.json").read_text())
+    stored = RunHistory(history).load(run_id)
+    assert exported == json.loads(stored.result.model_dump_json())
+    report = (tmp_path / "out.md").read_text()
+    assert QUESTION in report and "The harbour bridge is funded by the port authority." in report
+
+
+HOSTILE = "Who funds [@click=app.quit]the[/] [b]bridge\x1b[2J\u202e?"
+
+
+async def test_untrusted_text_of_a_run_is_shown_literally(store: Path, history: Path) -> None:
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot, HOSTILE)
+            await open_runs(pilot)
+            shown = "Who funds [@click=app.quit]the[/] [b]bridge␛[2J?"
+            assert rows(pilot, "#runs-table")[0][5] == shown[:39] + "…"  # the table cuts at 40
+            assert text_of(pilot, "#runs-detail").splitlines()[1] == shown
+            await open_highlighted(pilot)
+            assert text_of(pilot, "#run-header").splitlines()[2] == shown
+            assert app.is_running  # nothing clicked, nothing parsed

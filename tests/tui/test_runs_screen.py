@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import threading
 import time
@@ -551,3 +552,31 @@ async def test_untrusted_text_of_a_run_is_shown_literally(store: Path, history: 
             await open_highlighted(pilot)
             assert text_of(pilot, "#run-header").splitlines()[2] == shown
             assert app.is_running  # nothing clicked, nothing parsed
+
+
+async def test_a_rerun_the_store_refuses_ends_where_the_user_can_go_on(store: Path, history: Path) -> None:
+    script = partial_script()
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            (run_id,) = run_ids(history)
+            sent = len(server.chat_requests())
+            db = sqlite3.connect(store)  # another program changes the store under the app
+            with db:
+                db.execute("UPDATE rag_community_summaries SET summary_content = summary_content || ' Changed.' "
+                           "WHERE id = 'ns/3'")
+            db.close()
+            await pilot.press("f")
+            await wait_until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the re-run dialog")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.run_state.phase == "idle", what="the refusal")
+            await pilot.pause()
+            assert [n.title for n in app._notifications][-1] == "Cannot run"
+            assert list(app._notifications)[-1].message.startswith(
+                f"the store {store} changed since run {run_id}: the content of batch 2 differs from the recorded one")
+            assert len(server.chat_requests()) == sent  # nothing was sent
+            assert run_ids(history) == [run_id]
+            await finished_run(pilot, SECOND_QUESTION)  # the app goes on
+            assert app.run_state.result is not None and app.run_state.result.status == "partial"

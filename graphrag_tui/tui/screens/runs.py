@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from ...errors import InputError
@@ -25,8 +26,10 @@ from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, scope_text, started_text, tokens_text
 from ..widgets.footer import KeyFooter
 
+#: Seconds of no typing in the filter before the list follows it.
+FILTER_PAUSE = 0.15
 #: The table shows at most this many runs (newest first); the filter reaches the others.
-SHOWN_RUNS = 500
+SHOWN_RUNS = 200
 STATUS_STYLES = {
     "completed": "green", "partial": "yellow", "no_results": "grey70", "failed": "red", "cancelled": "magenta",
     "interrupted": "bold magenta", "running": "cyan",
@@ -63,6 +66,8 @@ class RunsScreen(Screen[None]):
         runs: list[RunSummary]
         succeeded: dict[str, int]
         error: str | None
+        #: Which request it answers: an answer to an older filter is dropped.
+        request: int = 0
 
     def __init__(self, history: Path | None) -> None:
         super().__init__()
@@ -75,6 +80,8 @@ class RunsScreen(Screen[None]):
         self.listings = 0
         self.more = False
         self.error: str | None = None
+        self._requests = 0
+        self._pending_filter: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="runs-title")
@@ -101,23 +108,27 @@ class RunsScreen(Screen[None]):
 
     def reload(self) -> None:
         text = self.query_one("#runs-filter-input", Input).value.strip()
-        self.run_worker(lambda: self._list(text), thread=True, exclusive=True, group="runs-list", exit_on_error=False)
+        self._requests += 1
+        request = self._requests
+        self.run_worker(lambda: self._list(text, request), thread=True, group="runs-list", exit_on_error=False)
 
-    def _list(self, text: str) -> None:
+    def _list(self, text: str, request: int) -> None:
         if self.history is None:
-            self.post_message(self.Listed([], {}, "Runs are not recorded in this session (no run history)."))
+            self.post_message(self.Listed([], {}, "Runs are not recorded in this session (no run history).", request))
             return
         try:
             runs = RunHistory(self.history).list_runs(limit=SHOWN_RUNS + 1, text=text or None)
             succeeded = succeeded_batches(self.history, [r.run_id for r in runs[:SHOWN_RUNS]])
         except InputError as error:
-            self.post_message(self.Listed([], {}, str(error)))
+            self.post_message(self.Listed([], {}, str(error), request))
             return
-        self.post_message(self.Listed(runs, succeeded, None))
+        self.post_message(self.Listed(runs, succeeded, None, request))
 
     @on(Listed)
     def _listed(self, message: Listed) -> None:
         message.stop()
+        if message.request != self._requests:  # the filter changed since: its own answer comes
+            return
         self.more = len(message.runs) > SHOWN_RUNS
         runs = message.runs[:SHOWN_RUNS]
         self.runs = {r.run_id: r for r in runs}
@@ -220,7 +231,10 @@ class RunsScreen(Screen[None]):
 
     @on(Input.Changed, "#runs-filter-input")
     def _filter_changed(self) -> None:
-        self.reload()
+        """The list follows the filter once typing pauses (each listing refills the table)."""
+        if self._pending_filter is not None:
+            self._pending_filter.stop()
+        self._pending_filter = self.set_timer(FILTER_PAUSE, self.reload)
 
     @on(Input.Submitted, "#runs-filter-input")
     def _filter_done(self) -> None:

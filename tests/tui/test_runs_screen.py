@@ -279,7 +279,8 @@ async def test_resume_a_cancelled_run_sends_only_its_unfinished_batches(store: P
             await ask(pilot)
             await wait_until(pilot, lambda: len(server.chat_requests()) == 3 and app.run_state.cells
                              and app.run_state.cells[0].state == "succeeded", what="two held batches")
-            held_prompts = messages_by_community(server.chat_requests()[1:])
+            held_prompts = {c: m for c, m in messages_by_community(server.chat_requests()).items() if c != "ns/1"}
+            assert sorted(held_prompts) == ["ns/2", "ns/3"]
             await pilot.press("escape")
             await wait_finished(pilot)
             release.set()
@@ -470,7 +471,7 @@ async def test_resume_a_run_interrupted_by_kill_9_from_the_runs_screen(store: Pa
     with ScriptedChatServer(script) as server:
         cli = subprocess.Popen(
             [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
-             "--map-budget", "330", "--map-reserve", "0", "--concurrency", "1", "--no-config",
+             "--map-budget", "330", "--map-reserve", "0", "--concurrency", "1", "--no-shuffle", "--no-config",
              "--history", str(history)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(), stdin=subprocess.DEVNULL,
         )
@@ -487,6 +488,7 @@ async def test_resume_a_run_interrupted_by_kill_9_from_the_runs_screen(store: Pa
             release.set()
         held_prompt = json.dumps(server.chat_requests()[1].json["messages"])
         held_community = community_of(server.chat_requests()[1])
+        assert held_community == "ns/2"  # not shuffled: ns/1 answered, ns/2 held, ns/3 never sent
         script.maps.update({"ns/2": map_reply("Fleets land at dawn.", 20),
                             "ns/3": map_reply("The festival pays for itself.", 60)})
         before = len(server.chat_requests())

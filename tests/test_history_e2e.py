@@ -208,6 +208,10 @@ def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(
     listed = cli(history, "runs", "--json").json["runs"]
     assert [(r["run_id"], r["parent_run_id"], r["status"]) for r in listed] == [
         (result["run_id"], parent_id, "completed"), (parent_id, None, "partial")]
+    nothing = cli(history, "rerun", result["run_id"])  # every batch succeeded: no call is paid for
+    assert (nothing.code, nothing.stdout) == (2, "")
+    assert nothing.stderr == (f"graphrag-tui: error: run {result['run_id']} has no failed or cancelled batch: "
+                              "nothing to send again (--all sends every batch)\n")
 
 
 def test_rerun_on_another_model_records_which_model_answered_each_batch(store: Path, history: Path) -> None:

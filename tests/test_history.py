@@ -225,3 +225,65 @@ def test_the_resolver_says_where_runs_are_recorded(monkeypatch: pytest.MonkeyPat
     assert (given.recording, given.source) == (Path("/other.db"), "flag")  # --history records even so
     on = SettingsResolver(UserDefaults(history={"path": "/runs/h.db"}, labels={"path": "GRAPHRAG_TUI_HISTORY"})).history({})
     assert (on.recording, on.source, on.label) == (Path("/runs/h.db"), "environment", "GRAPHRAG_TUI_HISTORY")
+
+
+def test_a_failed_attempt_is_recorded_while_its_batch_goes_on_and_a_cancel_keeps_it(tmp_path: Path) -> None:
+    """The first attempt fails (HTTP 500), the second never answers: the first is on disk
+    as the batch's attempt so far; cancelling ends the run `cancelled`, resumable."""
+    from graphrag_tui.engine import ModelError
+
+    history = tmp_path / "h.db"
+    calls: list[int] = []
+
+    class FailsThenHangs:
+        description = "fails then hangs"
+
+        async def complete(self, request: object) -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                raise ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
+
+        async def aclose(self) -> None:
+            pass
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(FailsThenHangs(), timeout=60))
+            while len(calls) < 2:
+                await asyncio.sleep(0.01)
+            deadline = time.monotonic() + 2  # committed within the flush interval (and the load of the machine)
+            while time.monotonic() < deadline:
+                stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+                if stored.batches and stored.batches[0].result.attempts:
+                    break
+                await asyncio.sleep(0.05)
+            (attempt,) = stored.batches[0].result.attempts
+            assert (stored.status, stored.batches[0].status) == ("running", "pending")
+            assert (attempt.attempt, attempt.error_kind, attempt.error, attempt.raw_response) == (
+                1, "http", "HTTP 500: boom", "boom")
+            run.cancel()
+            await task
+
+        asyncio.run(go())
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "cancelled" and run.result is not None and stored.result == run.result
+    assert [b.status for b in stored.batches] == ["pending"] * 6
+
+
+def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE batches SET result = '{\"index\": 0}' WHERE batch_index = 1")
+    db.execute("UPDATE runs SET level = 'x'")
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: "):
+        RunHistory(path).load("aaaaaaaa0001")
+    with pytest.raises(HistoryError, match=r"^run history .* a run cannot be read: "):
+        RunHistory(path).list_runs()

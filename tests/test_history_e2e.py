@@ -208,6 +208,10 @@ def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(
     listed = cli(history, "runs", "--json").json["runs"]
     assert [(r["run_id"], r["parent_run_id"], r["status"]) for r in listed] == [
         (result["run_id"], parent_id, "completed"), (parent_id, None, "partial")]
+    nothing = cli(history, "rerun", result["run_id"])  # every batch succeeded: no call is paid for
+    assert (nothing.code, nothing.stdout) == (2, "")
+    assert nothing.stderr == (f"graphrag-tui: error: run {result['run_id']} has no failed or cancelled batch: "
+                              "nothing to send again (--all sends every batch)\n")
 
 
 def test_rerun_on_another_model_records_which_model_answered_each_batch(store: Path, history: Path) -> None:
@@ -419,3 +423,25 @@ def test_where_runs_are_recorded(store: Path, tmp_path: Path) -> None:
     assert (data_home / "graphrag-tui" / "history.db").exists()
     assert default.json["run_id"] in run_cli("runs", "--limit", "0").stdout
     assert os.environ.get("XDG_DATA_HOME") != str(data_home)
+
+
+def test_two_runs_compared_batch_by_batch_and_by_the_communities_their_answers_rest_on(
+    store: Path, history: Path
+) -> None:
+    from graphrag_tui.history import RunHistory
+    from graphrag_tui.session.compare import compare_runs
+
+    with ScriptedChatServer(Server(fail={"ns/4"})) as server:
+        first = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                    "--json").json
+        server.script = Server()
+        second = cli(history, "rerun", first["run_id"], "--json").json
+    compared = compare_runs(RunHistory(history).load(first["run_id"]), RunHistory(history).load(second["run_id"]))
+    failed_index = next(i for i, b in enumerate(first["batches"]) if b["status"] == "failed")
+    assert [p.index for p in compared.batches if p.differs] == [failed_index]
+    assert all(p.same_content for p in compared.batches)
+    pair = compared.batches[failed_index]
+    assert (pair.left.status, pair.right.status, pair.right.usefulness) == ("failed", "succeeded", 50)  # type: ignore[union-attr]
+    assert compared.cited_by_right_only == ("ns/4",)
+    assert compared.cited_by_left_only == ()
+    assert sorted(compared.cited_by_both) == sorted(c for c in COMMUNITIES if c != "ns/4")

@@ -304,9 +304,13 @@ class RunRecorder:
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
         recorded = {i: s for i, s in connection.execute(
             "SELECT batch_index, status FROM batches WHERE run_id = ?", (self.run_id,))}
-        for batch in result.batches:  # a batch whose event never came (a run that broke)
-            if batch.status != "cancelled" and recorded.get(batch.index, "pending") == "pending":
+        for batch in result.batches:
+            if recorded.get(batch.index, "pending") != "pending":
+                continue
+            if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
                 self._write_batch(connection, batch, model)
+            elif batch.attempts:  # cancelled while it went on: its attempts as they ended
+                self._add_row(batch.index, "pending", batch.model_dump_json(), None)
         self._flush_rows(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "

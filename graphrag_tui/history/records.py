@@ -4,15 +4,19 @@ deleting a run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine import BatchResult, PartRef, ReduceReport, SearchOptions, SearchResult
 from ..errors import InputError
-from .database import connect, errors_named, transaction
+from ..safe_text import one_line
+from .database import HistoryError, connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
 from .recorder import messages_json, unpack_text
@@ -26,9 +30,18 @@ class UnknownRun(InputError):
     pass
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """One line of `runs list` (its JSON: `as_json`)."""
+@contextlib.contextmanager
+def unreadable(path: Path, what: str) -> Iterator[None]:
+    """A record that does not read back (edited, damaged, or bad data) is one line."""
+    try:
+        yield
+    except (ValueError, TypeError, KeyError, IndexError, zlib.error) as error:
+        raise HistoryError(f"run history {path}: {what} cannot be read: {one_line(str(error), 200)}") from None
+
+
+class RunSummary(NamedTuple):
+    """One line of `runs list` (its JSON: `as_json`). A tuple: listing 10,000 runs makes
+    10,000 of them."""
 
     run_id: str
     parent_run_id: str | None
@@ -45,7 +58,7 @@ class RunSummary:
     usage_total: Any = None
 
     def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return self._asdict()
 
 
 @dataclass(frozen=True)
@@ -100,9 +113,14 @@ def _summary(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     if status == "running" and not is_alive(owner):
         status = "interrupted"
     return RunSummary(
-        run_id, parent, started, finished, question, store, namespace, json.loads(level), model, status,
+        run_id, parent, started, finished, question, store, namespace, _level(level), model, status,
         batch_count, failed, json.loads(usage) if usage else None,
     )
+
+
+def _level(text: str) -> str | int:
+    """A recorded level: `"leaf"` or a number, as JSON (parsed here without json for speed)."""
+    return text[1:-1] if text.startswith('"') else int(text)
 
 
 class RunHistory:
@@ -139,7 +157,7 @@ class RunHistory:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY run_id DESC"
         found: list[RunSummary] = []
-        with errors_named(self.path):
+        with errors_named(self.path), unreadable(self.path, "a run"):
             connection = self._connect()
             try:
                 for row in connection.execute(sql, args):
@@ -170,7 +188,9 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                return load_run(connection, self.resolve(connection, run))
+                run_id = self.resolve(connection, run)
+                with unreadable(self.path, f"run {run_id}"):
+                    return load_run(connection, run_id)
             finally:
                 connection.close()
 
@@ -186,7 +206,8 @@ class RunHistory:
             finally:
                 connection.close()
         wanted = set(indexes)
-        return {index: messages_json(question, unpack_text(data)) for index, data in rows if index in wanted}
+        with unreadable(self.path, f"run {run_id}'s prompts"):
+            return {index: messages_json(question, unpack_text(data)) for index, data in rows if index in wanted}
 
     def recorded_map_prompt(self, run_id: str) -> str | None:
         """Batch 0's Map messages as the run recorded them: the template a re-run checks."""
@@ -196,7 +217,8 @@ class RunHistory:
                 row = connection.execute("SELECT map_prompt FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             finally:
                 connection.close()
-        return unpack_text(row[0]) if row and row[0] is not None else None
+        with unreadable(self.path, f"run {run_id}'s Map prompt"):
+            return unpack_text(row[0]) if row and row[0] is not None else None
 
     def delete(self, run: str) -> str:
         """Deletes a run and its batches; its children keep their parent's id."""

@@ -87,6 +87,10 @@ def prepare_rerun(
             if recorded.status == "succeeded" and recorded.index < len(plan.batches) \
                     and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
                 kept[recorded.index] = (recorded.result, recorded.model)
+    if plan.batches and len(kept) == len(plan.batches):
+        raise InputError(
+            f"run {stored.run_id} has no failed or cancelled batch: nothing to send again (--all sends every batch)"
+        )
     if history is not None and not replan:
         _check_prompts(history, stored, plan)
     run.prior = kept

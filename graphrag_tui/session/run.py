@@ -152,14 +152,13 @@ class RunSession:
 
     def _on_event(self, event: Event) -> None:  # type: ignore[valid-type]
         recorder, search = self._recorder, self.search
-        if recorder is not None and search is not None:
-            if isinstance(event, (BatchSucceeded, BatchFailed)):
-                self.batch_models[event.batch_index] = self._model_name
-                recorder.batch_finished(search.batches[event.batch_index], self._model_name)
-            elif isinstance(event, AttemptFailed) and event.batch_index is not None and event.will_retry:
-                recorder.attempt_failed(search.batches[event.batch_index])
-        elif search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
+        if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
             self.batch_models[event.batch_index] = self._model_name
+            if recorder is not None:
+                recorder.batch_finished(search.batches[event.batch_index], self._model_name)
+        elif recorder is not None and search is not None and isinstance(event, AttemptFailed) \
+                and event.batch_index is not None and event.will_retry:
+            recorder.attempt_failed(search.batches[event.batch_index])
         if self.on_event is not None:
             self.on_event(event)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -26,51 +27,52 @@ from graphrag_tui.session.run import RunSession, SearchRequest
 from graphrag_tui.store import CommunityStore
 
 Row = tuple[str, str, str, str]
-ROOT = Path(__file__).resolve().parents[2]
 EXECUTABLE = str(Path(sys.executable).parent / "graphrag-tui")
 
 
-async def session_seconds(store_path: Path, history: Path | None) -> tuple[float, int, str | None]:
+async def session_seconds(store_path: Path, history: Path | None) -> tuple[float, float, int, str | None]:
     """A headless run as `query` makes it (RunSession), from planning to its result, the
-    history's last commit included."""
+    history's last commit included: wall seconds, and CPU seconds of the whole process (the
+    history's writer thread included), which a loaded machine does not inflate."""
     from tests.benchmarks.bench import INSTANT_OPTIONS, QUESTION, InstantModel
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with CommunityStore.open(store_path) as store:
         run = RunSession(store, history=history)
         run.prepare(SearchRequest(QUESTION, None, "leaf", INSTANT_OPTIONS, 1))
     result = await run.run(InstantModel(), timeout=60)
     assert result.status == "completed"
-    return time.perf_counter() - started, result.batch_count, run.run_id
+    return time.perf_counter() - started, time.process_time() - cpu, result.batch_count, run.run_id
 
 
 def child(kind: str, store: Path) -> None:
     history = store.with_name("bench-history.db") if kind == "history" else None
-    seconds, batches, run_id = asyncio.run(session_seconds(store, history))
+    seconds, cpu, batches, run_id = asyncio.run(session_seconds(store, history))
     assert (run_id is not None) == (history is not None)
-    print(json.dumps({"seconds": seconds, "batches": batches}))
-
-
-def _in_child(kind: str, store: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tests.benchmarks.bench", "--child", kind, str(store)],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "batches": batches}))
 
 
 def recording_overhead(store: Path, repeats: int) -> list[Row]:
+    from tests.benchmarks.bench import measure_in_child as _in_child
+
     recorded, unrecorded = [], []
     for _ in range(repeats):  # alternately, so a slow spell of the machine hits both
-        unrecorded.append(_in_child("no-history", store)["seconds"])
-        recorded.append(_in_child("history", store)["seconds"])
-    on, off = statistics.median(recorded), statistics.median(unrecorded)
-    overhead = on / off - 1
+        unrecorded.append(_in_child("no-history", store))
+        recorded.append(_in_child("history", store))
+    rows = []
     label = "2,000-batch headless run, instant model"
-    return [
-        (f"{label}: --no-history", f"median {off:.2f} s (range {min(unrecorded):.2f}-{max(unrecorded):.2f}, "
-         f"{repeats} runs)", "reference", ""),
-        (f"{label}: recorded", f"median {on:.2f} s (range {min(recorded):.2f}-{max(recorded):.2f}), "
-         f"{overhead * 100:+.1f} %", "<= +5 %", "ok" if overhead <= 0.05 else "MISSED"),
-    ]
+    for measure, unit in (("seconds", "wall"), ("cpu", "CPU")):
+        on = statistics.median(r[measure] for r in recorded)
+        off = statistics.median(r[measure] for r in unrecorded)
+        overhead = on / off - 1
+        rows += [
+            (f"{label}, {unit}: --no-history", f"median {off:.2f} s (range {min(r[measure] for r in unrecorded):.2f}-"
+             f"{max(r[measure] for r in unrecorded):.2f}, {repeats} runs)", "reference", ""),
+            (f"{label}, {unit}: recorded", f"median {on:.2f} s (range {min(r[measure] for r in recorded):.2f}-"
+             f"{max(r[measure] for r in recorded):.2f}), {overhead * 100:+.1f} %", "<= +5 %",
+             "ok" if overhead <= 0.05 else "MISSED"),
+        ]
+    return rows
 
 
 def fill_history(history: Path, runs: int) -> None:
@@ -86,45 +88,50 @@ def fill_history(history: Path, runs: int) -> None:
     db.close()
 
 
-def list_seconds(history: Path, *args: str, repeats: int = 5) -> float:
-    times = []
+def list_seconds(history: Path, *args: str, repeats: int = 5) -> tuple[float, float]:
+    """The whole command: wall and CPU seconds (its process's)."""
+    times, cpus = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([EXECUTABLE, "runs", "list", "--history", str(history), "--no-config", *args],
                        capture_output=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpus)
 
 
-def in_process_seconds(history: Path, repeats: int = 5) -> float:
-    """Listing all the runs and making their JSON, without the command's start-up."""
+def in_process_seconds(history: Path, repeats: int = 5) -> tuple[float, float]:
+    """Listing all the runs and making their JSON, without the command's start-up: wall and
+    CPU seconds."""
     from graphrag_tui.history import RunHistory
 
-    times = []
+    times, cpus = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         runs = RunHistory(history).list_runs()
         json.dumps({"runs": [r.as_json() for r in runs]})
         times.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
     assert len(runs) == 10_000
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(cpus)
 
 
 def listing(store: Path, workdir: Path) -> list[Row]:
     history = workdir / "ten-thousand.db"
     asyncio.run(session_seconds(store, history))
     fill_history(history, 10_000)
-    start_up = list_seconds(workdir / "no-history.db")  # the same command with nothing to list
-    default, everything = list_seconds(history), list_seconds(history, "--limit", "0", "--json")
-    inside = in_process_seconds(history)
+    cases = [
+        ("`runs list` with an empty history (the command's start-up)", list_seconds(workdir / "none.db"), None),
+        ("`runs list` over 10,000 runs (the whole command)", list_seconds(history), 0.5),
+        ("`runs list --limit 0 --json` over 10,000 runs (all of them)", list_seconds(history, "--limit", "0", "--json"),
+         0.5),
+        ("listing all 10,000 runs as JSON, in process (RunHistory.list_runs)", in_process_seconds(history), 0.5),
+    ]
     return [
-        ("`runs list` with an empty history (the command's start-up)", f"median {start_up:.2f} s", "reference", ""),
-        ("`runs list` over 10,000 runs (the whole command)", f"median {default:.2f} s", "< 0.5 s",
-         "ok" if default < 0.5 else "MISSED"),
-        ("`runs list --limit 0 --json` over 10,000 runs (all of them)", f"median {everything:.2f} s", "< 0.5 s",
-         "ok" if everything < 0.5 else "MISSED"),
-        ("listing all 10,000 runs as JSON, in process (RunHistory.list_runs)", f"median {inside:.3f} s", "< 0.5 s",
-         "ok" if inside < 0.5 else "MISSED"),
+        (label, f"median {wall:.2f} s wall, {cpu:.2f} s CPU", "reference" if target is None else f"< {target} s",
+         "" if target is None else "ok" if wall < target else "MISSED (wall)" if cpu < target else "MISSED")
+        for label, (wall, cpu), target in cases
     ]
 
 

@@ -2,8 +2,9 @@
 differences marked; the communities each answer rests on, and which are in one only. This is
 how an analyst sees what a seed, a level or a model changes.
 
-Batches are matched by index. When the two runs planned different batches (another seed,
-level or store), a row says its content differs: then the communities tell more."""
+Batches are paired by index (session/compare.py). When the two runs planned different
+batches (another seed, level or store), a row says its content differs: then the
+communities tell more."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from textual.widgets import DataTable, Markdown, Static, TabbedContent, TabPane
 from ...engine.replies import js_number
 from ...errors import InputError
 from ...history import RunHistory, StoredRun
+from ...session.compare import RunComparison, compare_runs
 from ...store import CommunityStore
 from ..safe_text import clean, one_line
 from ..stored_runs import scope_text, started_text
@@ -54,29 +56,30 @@ def _usefulness(value: int | float | None) -> str:
     return "—" if value is None else js_number(value)
 
 
-def batch_diffs(a: StoredRun, b: StoredRun) -> list[BatchDiff]:
+def batch_diffs(comparison: RunComparison) -> list[BatchDiff]:
+    """Each batch pair in words, with what differs."""
     rows = []
-    for index in range(max(len(a.result.batches), len(b.result.batches))):
-        one = a.result.batches[index] if index < len(a.result.batches) else None
-        two = b.result.batches[index] if index < len(b.result.batches) else None
+    for pair in comparison.batches:
+        one, two = pair.left, pair.right
         differences = []
-        if one is None or two is None or a.batches[index].content_sha256 != b.batches[index].content_sha256:
+        if not pair.same_content:
             differences.append("content")
         if (one and one.status) != (two and two.status):
             differences.append("status")
         if (one and one.usefulness) != (two and two.usefulness):
             differences.append("usefulness")
         rows.append(BatchDiff(
-            index, one.status if one else None, _usefulness(one.usefulness if one else None),
+            pair.index, one.status if one else None, _usefulness(one.usefulness if one else None),
             two.status if two else None, _usefulness(two.usefulness if two else None), tuple(differences),
         ))
     return rows
 
 
-def community_rows(a: StoredRun, b: StoredRun) -> list[CommunityRow]:
+def community_rows(comparison: RunComparison) -> list[CommunityRow]:
     """The communities either answer rests on: A's in order, then those only B's rests on."""
-    in_a, in_b = a.result.cited_community_ids, b.result.cited_community_ids
-    return [CommunityRow(c, c in in_a, c in in_b) for c in dict.fromkeys((*in_a, *in_b))]
+    only_a, only_b = set(comparison.cited_by_left_only), set(comparison.cited_by_right_only)
+    ordered = (*comparison.left.result.cited_community_ids, *comparison.cited_by_right_only)
+    return [CommunityRow(c, c not in only_b, c not in only_a) for c in ordered]
 
 
 def batches_summary(rows: list[BatchDiff]) -> Text:
@@ -184,7 +187,8 @@ class CompareScreen(TabbedScreen):
         yield KeyFooter()
 
     def _fill_tables(self, a: StoredRun, b: StoredRun) -> None:
-        diffs = batch_diffs(a, b)
+        comparison = compare_runs(a, b)
+        diffs = batch_diffs(comparison)
         self.query_one("#batches-summary", Static).update(batches_summary(diffs))
         table = self.query_one("#compare-batches", DataTable)
         for label in ("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in"):
@@ -199,7 +203,7 @@ class CompareScreen(TabbedScreen):
                 Text(row.b_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
                 Text(", ".join(row.differences), style=style), key=str(row.index),
             )
-        rows = community_rows(a, b)
+        rows = community_rows(comparison)
         self.query_one("#communities-summary", Static).update(communities_summary(a, b, rows))
         communities = self.query_one("#compare-communities", DataTable)
         for label in ("", "Community", "A", "B", "In"):

@@ -582,3 +582,18 @@ async def test_a_rerun_the_store_refuses_ends_where_the_user_can_go_on(store: Pa
             assert run_ids(history) == [run_id]
             await finished_run(pilot, SECOND_QUESTION)  # the app goes on
             assert app.run_state.result is not None and app.run_state.result.status == "partial"
+
+
+async def test_a_damaged_history_is_one_line_on_the_runs_screen(store: Path, history: Path) -> None:
+    history.parent.mkdir(parents=True)
+    history.write_bytes(b"this is not SQLite at all " * 100)
+    before = history.read_bytes()
+    app = make_app(store, history=history)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(pilot)
+        await open_runs(pilot)
+        assert rows(pilot, "#runs-table") == []
+        assert text_of(pilot, "#runs-detail") == (
+            f"run history {history} is not a run history or is damaged (file is not a database)")
+        assert "f Re-run failed" not in footer_text(app) and "d Delete" not in footer_text(app)
+    assert history.read_bytes() == before  # left as it was

@@ -214,7 +214,7 @@ class RunsScreen(Screen[None]):
             return False  # letters type into the filter
         r = self.highlighted if action in RUN_ACTIONS else None
         if action in ("mark", "compare", "rerun_failed", "resume_run", "export", "delete_run") and r is None:
-            return None
+            return False  # no run listed: only the keys that still apply are shown
         if action == "resume_run" and r is not None and r.status not in RESUMABLE:
             return False
         if action == "rerun_failed" and r is not None and not may_rerun(r):

@@ -597,3 +597,21 @@ async def test_a_damaged_history_is_one_line_on_the_runs_screen(store: Path, his
             f"run history {history} is not a run history or is damaged (file is not a database)")
         assert "f Re-run failed" not in footer_text(app) and "d Delete" not in footer_text(app)
     assert history.read_bytes() == before  # left as it was
+
+
+async def test_delete_the_finished_run_from_the_main_screen(store: Path, history: Path) -> None:
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            (run_id,) = run_ids(history)
+            app.screen.query_one("#batch-grid").focus()
+            await pilot.press("d")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the delete question")
+            assert text_of(pilot, "#confirm-question").startswith(f"Delete run {run_id} from the run history?\n")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: run_ids(history) == [] and "Delete run" not in footer_text(app),
+                             what="the deletion")
+            assert text_of(pilot, "#answer-status") == "PARTIAL"  # the run stays on the screen
+            assert "Re-run failed" not in footer_text(app)

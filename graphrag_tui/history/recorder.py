@@ -262,6 +262,8 @@ class RunRecorder:
                 self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
+        except Exception as error:  # a bug here must cost the record, never the run
+            self.error = f"run history {self.path}: internal error: {type(error).__name__}: {error}"
 
     def _flush_rows(self, connection: sqlite3.Connection) -> None:
         rows, self._rows = self._rows, []

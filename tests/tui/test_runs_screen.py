@@ -476,10 +476,17 @@ async def test_resume_a_run_interrupted_by_kill_9_from_the_runs_screen(store: Pa
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(), stdin=subprocess.DEVNULL,
         )
         try:
+            def first_batch_recorded() -> bool:
+                if len(server.chat_requests()) != 2 or not history.exists():
+                    return False
+                runs = RunHistory(history).list_runs()
+                if [r.status for r in runs] != ["running"]:
+                    return False
+                batches = RunHistory(history).load(runs[0].run_id).batches  # [] until the plan is written
+                return bool(batches) and batches[0].status == "succeeded"
+
             deadline = time.monotonic() + 30
-            while not (len(server.chat_requests()) == 2 and history.exists()
-                       and [r.status for r in RunHistory(history).list_runs()] == ["running"]
-                       and RunHistory(history).load(run_ids(history)[0]).batches[0].status != "pending"):
+            while not first_batch_recorded():
                 assert time.monotonic() < deadline, "the CLI's first batch"
                 time.sleep(0.05)
             cli.kill()

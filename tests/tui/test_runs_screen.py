@@ -146,6 +146,9 @@ async def test_runs_screen_lists_filters_and_opens_a_run_read_only(store: Path, 
             assert text_of(pilot, "#batch-counts") == "succeeded 2  failed 1  cancelled 0  "
             assert text_of(pilot, "#answer-status") == "PARTIAL"
             assert [c.state for c in view.state.cells] == ["succeeded", "succeeded", "failed"]  # type: ignore[union-attr]
+            grid = view.query_one("#batch-grid")
+            assert (grid.cells, grid.top_row) == (view.state.cells, 0)  # type: ignore[attr-defined,union-attr]
+            assert grid.render_line(0).text.startswith("■ ■ ■")  # type: ignore[attr-defined]
             assert rows(pilot, "#retries-table") == [
                 ["1", "1", "http", "retry", "HTTP 500: overloaded"],
                 ["2", "1", "invalid_json", "retry", "reply is not valid JSON: 'sorry, I cannot do JSON'"],

@@ -160,13 +160,20 @@ class RunViewScreen(TabbedScreen):
             return
         self.stored, self.at_hand, self.error = message.stored, message.at_hand, message.error
         await self.recompose()
-        if self.stored is not None:
-            self.state = run_state_of(self.stored)
-            self.query_one("#batch-counts", Static).update(counts_text(self.state))
-            self.query_one("#batch-grid", BatchGrid).set_cells(self.state.cells)
-            for panel in PANELS.values():
-                self.query_one(panel).update_from(self.state)  # type: ignore[attr-defined]
-            self.query_one("#batch-grid", BatchGrid).focus()
+        if self.stored is None:
+            self.refresh_bindings()
+            self.loaded = True
+            return
+        self.state = run_state_of(self.stored)
+        # After the layout: the grid places its rows by its size.
+        self.call_after_refresh(self._show_state, self.state)
+
+    def _show_state(self, state: RunState) -> None:
+        self.query_one("#batch-counts", Static).update(counts_text(state))
+        self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
+        for panel in PANELS.values():
+            self.query_one(panel).update_from(state)  # type: ignore[attr-defined]
+        self.query_one("#batch-grid", BatchGrid).focus()
         self.refresh_bindings()
         self.loaded = True
 

@@ -1,4 +1,5 @@
-"""The command line: the app, and the headless `query`, `plan`, `info`, `import-graphrag`."""
+"""The command line: the app, and the headless `query`, `plan`, `info`, `import-graphrag`,
+and the run history's `runs`, `rerun` and `resume`."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from .engine import (
     Level,
     SearchPlan,
     SearchResult,
+    ascii_integer,
     check_level,
     choose_namespace,
     estimated_input_cost,
@@ -50,19 +52,27 @@ from .engine import (
     has_surrogates,
     parse_level,
     parse_seed,
+    shown,
 )
 from .errors import InputError
+from .export import write_export
+from .history import RUN_STATUSES, RunHistory, RunSummary
 from .models.factory import ModelSettings, model_name
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line
-from .session import ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
+from .session import HistoryChoice, ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
+from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
 from .session.explore import ExploreSession, find_in_store, view_of
 from .session.options import cost_limit_prices, parse_max_cost
+from .session.recording import stored_document
 from .store import CommunityStore, NamespaceInfo
 from .store.explore import KINDS, tree_json
 from .store.search_index import check_query
 
-SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "search", "show", "tree")
+SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "search", "show", "tree", "runs", "rerun", "resume")
+RUNS_SUBCOMMANDS = ("list", "show", "export", "delete")
+#: How many runs `runs list` shows unless told (--limit 0: all).
+DEFAULT_RUNS_LIMIT = 20
 SAMPLE_STORE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 EXIT_CODES = {"completed": 0, "partial": 0, "no_results": 0, "failed": 1, "cancelled": 130}
 #: The exit status when stdout's reader went away (`graphrag-tui plan ... | head -1`): what a
@@ -111,19 +121,25 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{message} (see {self.prog} --help)")
 
 
-def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = True) -> None:
-    search = parser.add_argument_group("search")
-    search.add_argument("--namespace", help="namespace to search (optional when the store has one)")
-    search.add_argument("--level", default=None, help="'leaf' (default) or a community level number")
-    for name, fallback in FALLBACK_DEFAULTS.items():
-        search.add_argument("--" + name.replace("_", "-"), dest=name, metavar="N", help=f"default {fallback}")
-    search.add_argument("--seed", help="seed of the shuffle, to replay a run")
-    search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
-    search.add_argument("--config", type=Path, help="config file (default: the user config directory's config.toml)")
-    search.add_argument("--no-config", action="store_true", help="ignore the config file and GRAPHRAG_TUI_* variables")
-    if not with_model:
-        return
-    model = parser.add_argument_group("model (default: the built-in extractive model)")
+def _add_cost_limit_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-cost", metavar="USD", help="cancel the run once it has cost this much (needs prices)")
+
+
+def _add_history_options(parser: argparse.ArgumentParser, *, recording: bool) -> None:
+    group = parser.add_argument_group("run history")
+    group.add_argument("--history", type=Path, metavar="PATH",
+                       help="the run history file (default: the user data directory's history.db)")
+    if recording:
+        group.add_argument("--no-history", action="store_true", help="do not record this run")
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="config file (default: the user config directory's config.toml)")
+    parser.add_argument("--no-config", action="store_true", help="ignore the config file and GRAPHRAG_TUI_* variables")
+
+
+def _add_model_options(parser: argparse.ArgumentParser, title: str) -> None:
+    model = parser.add_argument_group(title)
     model.add_argument("--base-url", help="OpenAI-compatible API base URL, with the version path (http://host:11434/v1)")
     model.add_argument("--model", help="model name (default: the first one GET /models lists)")
     model.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
@@ -151,11 +167,26 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     request.add_argument("--extra-body", metavar="JSON", help="extra body fields, as a JSON object")
 
 
+def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = True) -> None:
+    search = parser.add_argument_group("search")
+    search.add_argument("--namespace", help="namespace to search (optional when the store has one)")
+    search.add_argument("--level", default=None, help="'leaf' (default) or a community level number")
+    for name, fallback in FALLBACK_DEFAULTS.items():
+        search.add_argument("--" + name.replace("_", "-"), dest=name, metavar="N", help=f"default {fallback}")
+    search.add_argument("--seed", help="seed of the shuffle, to replay a run")
+    search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
+    _add_config_options(search)  # type: ignore[arg-type]
+    if not with_model:
+        return
+    _add_model_options(parser, "model (default: the built-in extractive model)")
+
+
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     app = _Parser(prog="graphrag-tui", description="GraphRAG global search, live in the terminal.")
     app.add_argument("store", nargs="?", type=Path, help="community store (default: the bundled sample)")
     app.add_argument("--version", action="version", version=f"graphrag-tui {__version__}")
     _add_search_options(app)
+    _add_history_options(app, recording=True)
     app.epilog = "commands: " + ", ".join(SUBCOMMANDS) + " (graphrag-tui COMMAND --help)"
 
     tool = _Parser(prog="graphrag-tui")
@@ -169,7 +200,9 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         if name == "query":
             sub.add_argument("--events", type=Path, metavar="FILE", help="write every event as a JSON line")
-            sub.add_argument("--max-cost", metavar="USD", help="cancel the run once it has cost this much (needs prices)")
+            _add_cost_limit_option(sub)
+            _add_history_options(sub, recording=True)
+    _add_history_parsers(commands)
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
     info.add_argument("store", type=Path)
     info.add_argument("--json", action="store_true")
@@ -182,6 +215,43 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return app, tool
 
 
+def _add_history_parsers(commands: Any) -> None:
+    runs = commands.add_parser("runs", help="the run history: list, show, export, delete")
+    verbs = runs.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
+    listing = verbs.add_parser("list", help="recorded runs, newest first (the default)")
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--limit", metavar="N", help=f"at most N runs (default {DEFAULT_RUNS_LIMIT}; 0: all)")
+    listing.add_argument("--store", type=Path, metavar="S", help="only the runs of this store")
+    listing.add_argument("--status", choices=RUN_STATUSES, help="only the runs with this status")
+    show = verbs.add_parser("show", help="one run: its result, as query prints it")
+    show.add_argument("run", metavar="RUN")
+    show.add_argument("--json", action="store_true")
+    export = verbs.add_parser("export", help="write a run as NAME.json and NAME.md, as the app's export does")
+    export.add_argument("run", metavar="RUN")
+    export.add_argument("name", type=Path, metavar="NAME")
+    delete = verbs.add_parser("delete", help="delete a run from the history")
+    delete.add_argument("run", metavar="RUN")
+    for verb in (listing, show, export, delete):
+        _add_config_options(verb)
+        _add_history_options(verb, recording=False)
+    rerun = commands.add_parser("rerun", help="a new run from a recorded one: its failed batches again, or all")
+    rerun.add_argument("run", metavar="RUN")
+    which = rerun.add_mutually_exclusive_group()
+    which.add_argument("--failed", action="store_const", dest="mode", const="failed",
+                       help="send the failed and cancelled batches again, keep the others (the default)")
+    which.add_argument("--all", action="store_const", dest="mode", const="all", help="send every batch again")
+    rerun.add_argument("--replan", action="store_true", help="plan again when the store changed (same seed and options)")
+    resume = commands.add_parser("resume", help="finish an interrupted or cancelled run (the same run id)")
+    resume.add_argument("run", metavar="RUN")
+    for sub in (rerun, resume):
+        sub.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
+        sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
+        _add_config_options(sub)
+        _add_model_options(sub, "model (default: the run's recorded endpoint; the key from its recorded variable)")
+        _add_cost_limit_option(sub)
+        _add_history_options(sub, recording=False)
+
+
 # -- shared resolution: the session layer does it ----------------------------------------
 
 
@@ -190,8 +260,7 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
-    resolver = SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
-    return resolver.resolve(vars(args), with_model=hasattr(args, "base_url")), seed
+    return settings_resolver(args).resolve(vars(args), with_model=hasattr(args, "base_url")), seed
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
@@ -205,11 +274,21 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
     )
 
 
-def _prepared(args: argparse.Namespace, request: SearchRequest) -> RunSession:
+def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
     with CommunityStore.open(args.store) as store:
-        run = RunSession(store)
+        run = RunSession(store, history=history, on_warning=_warn)
         run.prepare(request)
     return run
+
+
+def settings_resolver(args: argparse.Namespace) -> SettingsResolver:
+    """The config file and environment of a command, read once."""
+    return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
+
+
+def history_of(args: argparse.Namespace) -> HistoryChoice:
+    """The run history of a command that reads or writes it."""
+    return settings_resolver(args).history(vars(args))
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -273,10 +352,23 @@ def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, 
 
 def cmd_query(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
-    assert resolved.model is not None
+    assert resolved.model is not None and resolved.history is not None
     max_cost = parse_max_cost(args.max_cost)
-    run = _prepared(args, search_request(args, resolved, seed))
+    run = _prepared(args, search_request(args, resolved, seed), resolved.history.recording)
     events = EventsFile.open(args.events, inputs=input_files(args))
+    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
+
+
+def run_and_print(
+    args: argparse.Namespace,
+    run: RunSession,
+    settings: ModelSettings,
+    defaults: UserDefaults,
+    max_cost: float | None,
+    events: EventsFile | None = None,
+) -> int:
+    """query, rerun and resume: the prepared run on its model (its rate limits, the prices
+    of the config, the cost limit), the answer printed as it streams, then the run."""
     printer = None if args.json else AnswerPrinter()
     listeners = [listener.write for listener in (events, printer) if listener is not None]
 
@@ -286,14 +378,22 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     run.on_event = each_listener
     try:
-        result = asyncio.run(_run_query(run, resolved.model, resolved.user_defaults, max_cost))
+        result = asyncio.run(_run_query(run, settings, defaults, max_cost))
     finally:
         if events is not None:
             events.close()
+    return print_run(args, run, result, printer)
+
+
+def print_run(args: argparse.Namespace, run: RunSession, result: SearchResult, printer: AnswerPrinter | None) -> int:
+    """What query, rerun and resume print: the run's JSON, or the result and its run id."""
     if args.json:
-        _say_json(result.model_dump(mode="json"))
+        _say_json(run.document())
     else:
         print_result(result, streamed=printer.end() if printer is not None else None)
+        parent = f" (a re-run of {run.parent_run_id})" if run.parent_run_id else ""
+        if run.run_id is not None:  # unrecorded: --no-history, or a warning said why
+            _say(f"run {run.run_id}{parent}")
     return EXIT_CODES[result.status]
 
 
@@ -401,9 +501,7 @@ async def _run_query(
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, run.cancel)
     try:
-        result = await run.run(
-            model, timeout=settings.timeout, rate_limits=settings.rate_limits, prices=prices, max_cost=max_cost
-        )
+        result = await run.run(model, timeout=settings.timeout, settings=settings, prices=prices, max_cost=max_cost)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await models.close()
@@ -511,6 +609,8 @@ def cmd_app(args: argparse.Namespace) -> int:
             given_options=resolved.options.given,
             keymap=keymap,
             prices=defaults.prices,
+            history=resolved.history.recording if resolved.history is not None else None,
+            history_path=resolved.history.path if resolved.history is not None else None,
         )
     )
     app.run()
@@ -640,8 +740,82 @@ def cmd_tree(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
-            "search": cmd_search, "show": cmd_show, "tree": cmd_tree}
+
+# -- the run history ----------------------------------------------------------------------
+
+
+def _runs_limit(value: str | None) -> int | None:
+    if value is None:
+        return DEFAULT_RUNS_LIMIT
+    number = ascii_integer(value)
+    if number is None or number < 0:
+        raise InputError(f"--limit must be a whole number of runs (0: all), got {shown(value)}")
+    return number or None
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    history = RunHistory(history_of(args).path)
+    if args.runs_command == "list":
+        store = str(Path(os.path.abspath(args.store))) if args.store is not None else None
+        runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
+        if args.json:
+            _say_json({"runs": [r.as_json() for r in runs]})
+        else:
+            print_runs(runs)
+        return 0
+    if args.runs_command == "delete":
+        _say(f"deleted run {history.delete(args.run)}")
+        return 0
+    stored = history.load(args.run)
+    if args.runs_command == "show":
+        if args.json:
+            _say_json(stored_document(stored))
+        else:
+            print_result(stored.result)
+            parent = f" (a re-run of {stored.summary.parent_run_id})" if stored.summary.parent_run_id else ""
+            _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
+                 f"finished {stored.summary.finished_at or '-'}")
+        return 0
+    store_path = Path(stored.summary.store)
+    with CommunityStore.open(store_path) as store:
+        inputs = [store_path, *(store_path.with_name(store_path.name + x) for x in ("-wal", "-shm", "-journal")),
+                  history.path, *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
+        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
+    _say(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+def print_runs(runs: list[RunSummary]) -> None:
+    if not runs:
+        _say("no recorded runs")
+        return
+    for r in runs:
+        ok = r.batch_count - r.failed_batch_count
+        _say(f"{r.run_id}  {r.started_at[:19]}  {r.status:<11}  {ok}/{r.batch_count} ok  "
+             f"{one_line(r.model or '-', 30)}  {one_line(r.namespace, 20)}/{r.level}  {one_line(r.question, 60)}")
+
+
+def cmd_continue(args: argparse.Namespace) -> int:
+    """`rerun` (a child run) and `resume` (the same run) of a recorded run."""
+    resolver = settings_resolver(args)
+    history = resolver.history(vars(args)).path
+    max_cost = parse_max_cost(args.max_cost)
+    stored = RunHistory(history).load(args.run)
+    settings = model_settings_for(stored, vars(args), configured=resolver.defaults.model)
+    with CommunityStore.open(Path(stored.summary.store)) as store:
+        if args.command == "rerun":
+            run = prepare_rerun(stored, store, history=history, mode=args.mode or "failed", replan=args.replan,
+                                on_warning=_warn)
+        else:
+            run = prepare_resume(stored, store, history=history, on_warning=_warn)
+    return run_and_print(args, run, settings, resolver.defaults, max_cost)
+
+
+COMMANDS = {
+    "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
+    "search": cmd_search, "show": cmd_show, "tree": cmd_tree,
+    "runs": cmd_runs, "rerun": cmd_continue, "resume": cmd_continue,
+}
 
 
 def check_text_arguments(args: argparse.Namespace) -> None:
@@ -655,6 +829,8 @@ def check_text_arguments(args: argparse.Namespace) -> None:
 def _run(argv: list[str]) -> int:
     app_parser, tool_parser = build_parsers()
     if argv and argv[0] in SUBCOMMANDS:
+        if argv[0] == "runs" and (len(argv) == 1 or argv[1] not in (*RUNS_SUBCOMMANDS, "-h", "--help")):
+            argv = ["runs", "list", *argv[1:]]  # `runs` alone lists
         args = tool_parser.parse_args(argv)
         check_text_arguments(args)
         if getattr(args, "verbose", False):

@@ -35,6 +35,10 @@ cached_input = 0.075
 
 [keymap]  # binding id = comma-separated keys (the file only)
 export = "e,ctrl+e"
+
+[history]  # the run history (GRAPHRAG_TUI_HISTORY, GRAPHRAG_TUI_HISTORY_ENABLED)
+path = "~/runs/history.db"
+enabled = true
 ```
 
 pydantic-settings reads both sources and merges them; pydantic checks the values. Each source
@@ -174,6 +178,25 @@ class ModelConfig(BaseModel):
     extra_body: Annotated[dict[str, Any] | None, BeforeValidator(_checked_by(parse_extra_body))] = None
 
 
+def _enabled(value: Any, label: str) -> bool:
+    """true/false in the file; true/false/1/0/yes/no/on/off in a variable."""
+    if isinstance(value, bool):
+        return value
+    words = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+    if isinstance(value, str) and value.strip().lower() in words:
+        return words[value.strip().lower()]
+    raise InputError(f"{label} must be true or false, got {shown(value)}")
+
+
+class HistoryConfig(BaseModel):
+    """[history]: where runs are recorded, and whether they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Text = None
+    enabled: Annotated[bool | None, BeforeValidator(_checked_by(_enabled))] = None
+
+
 class Settings(BaseSettings):
     """The whole file; the sources are given when it is built (`_build_sources`)."""
 
@@ -183,12 +206,19 @@ class Settings(BaseSettings):
     model: ModelConfig = Field(default_factory=ModelConfig)
     #: Model name -> its prices in dollars per million tokens (the file only).
     prices: dict[str, Prices] = Field(default_factory=dict)
+    history: HistoryConfig = Field(default_factory=HistoryConfig)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
 
 #: The sections with fixed keys; each key is also read from the variable GRAPHRAG_TUI_<KEY>.
-SECTIONS = {"retrieval": tuple(RetrievalConfig.model_fields), "model": tuple(ModelConfig.model_fields)}
+SECTIONS = {
+    "retrieval": tuple(RetrievalConfig.model_fields),
+    "model": tuple(ModelConfig.model_fields),
+    "history": tuple(HistoryConfig.model_fields),
+}
+#: Variables not named GRAPHRAG_TUI_<KEY>.
+ENV_NAMES = {"path": ENV_PREFIX + "HISTORY", "enabled": ENV_PREFIX + "HISTORY_ENABLED"}
 _KNOWN_SECTIONS = ", ".join(f"[{name}]" for name in Settings.model_fields)
 
 
@@ -198,6 +228,7 @@ class UserDefaults(BaseModel):
 
     retrieval: dict[str, Any] = {}
     model: dict[str, Any] = {}
+    history: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
     #: Model name -> prices, from the file's [prices."model"] tables.
@@ -209,6 +240,10 @@ class UserDefaults(BaseModel):
 
 def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_history_path() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
 
 
 def file_label(path: Path | str, section: str, key: str) -> str:
@@ -266,7 +301,7 @@ class EnvironmentSource(EnvSettingsSource):
                     self.data.setdefault(section, {})[key] = value
 
     def label(self, section: str, key: str) -> str:
-        return self.env_prefix + key.upper()
+        return ENV_NAMES.get(key, self.env_prefix + key.upper())
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         # Only our variables: the others (API keys among them) are never read here.
@@ -301,6 +336,7 @@ def load_user_defaults(
     return UserDefaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
+        history=settings.history.model_dump(exclude_unset=True),
         keymap=settings.keymap,
         prices=settings.prices,
         labels=labels,

@@ -6,16 +6,21 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 EXECUTABLE = str(Path(sys.executable).parent / "graphrag-tui")
+#: The user data directory of the commands the tests run: their default run history goes
+#: here, never into the developer's own.
+TEST_DATA_HOME = tempfile.mkdtemp(prefix="graphrag-tui-test-data-")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment without the user's graphrag-tui settings or API keys."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHRAG_TUI_") and k != "OPENAI_API_KEY"}
+    env["XDG_DATA_HOME"] = TEST_DATA_HOME
     env.update(extra)
     return env
 

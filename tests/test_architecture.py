@@ -34,7 +34,9 @@ MODELS = "The models know no face, session, store or textual"
 LAYERS = "Layers: the faces over the session over the adapters over the engine"
 TUI_CONTRACT = "The app reads the store through its API: no sqlite3 under graphrag_tui.tui"
 IMPORTER_CONTRACT = "The importer writes through the store: no sqlite3 under graphrag_tui.importer"
-CONTRACTS = (ENGINE, SESSION, STORE, MODELS, LAYERS, TUI_CONTRACT, IMPORTER_CONTRACT)
+HISTORY = "The history knows no face, session, model, store, importer or textual"
+SQLITE_CONTRACT = "Only the store and the history speak SQLite (not session, services, CLI)"
+CONTRACTS = (ENGINE, SESSION, STORE, MODELS, HISTORY, LAYERS, TUI_CONTRACT, SQLITE_CONTRACT, IMPORTER_CONTRACT)
 
 
 def verdicts(stdout: str) -> dict[str, str]:
@@ -61,7 +63,7 @@ def test_every_layering_contract_is_kept() -> None:
     checked = lint_imports(ROOT)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert verdicts(checked.stdout) == dict.fromkeys(CONTRACTS, "KEPT")
-    assert checked.stdout.rstrip().endswith("Contracts: 7 kept, 0 broken.")
+    assert checked.stdout.rstrip().endswith("Contracts: 9 kept, 0 broken.")
 
 
 def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Path) -> None:
@@ -71,7 +73,7 @@ def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Pat
     assert "graphrag_tui.engine is not allowed to import sqlite3:" in checked.stdout
     assert f"-   graphrag_tui.engine.corpus -> sqlite3 (l.{line})" in checked.stdout
     assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), ENGINE: "BROKEN"}
-    assert "Contracts: 6 kept, 1 broken." in checked.stdout
+    assert "Contracts: 8 kept, 1 broken." in checked.stdout
 
 
 @pytest.mark.parametrize(
@@ -99,9 +101,16 @@ def test_the_contract_breaks_when_an_engine_module_imports_sqlite3(tmp_path: Pat
         ("store/schema.py", "from graphrag_tui.importer import api", STORE,
          "graphrag_tui.store is not allowed to import graphrag_tui.importer:",
          "-   graphrag_tui.store.schema -> graphrag_tui.importer.api"),
+        ("history/ids.py", "from graphrag_tui.store import store", HISTORY,
+         "graphrag_tui.history is not allowed to import graphrag_tui.store:",
+         "-   graphrag_tui.history.ids -> graphrag_tui.store.store"),
+        ("session/recording.py", "import sqlite3", SQLITE_CONTRACT,
+         "graphrag_tui.session is not allowed to import sqlite3:",
+         "-   graphrag_tui.session.recording -> sqlite3"),
     ],
     ids=["session-imports-textual", "store-imports-models", "models-import-the-store", "the-app-imports-the-cli",
-         "the-app-imports-sqlite3", "the-importer-imports-sqlite3", "the-store-imports-the-importer"],
+         "the-app-imports-sqlite3", "the-importer-imports-sqlite3", "the-store-imports-the-importer",
+         "the-history-imports-the-store", "the-session-imports-sqlite3"],
 )
 def test_each_new_contract_breaks_when_violated(
     tmp_path: Path, module: str, line: str, contract: str, complaint: str, chain: str
@@ -111,7 +120,7 @@ def test_each_new_contract_breaks_when_violated(
     assert verdicts(checked.stdout) == {**dict.fromkeys(CONTRACTS, "KEPT"), contract: "BROKEN"}
     assert complaint in checked.stdout.splitlines()
     assert f"{chain} (l.{number})" in checked.stdout.splitlines()
-    assert "Contracts: 6 kept, 1 broken." in checked.stdout
+    assert "Contracts: 8 kept, 1 broken." in checked.stdout
 
 
 def test_ruff_finds_nothing() -> None:

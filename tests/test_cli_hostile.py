@@ -119,13 +119,17 @@ def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_sto
         port = server.base_url.split(":")[2].split("/")[0]
     assert run.code == 0
     assert run.stderr == f"note: evil-{HOSTILE_SHOWN} @ 127.0.0.1:{port} answered\n"
-    assert run.stdout == (
+    body, run_line = run.stdout.rstrip("\n").rsplit("\n", 1)
+    assert body + "\n" == (
         "status: completed\n\n"
         f"The answer\n{HOSTILE_SHOWN}\nends.␍now\n\n"
         "2 summaries, 1 Map batches (0 failed), 1 answers selected for Reduce, seed None\n"
         f"communities: {NAMESPACE_SHOWN}/1{HOSTILE_SHOWN}, {NAMESPACE_SHOWN}/2\n"
     )
-    assert_inert(run.stdout, run.stderr, as_json.stdout, as_json.stderr)
+    assert re.fullmatch(r"run [0-9a-z]{12}", run_line), run_line
+    listed = run_cli("runs", "--limit", "2").stdout  # the recorded model name, from the server, is inert too
+    assert_inert(run.stdout, run.stderr, as_json.stdout, as_json.stderr, listed)
+    assert listed.count(" evil-") == 2, listed
     result = as_json.json
     assert result["answer"] == f"The answer\n{HOSTILE}\r\nends.\rnow"  # exact in the JSON
     assert {r.json["model"] for r in server.chat_requests()} == {model}
@@ -138,7 +142,7 @@ def test_a_hostile_error_body_is_inert_in_text_output(store: Path) -> None:
     )
     with ScriptedChatServer(script) as server:
         run = run_cli("query", str(store), QUESTION, "--no-config", "--no-shuffle", "--map-budget", "330",
-                      "--map-reserve", "0", "--base-url", server.base_url, "--model", "m1")
+                      "--map-reserve", "0", "--base-url", server.base_url, "--model", "m1", "--no-history")
     assert run.code == 1
     assert run.stdout.splitlines() == [
         "status: failed",

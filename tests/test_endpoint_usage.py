@@ -4,6 +4,7 @@ scripted chat-completions server on 127.0.0.1 (issue 12: usage and cost)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -103,9 +104,10 @@ def test_text_mode_prints_tokens_and_cost(store: Path, tmp_path: Path) -> None:
                       *ONE_BATCH_EACH, "--config", str(config(tmp_path)))
     assert run.code == 0, run.stderr
     lines = run.stdout.splitlines()
-    estimate = lines[-2].split("(")[1].split(" ")[0]
-    assert lines[-2] == f"tokens: 350 prompt ({estimate} estimated, 0 cached), 35 completion, 385 total"
-    assert lines[-1] == "cost: $0.0010 (input $0.0007, cached $0.0000, output $0.0003)"
+    estimate = lines[-3].split("(")[1].split(" ")[0]
+    assert lines[-3] == f"tokens: 350 prompt ({estimate} estimated, 0 cached), 35 completion, 385 total"
+    assert lines[-2] == "cost: $0.0010 (input $0.0007, cached $0.0000, output $0.0003)"
+    assert re.fullmatch(r"run [0-9a-z]+", lines[-1])  # the run history's id of it comes last
 
 
 def test_a_server_without_usage_gives_null_usage_and_no_cost(store: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from graphrag_tui.engine.ports import ChatRequest, ModelError
 from graphrag_tui.engine.prompts import map_skeleton, prompt_text, reduce_skeleton
 from graphrag_tui.engine.search import GlobalSearch
 from graphrag_tui.engine.tokens import estimate_tokens
-from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search, until
+from tests.scripted_model import QUERY, WHEN, ScriptedModel, batch_index, make_plan, reply, run_search, until
 
 # -- statuses ------------------------------------------------------------------------------------
 
@@ -509,3 +509,31 @@ async def test_the_every_batch_failed_summary_ranks_groups_and_stops_after_five(
         "invalid fields (`usefulness` must be a number) ×30, invalid JSON ×5, timeout ×5, …; see --json"
     )
     assert result.batches[1182].attempts[-1].error == "RuntimeError: bug"
+
+
+# -- prior batches (a re-run, a resume) ------------------------------------------------------
+
+
+async def test_prior_batches_are_kept_and_only_the_others_are_sent() -> None:
+    first, _ = run_search(make_plan(4), ScriptedModel({2: [reply("old two", 70)]}))
+    earlier = await first.run()
+    prior = {0: earlier.batches[0], 2: earlier.batches[2]}
+    model = ScriptedModel({1: [reply("new one", 90)], 3: [reply("new three", 10)]})
+    engine, events = run_search(make_plan(4, concurrency=4), model, prior=prior)
+    result = await engine.run()
+    assert sorted(batch_index(r) for r in model.map_requests()) == [1, 3]
+    assert result.batches[0] == earlier.batches[0] and result.batches[2] == earlier.batches[2]
+    assert result.batches[0] is not earlier.batches[0]  # a copy: the given results are not changed
+    assert [b.answer for b in result.batches] == ["answer-0", "new one", "old two", "new three"]
+    assert [c.batch_index for c in result.reduce.candidates] == [1, 2, 0, 3]  # ranked all together
+    assert events[0].workers == 2  # no more workers than batches to send
+    assert result.status == "completed" and result.batch_count == 4
+
+
+async def test_with_every_batch_prior_only_reduce_is_asked() -> None:
+    first, _ = run_search(make_plan(2), ScriptedModel())
+    earlier = await first.run()
+    model = ScriptedModel()
+    engine, _ = run_search(make_plan(2), model, prior=dict(enumerate(earlier.batches)))
+    result = await engine.run()
+    assert (model.map_requests(), len(model.reduce_requests()), result.status) == ([], 1, "completed")

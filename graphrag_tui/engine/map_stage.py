@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 
 from .batcher import MapBatch
 from .events import AttemptFailed, BatchFailed, BatchStarted, BatchSucceeded
@@ -25,12 +26,16 @@ TIME_SLICE = 0.002  # seconds of Map work between two rounds of the event loop
 
 
 class MapStage:
-    """Runs every batch of `plan` into `batches` (one BatchResult per batch, in order)."""
+    """Runs the batches of `plan` into `batches` (one BatchResult per batch, in order): all
+    of them, or those of `indexes` (a re-run or a resume sends only some)."""
 
-    def __init__(self, plan: SearchPlan, batches: list[BatchResult], caller: ModelCaller) -> None:
+    def __init__(
+        self, plan: SearchPlan, batches: list[BatchResult], caller: ModelCaller, indexes: Sequence[int] | None = None
+    ) -> None:
         self.plan = plan
         self.batches = batches
         self.caller = caller
+        self.todo = plan.batches if indexes is None else tuple(plan.batches[i] for i in indexes)
         self._slice_open, self._slice_start = True, time.perf_counter()
 
     async def run(self, workers: int) -> None:
@@ -38,10 +43,10 @@ class MapStage:
 
         async def worker(number: int) -> None:
             nonlocal next_index
-            while next_index < len(self.plan.batches):
+            while next_index < len(self.todo):
                 index = next_index
                 next_index += 1
-                await self._run_batch(self.plan.batches[index], number)
+                await self._run_batch(self.todo[index], number)
                 await self._let_others_run()
 
         async with asyncio.TaskGroup() as group:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -44,7 +44,11 @@ class GlobalSearch:
     No reply and no exception while handling one batch ends the run: it fails that attempt
     or batch (`internal` for an unexpected exception), and Reduce likewise. Text from the
     model enters with lone surrogates repaired (U+FFFD); raw responses are kept capped.
-    `batches`, `reduce` and `selected` hold the run so far, also when it breaks."""
+    `batches`, `reduce` and `selected` hold the run so far, also when it breaks.
+
+    `prior`: batches already finished (a re-run keeps its parent's answers, a resume what
+    finished before): they are kept as given, only the others are sent, and Reduce ranks
+    them all together."""
 
     def __init__(
         self,
@@ -60,6 +64,7 @@ class GlobalSearch:
         rate_limits: RateLimits | None = None,
         prices: Prices | None = None,
         max_cost: float | None = None,
+        prior: Mapping[int, BatchResult] | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -83,6 +88,9 @@ class GlobalSearch:
             )
             for b in plan.batches
         ]
+        for index, batch in (prior or {}).items():
+            self.batches[index] = batch.model_copy(deep=True)
+        self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []
 
@@ -93,7 +101,7 @@ class GlobalSearch:
             self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response,
             throttle=self.throttle, meter=self.meter,
         )
-        workers = min(plan.options.concurrency, len(plan.batches))
+        workers = min(plan.options.concurrency, len(self.to_send))
         summaries, batch_count = plan.summary_count, len(plan.batches)
         report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))
         log.info("community level=%s summaries=%d map batches=%d", plan.level, plan.summary_count, len(plan.batches))
@@ -105,7 +113,7 @@ class GlobalSearch:
                 detail=f"no community of namespace {plan.namespace!r} at level {plan.level} has a summary",
             )
         try:
-            await self._unless_cancelled(MapStage(plan, self.batches, caller).run(workers))
+            await self._unless_cancelled(MapStage(plan, self.batches, caller, self.to_send).run(workers))
         except _Cancelled:
             return self._finish("cancelled", detail=self._cancel_reason("Map"))
         failed = [b for b in self.batches if b.status == "failed"]

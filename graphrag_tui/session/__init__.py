@@ -4,6 +4,7 @@ and only show what comes back."""
 
 from .model import ModelSession, ModelState, ModelStatus
 from .options import (
+    HistoryChoice,
     Resolved,
     ResolvedOptions,
     Setting,
@@ -13,6 +14,7 @@ from .options import (
 from .run import RunSession, SearchRequest
 
 __all__ = [
+    "HistoryChoice",
     "ModelSession",
     "ModelState",
     "ModelStatus",

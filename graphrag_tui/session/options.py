@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..config import ENV_PREFIX, UserDefaults, load_user_defaults
+from ..config import ENV_PREFIX, UserDefaults, default_history_path, load_user_defaults
 from ..engine import ChatModel, Prices, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
@@ -69,6 +69,23 @@ class ResolvedOptions:
 
 
 @dataclass(frozen=True)
+class HistoryChoice:
+    """Where runs are recorded (`path`, read by `runs` even when recording is off), whether
+    a run is recorded (`enabled`); `source` and `label` say who decided (a flag, a config
+    key, a variable, or the default)."""
+
+    path: Path
+    enabled: bool
+    source: Source
+    label: str
+
+    @property
+    def recording(self) -> Path | None:
+        """Where a run is recorded; None when it is not."""
+        return self.path if self.enabled else None
+
+
+@dataclass(frozen=True)
 class Resolved:
     """Everything a command resolved: retrieval options, and the model settings (None for
     commands without a model)."""
@@ -78,6 +95,8 @@ class Resolved:
     model_sources: Mapping[str, Setting] = field(default_factory=dict)
     #: What the config file and the environment said (the app's [keymap], say).
     user_defaults: UserDefaults = field(default_factory=UserDefaults)
+    #: The run history (None: the command has none).
+    history: HistoryChoice | None = None
 
 
 def _user_source(label: str) -> Source:
@@ -114,13 +133,33 @@ class SettingsResolver:
         budgets are fitted to one slot and the server gets one slot per Map worker."""
         given = self.retrieval_given({n: flags.get(n) for n in FALLBACK_DEFAULTS})
         options = resolve_retrieval(given)  # checked first: a bad option is the first error
+        history = self.history(flags)
         if not with_model:
-            return Resolved(options, user_defaults=self.defaults)
+            return Resolved(options, user_defaults=self.defaults, history=history)
         settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
-        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults)
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history)
+
+    def history(self, flags: Mapping[str, Any | None]) -> HistoryChoice:
+        """--no-history, else --history PATH, else GRAPHRAG_TUI_HISTORY or [history] path,
+        else the default file; [history] enabled = false (or GRAPHRAG_TUI_HISTORY_ENABLED)
+        turns it off unless --history is given."""
+        given, off = flags.get("history"), flags.get("no_history")
+        if given is not None and off:
+            raise InputError("--history and --no-history cannot be used together")
+        user = self.user_settings(self.defaults.history)
+        if given is not None:
+            return HistoryChoice(Path(given).expanduser(), True, "flag", "--history")
+        path = Path(user["path"].value).expanduser() if "path" in user else default_history_path()
+        if off:
+            return HistoryChoice(path, False, "flag", "--no-history")
+        if "enabled" in user and user["enabled"].value is False:
+            return HistoryChoice(path, False, user["enabled"].source, user["enabled"].label)
+        if "path" in user:
+            return HistoryChoice(path, True, user["path"].source, user["path"].label)
+        return HistoryChoice(path, True, "default", "the default run history")
 
     def model_sources(self, flags: Mapping[str, Any | None], settings: ModelSettings) -> dict[str, Setting]:
         user = self.user_settings(self.defaults.model)

@@ -7,23 +7,46 @@
 
 A run that breaks on an unexpected error ends with `run.failed(error)`: a `failed` result
 that keeps what finished.
+
+With `history` (a path) the run is recorded while it goes (history/): `run_id` names it, or
+stays None when the history cannot be used (corrupt, locked, newer): `on_warning` gets one
+line and the run happens unrecorded. A re-run or a resume sets `prior` (the batches kept)
+and `parent_run_id` or `resume_run_id` before `run` (see continuation.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from ..engine import ChatModel, GlobalSearch, LongResponseHook, Prices, RateLimits, SearchPlan, utc_now
+from ..engine import (
+    AttemptFailed,
+    BatchFailed,
+    BatchSucceeded,
+    ChatModel,
+    GlobalSearch,
+    LongResponseHook,
+    Prices,
+    SearchPlan,
+    utc_now,
+)
 from ..engine.events import Event
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
+from ..history import HistoryError, RunRecorder
+from ..models.factory import ModelSettings
 from ..planning import prepare_plan
 from ..store import CommunityStore
+from .recording import model_name, run_document, run_metadata
 from .run_failure import failed_result
+
+log = logging.getLogger("graphrag_tui.session")
 
 
 @dataclass(frozen=True)
@@ -48,8 +71,12 @@ class RunSession:
         cancel: asyncio.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
+        history: Path | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
+        self.history = history
+        self.on_warning = on_warning or (lambda text: log.warning("%s", text))
         self.on_event = on_event
         self.on_long_response = on_long_response
         self.cancel_event = cancel or asyncio.Event()
@@ -58,6 +85,17 @@ class RunSession:
         self.plan: SearchPlan | None = None
         self.search: GlobalSearch | None = None
         self.result: SearchResult | None = None
+        #: The run in the history (None: unrecorded), and what it continues.
+        self.run_id: str | None = None
+        self.parent_run_id: str | None = None
+        self.resume_run_id: str | None = None
+        #: Batches kept from before (index -> (result, the model that answered it)).
+        self.prior: dict[int, tuple[BatchResult, str | None]] = {}
+        self.started_at: str | None = None
+        self.finished_at: str | None = None
+        self.batch_models: list[str | None] = []
+        self._recorder: RunRecorder | None = None
+        self._model_name: str | None = None
 
     def prepare(self, request: SearchRequest) -> SearchPlan:
         """The plan: reads the store (call it off an event loop for a large store)."""
@@ -78,28 +116,101 @@ class RunSession:
         model: ChatModel,
         *,
         timeout: float,
-        rate_limits: RateLimits | None = None,
+        settings: ModelSettings | None = None,
         prices: Prices | None = None,
         max_cost: float | None = None,
     ) -> SearchResult:
-        """The run, every call through the gate of `rate_limits`; with `prices` its usage is
-        priced, and with `max_cost` it is cancelled once the spend reaches that many dollars."""
+        """`settings`: how the model was opened, recorded (never the key) so that a re-run
+        or a resume can reach it again; every call passes the gate of its rate limits (the
+        endpoint's only). With `prices` the run's usage is priced, and with `max_cost` it is
+        cancelled once the spend reaches that many dollars."""
         assert self.plan is not None, "prepare() first"
         self.search = GlobalSearch(
             self.plan,
             model,
-            on_event=self.on_event,
+            on_event=self._on_event,
             cancel=self.cancel_event,
             timeout=timeout,
             clock=self.clock,
             wall_clock=self.wall_clock,
             on_long_response=self.on_long_response,
-            rate_limits=rate_limits,
+            rate_limits=settings.rate_limits if settings is not None else None,
             prices=prices,
             max_cost=max_cost,
+            prior={index: batch for index, (batch, _) in self.prior.items()},
         )
-        self.result = await self.search.run()
+        self._model_name = model_name(model, settings)
+        self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
+        if self.started_at is None:  # a resumed run keeps its start
+            self.started_at = self.wall_clock().isoformat()
+        self._start_recording(model, settings)
+        try:
+            self.result = await self.search.run()
+        except Exception as error:
+            self.failed(error)  # recorded as failed; the caller may call failed() again
+            raise
+        except BaseException:  # the process or its task is ending: what finished is kept
+            self._abandon()
+            raise
+        self._finish_recording(self.result)
         return self.result
+
+    def _start_recording(self, model: ChatModel, settings: ModelSettings | None) -> None:
+        if self.history is None:
+            return
+        assert self.plan is not None and self.search is not None
+        try:
+            if self.resume_run_id is not None:
+                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan, self.search.batches)
+            else:
+                metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
+                self._recorder = RunRecorder.start(
+                    self.history, self.plan, self.search.batches, metadata, started_at=self.started_at or "",
+                    kept=self.prior,
+                )
+        except HistoryError as error:
+            self.on_warning(f"warning: {error}; this run is not recorded")
+            return
+        self.run_id = self._recorder.run_id
+
+    def _on_event(self, event: Event) -> None:  # type: ignore[valid-type]
+        recorder, search = self._recorder, self.search
+        if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
+            self.batch_models[event.batch_index] = self._model_name
+            if recorder is not None:
+                recorder.batch_finished(search.batches[event.batch_index], self._model_name)
+        elif recorder is not None and search is not None and isinstance(event, AttemptFailed) \
+                and event.batch_index is not None and event.will_retry:
+            recorder.attempt_failed(search.batches[event.batch_index])
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _finish_recording(self, result: SearchResult) -> None:
+        if self.finished_at is None:
+            self.finished_at = self.wall_clock().isoformat()
+        recorder, self._recorder = self._recorder, None
+        if recorder is None:
+            return
+        recorder.finish(result, self.finished_at, self._model_name)
+        if recorder.error is not None:
+            self.on_warning(f"warning: {recorder.error}; the run's record is incomplete")
+
+    def _abandon(self) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None and self.search is not None:
+            recorder.abandon(self.search.batches, self._model_name)
+
+    def document(self) -> dict[str, Any]:
+        """The run's JSON: `query --json`, and what `runs show` gives for it later."""
+        assert self.result is not None
+        return run_document(
+            self.result,
+            run_id=self.run_id,
+            parent_run_id=self.parent_run_id,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            batch_models=self.batch_models,
+        )
 
     def cancel(self) -> None:
         self.cancel_event.set()
@@ -117,4 +228,5 @@ class RunSession:
         request = request or self.request
         assert request is not None
         self.result = failed_result(request, self.plan, self.search, error)
+        self._finish_recording(self.result)
         return self.result

@@ -47,6 +47,7 @@ from ..session.run_failure import error_words
 from ..store import CommunityStore
 from .commands import GraphRAGCommands
 from .copying import copy_text
+from .history_actions import RunHistoryActions
 from .messages import (
     ModelStateChanged,
     OpenBatch,
@@ -81,6 +82,8 @@ PLANNING_QUIET_PERIOD = 0.1
 #: What ends the worker itself (the app cancels it, or the process ends), not the run's errors:
 #: everything else that escapes a run ends it as `failed` (a BaseExceptionGroup included).
 NOT_RUN_ERRORS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+#: The run history's keys (single letters: they type into a focused field).
+HISTORY_KEYS = ("runs", "rerun_failed", "resume_run", "delete_run")
 #: The model picker's entries (the endpoint's is built from the settings).
 MODEL_LABELS = {
     "extractive": "Built-in extractive (offline, not an LLM)",
@@ -116,6 +119,11 @@ class AppSettings(BaseModel):
     cache_dir: Path | None = None
     #: Model name -> prices (the `[prices."model"]` tables): the run's cost is shown live.
     prices: dict[str, Prices] = {}
+    #: The run history each run is recorded in (None: runs are not recorded).
+    history: Path | None = None
+    #: The run history the Runs screen reads, re-runs and resumes write (recording on or
+    #: off); None: `history`.
+    history_path: Path | None = None
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -127,7 +135,7 @@ def describe_model(settings: ModelSettings) -> str:
     return f"{model_name(settings) or 'first listed model'} @ {host}"
 
 
-class GraphRAGApp(App[int]):
+class GraphRAGApp(RunHistoryActions, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "graphrag-tui"
     #: Each binding has an id: the `[keymap]` config section remaps keys by id (see tui/keymap.py);
@@ -143,6 +151,12 @@ class GraphRAGApp(App[int]):
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
         Binding("c", "copy_focused", "Copy", show=False, id="copy",
                 tooltip="copy the focused answer, prompt, reply, row or entry"),
+        # The run history (history_actions.py): the Runs screen, and the finished run's keys.
+        Binding("h", "runs", "Runs", show=False, id="runs", tooltip="the run history: past runs, re-run, resume, compare"),
+        Binding("f", "rerun_failed", "Re-run failed", id="rerun-failed",
+                tooltip="re-run the failed and cancelled batches of a run (choose the model)"),
+        Binding("u", "resume_run", "Resume", id="resume-run", tooltip="resume an interrupted or cancelled run"),
+        Binding("d", "delete_run", "Delete run", id="delete-run", tooltip="delete the run from the history"),
         # Textual adds this one itself, without an id, unless the app binds the action.
         Binding(App.COMMAND_PALETTE_BINDING, "command_palette", "palette", show=False, priority=True,
                 id="command-palette", tooltip="command palette"),
@@ -194,6 +208,8 @@ class GraphRAGApp(App[int]):
         self.set_keymap(settings.keymap)
         #: Namespace -> its explore session (the hierarchy, the search index).
         self._explore_sessions: dict[str, ExploreSession] = {}
+        #: Runs deleted from the history in this session (their keys no longer show).
+        self.deleted_runs: set[str] = set()
 
     # -- screens -------------------------------------------------------------------------
 
@@ -369,11 +385,17 @@ class GraphRAGApp(App[int]):
             cancel=self.cancel_event,
             clock=self.clock,
             wall_clock=self.wall_clock,
+            history=self.settings.history,
+            on_warning=self._history_warning,
         )
         self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
         self.set_timer(PLANNING_QUIET_PERIOD, self._show_run)
+
+    def _history_warning(self, text: str) -> None:
+        """From the run's worker (the app's loop) or its end: a notification."""
+        self.notify(text, severity="warning", markup=False)
 
     def _show_run(self) -> None:
         """The panels show the run (reset), the model is locked, focus goes to the batches."""
@@ -406,7 +428,8 @@ class GraphRAGApp(App[int]):
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
             plan = await asyncio.to_thread(run.prepare, request)
             self.post_message(RunPlanned(plan))
-            model = await self.models.open(self.model_settings(kind, plan.options.concurrency))
+            settings = self.model_settings(kind, plan.options.concurrency)
+            model = await self.models.open(settings)
         except InputError as error:
             self.post_message(RunRejected(str(error)))
             return
@@ -416,14 +439,18 @@ class GraphRAGApp(App[int]):
             self.post_message(RunFinished(run.failed(error, request)))
             return
         try:
-            limits = self.model_settings(kind).rate_limits  # the caps are the endpoint's only
-            prices = prices_for(self.settings.prices, model)
-            result = await run.run(model, timeout=self.settings.model.timeout, rate_limits=limits, prices=prices)
+            result = await self.run_model(run, model, settings)
         except BaseException as error:  # a bug, or a model that raised what it should not
             if isinstance(error, NOT_RUN_ERRORS):
                 raise
             result = run.failed(error)
         self.post_message(RunFinished(result))
+
+    async def run_model(self, run: RunSession, model: ChatModel, settings: ModelSettings) -> SearchResult:
+        """A prepared run (new, re-run or resumed) on the opened model: its rate limits from
+        `settings`, its cost from the configured prices."""
+        prices = prices_for(self.settings.prices, model)
+        return await run.run(model, timeout=settings.timeout, settings=settings, prices=prices)
 
     def on_model_state_changed(self, message: ModelStateChanged) -> None:
         self.refresh_model_status()  # it shows the session's status as it is now
@@ -512,7 +539,12 @@ class GraphRAGApp(App[int]):
     # -- drill-down ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("goto", "export", "keys", "copy_focused", "explore") and isinstance(self.focused, Input):
+        if action in ("goto", "export", "keys", "copy_focused", "explore", *HISTORY_KEYS) \
+                and isinstance(self.focused, Input):
+            return False
+        if action in ("rerun_failed", "resume_run", "delete_run"):
+            return self.current_run_allows(action)
+        if self.app_key_elsewhere(action):
             return False
         return True
 

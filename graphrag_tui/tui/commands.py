@@ -47,6 +47,8 @@ def app_commands(app: GraphRAGApp) -> Iterator[Command]:
     yield Command("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches",
                   app.action_overview)
     yield Command("Export run", "Write the finished run as JSON and Markdown" + key("export"), app.action_export)
+    yield Command("Run history", "Past runs: open, re-run failed batches, resume, compare, export, delete"
+                  + key("runs"), app.action_runs)
     form = app.setup_form
     for info in form.namespaces.values():
         yield Command(

@@ -36,6 +36,7 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .app import GraphRAGApp
     from .screens.batch import BatchScreen
     from .screens.community import CommunityScreen
+    from .screens.compare import CompareScreen
     from .screens.confirm import ConfirmScreen
     from .screens.explore import ExploreScreen
     from .screens.input_dialog import InputDialog
@@ -43,10 +44,13 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.main import MainScreen
     from .screens.overview import OverviewScreen
     from .screens.record import RecordScreen
+    from .screens.rerun import RerunScreen
+    from .screens.run_view import RunViewScreen
+    from .screens.runs import RunsScreen
     from .widgets.batch_grid import BatchGrid
 
     return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
-            ExploreScreen, RecordScreen, OverviewScreen)
+            ExploreScreen, RecordScreen, OverviewScreen, RunsScreen, RunViewScreen, CompareScreen, RerunScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -16,6 +16,8 @@
 3. The app against the headless engine: a 2,000-batch run with an instant model, timed
    from the run's start to its result (not start-up), each run in a fresh process, median
    of repeats; and how long a keypress takes to be handled while the run goes.
+4. The run history (bench_history.py): recording against --no-history on that 2,000-batch
+   run, `runs list` over 10,000 runs, the history's growth per 1,000-batch run.
 """
 
 from __future__ import annotations
@@ -309,7 +311,11 @@ def app_child(kind: str, store: Path) -> None:
     """One measurement in this (fresh) process, printed as JSON: each face of the engine
     is timed in a process of its own, as a user runs it, so one's heap does not slow the
     other's garbage collection."""
-    if kind == "headless":
+    if kind in ("history", "no-history"):
+        from tests.benchmarks.bench_history import child
+
+        child(kind, store)
+    elif kind == "headless":
         seconds, batch_count = asyncio.run(headless_seconds(store))
         print(json.dumps({"seconds": seconds, "batches": batch_count}))
     else:
@@ -351,7 +357,7 @@ def bench_app(workdir: Path, repeats: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k communities only, fewer repeats")
-    parser.add_argument("--only", choices=("planning", "scheduling", "app", "explore"),
+    parser.add_argument("--only", choices=("planning", "scheduling", "app", "explore", "history"),
                         help="run one part (explore: tests/benchmarks/bench_explore.py, on its own)")
     parser.add_argument("--repeats", type=int, help="planning runs per measure (default 1 with --quick, else 3)")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
@@ -380,6 +386,10 @@ def main() -> None:
             rows += bench_scheduling(repeats=3 if args.quick else 5)
         if args.only in (None, "app"):
             rows += bench_app(workdir, repeats=3 if args.quick else 7)
+        if args.only in (None, "history"):
+            from tests.benchmarks.bench_history import bench_history
+
+            rows += bench_history(workdir, repeats=3 if args.quick else 7)
     print("| measure | result | target | |")
     print("|---|---|---|---|")
     for row in rows:

@@ -34,10 +34,11 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 
 SIZE = (140, 42)
 KNOWN_IDS = (
-    "back, cancel-run, command-palette, copy, dialog-cancel, explore, explore-back, explore-expand-all, explore-level, "
-    "explore-overview, explore-search, explore-sort, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, members, no, open-batch, overview-back, question, quit, record-back, save-response, show-in-tree, "
-    "tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
+    "back, cancel-run, command-palette, compare-runs, copy, delete-run, dialog-cancel, explore, explore-back, "
+    "explore-expand-all, explore-level, explore-overview, explore-search, explore-sort, export, goto, grid-down, "
+    "grid-next, grid-previous, grid-up, keys, mark-run, members, no, open-batch, overview-back, question, quit, "
+    "record-back, rerun-failed, resume-run, runs, runs-filter, save-response, show-in-tree, tab-1, tab-2, tab-3, "
+    "tab-4, toggle-setup, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
@@ -48,6 +49,7 @@ APP_ROWS = [
     ("x", "explore the index: community tree and search", True),
     ("?", "the list of keys", True),
     ("c", "copy the focused answer, prompt, reply, row or entry", True),
+    ("h", "the run history: past runs, re-run, resume, compare", True),
     ("ctrl+p", "command palette", True),
 ]
 #: Textual's Screen keys, on every screen.
@@ -115,7 +117,8 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                 assert issubclass(cls, binding_owners()) or any(issubclass(o, cls) for o in binding_owners()), cls
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "MainScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
-        "InputDialog", "BatchGrid", "ExploreScreen", "RecordScreen", "OverviewScreen",
+        "InputDialog", "BatchGrid", "ExploreScreen", "RecordScreen", "OverviewScreen", "RunsScreen", "RunViewScreen",
+        "CompareScreen", "RerunScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 
@@ -326,13 +329,14 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
             async with app.run_test(size=SIZE) as pilot:
                 app.screen.query_one(BatchGrid).focus()
                 await pilot.pause()
-                commands = await palette_commands(pilot, 13)
+                commands = await palette_commands(pilot, 14)
                 ours = [
                     ("Run", "Run global search with the question in the setup form"),
                     ("Go to community", "Open a community by id or GraphRAG number (^g)"),
                     ("Explore the index", "The community tree and full-text search (x)"),
                     ("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches"),
                     ("Export run", "Write the finished run as JSON and Markdown (e)"),
+                    ("Run history", "Past runs: open, re-run failed batches, resume, compare, export, delete (h)"),
                     ("Namespace: ns", "3 communities"),
                     ("Level: leaf", "3 leaves"),
                     ("Level: 0", "3 communities"),
@@ -345,7 +349,7 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
                 await ask(pilot)
                 await wait_until(pilot, lambda: len(server.chat_requests()) == 3, what="three held requests")
                 await pilot.pause()
-                commands = await palette_commands(pilot, 14)
+                commands = await palette_commands(pilot, 15)
                 assert app_commands_of(commands) == [
                     ours[0], ("Cancel run", "Cancel the running search (esc)"), *ours[1:]
                 ]
@@ -386,8 +390,8 @@ async def test_the_palette_lists_a_namespace_named_like_markup_as_it_is(tmp_path
     async with app.run_test(size=SIZE) as pilot:
         app.screen.query_one(BatchGrid).focus()
         await pilot.pause()
-        commands = await palette_commands(pilot, 14)
-        assert app_commands_of(commands)[5:7] == [
+        commands = await palette_commands(pilot, 15)
+        assert app_commands_of(commands)[6:8] == [
             ("Namespace: ns", "1 communities"),
             ("Namespace: zz[b]x[/b] [@click=app.quit]q[/]␛[2J", "1 communities"),
         ]

@@ -1,0 +1,122 @@
+"""Opening the run history: one SQLite file, created with mode 0600, in WAL mode with a busy
+timeout, so the app and a CLI can write it at once. Its version is checked first: a file
+that is not a history, or comes from a newer version, is refused and left untouched; an
+older one is migrated. Every SQLite error leaves here as a HistoryError (one line)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import InputError
+from .schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+
+#: How long a write waits for another writer (the app and a CLI at once) before giving up.
+BUSY_TIMEOUT_S = 5.0
+
+
+class HistoryError(InputError):
+    """The history cannot be used: corrupt, locked, newer, unreadable. Exit 2 for the
+    commands that read it; a warning, and the run unrecorded, for a run."""
+
+
+def history_error(path: Path, error: BaseException) -> HistoryError:
+    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        return HistoryError(f"run history {path} is locked by another process")
+    if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
+        return HistoryError(f"run history {path} is not a run history or is damaged ({error})")
+    if isinstance(error, OSError):
+        return HistoryError(f"run history {path} cannot be opened: {error.strerror or error}")
+    return HistoryError(f"run history {path}: {error}")
+
+
+@contextlib.contextmanager
+def errors_named(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except HistoryError:
+        raise
+    except (sqlite3.Error, OSError) as error:
+        raise history_error(path, error) from None
+
+
+def _create_file(path: Path) -> None:
+    """A new, empty file readable by its owner only (runs hold questions and answers)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def connect(path: Path, *, create: bool = True, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection to a checked, current history (created if `create` and missing)."""
+    with errors_named(path):
+        if not path.exists():
+            if not create:
+                raise HistoryError(f"run history {path} does not exist (no run was recorded there)")
+            _create_file(path)
+        connection = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=check_same_thread
+        )
+        try:
+            _prepare(connection, path)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+
+def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version > SCHEMA_VERSION:
+        raise HistoryError(
+            f"run history {path} was written by a newer graphrag-tui (version {version}; this one reads up to "
+            f"{SCHEMA_VERSION}): it is left as it is"
+        )
+    if version == 0 and tables:
+        raise HistoryError(f"run history {path} is an SQLite file but not a run history: it is left as it is")
+    connection.execute("PRAGMA foreign_keys = ON")
+    if version < SCHEMA_VERSION:
+        _migrate(connection, version)
+    if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")  # WAL: a commit survives a crash of the process
+
+
+def _migrate(connection: sqlite3.Connection, version: int) -> None:
+    """From `version` (0: a new file) to SCHEMA_VERSION, in one transaction."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated while this one waited for the lock.
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            for statement in _statements(SCHEMA_V1):
+                connection.execute(statement)
+            version = 1
+        while version < SCHEMA_VERSION:
+            for statement in _statements(MIGRATIONS[version]):
+                connection.execute(statement)
+            version += 1
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+@contextlib.contextmanager
+def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")

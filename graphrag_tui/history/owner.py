@@ -1,0 +1,56 @@
+"""Which process records a run, and whether it still runs.
+
+A run whose status is still `running` is `interrupted` when its owner is gone: the owner is
+recorded as host, boot id, pid and the process's start time (Linux's /proc), so a reused
+pid or a reboot is not taken for the owner. Elsewhere only the pid is checked. A run
+recorded on another host is shown as `running`: whether its process lives cannot be told
+from here."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def this_process() -> str:
+    pid = os.getpid()
+    return json.dumps({"host": socket.gethostname(), "boot": _boot_id(), "pid": pid, "start": _start_time(pid)})
+
+
+def is_alive(owner: str | None) -> bool:
+    try:
+        found = json.loads(owner or "")
+        host, boot, pid, start = found["host"], found["boot"], int(found["pid"]), found["start"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    if host != socket.gethostname():
+        return True
+    if boot is not None and _boot_id() is not None:
+        if boot != _boot_id():
+            return False
+        return start is not None and _start_time(pid) == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,342 @@
+"""Writing one run into the history while it goes.
+
+The run's row is written before the first model call (so an unusable history is known, and
+said, before anything is paid for). Everything after that goes through a queue to a thread
+of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction:
+a finished batch is on disk within a second, the run's event loop never waits for SQLite
+or zlib, and the thread does not wake per event (which would cost the run the GIL each
+time). A kill -9 loses the attempts in flight and at most one interval of finished ones.
+
+A batch's prompt is recorded as its content (zlib) and the run's Map prompt once (batch
+0's messages): the prompts are the engine's template over the query and the content, so
+each is rebuilt byte for byte, and a re-run checks the template is still the recorded one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine import BatchResult, MapBatch, SearchPlan, SearchResult, map_messages
+from ..errors import InputError
+from .database import connect, errors_named, history_error, transaction
+from .ids import new_run_id
+from .owner import is_alive, this_process
+
+#: Seconds between the first event of a group and its commit.
+FLUSH_INTERVAL = 0.25
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    """What a run is besides its plan: where it ran, on which model, after which run."""
+
+    store_path: str
+    store_size: int | None
+    store_mtime_ns: int | None
+    #: kind, base_url, model, api_key_env (the variable's NAME), response_format, timeout...
+    model_settings: Mapping[str, Any]
+    #: The model that answers (an endpoint's model name as sent), per batch as well.
+    model_name: str | None
+    parent_run_id: str | None = None
+
+
+def _sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def content_hash(batch: MapBatch) -> str:
+    """The SHA-256 of a batch's content: what says whether the store still plans it so."""
+    return _sha256(batch.content)
+
+
+#: Shorter texts are stored as they are: zlib allocates some 256 KiB of state per call, which
+#: costs more than a short text saves.
+COMPRESS_FROM = 2048
+
+
+def pack_text(text: str) -> str | bytes:
+    """`text` as stored: itself (SQLite TEXT) when short, else zlib (a BLOB)."""
+    if len(text) < COMPRESS_FROM:
+        return text
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+
+
+def unpack_text(data: str | bytes) -> str:
+    return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")
+
+
+def messages_json(query: str, content: str) -> str:
+    """A Map prompt as recorded and compared: its messages as JSON."""
+    return json.dumps([m.model_dump() for m in map_messages(query, content)], ensure_ascii=False)
+
+
+def plan_json(planned: Sequence[BatchResult], hashes: Sequence[str]) -> str:
+    """Each batch's communities, parts, prompt tokens and content hash, in plain lists (a
+    batch without a row of its own, never finished, is read from them)."""
+    return json.dumps(
+        [
+            [list(b.community_ids), [[p.community_id, p.part] for p in b.parts], b.prompt_tokens, digest]
+            for b, digest in zip(planned, hashes, strict=True)
+        ],
+        ensure_ascii=False,
+    )
+
+
+def result_summary(result: SearchResult) -> str:
+    """The result without its batches (they have rows of their own): whatever fields the
+    result has, usage and cost included, as the engine serializes them."""
+    return result.model_dump_json(exclude={"batches"})
+
+
+def usage_total(result: SearchResult) -> str | None:
+    usage = getattr(result, "usage_total", None)
+    if usage is None:
+        return None
+    return json.dumps(usage.model_dump(mode="json") if hasattr(usage, "model_dump") else usage)
+
+
+class RunRecorder:
+    """One run's recording. `start` (or `resume`) writes its row; `batch_finished`,
+    `attempt_failed` and `finish` queue the rest; `abandon` marks a run whose process is
+    ending without a result. A write that fails stops the recording; `error` says why."""
+
+    def __init__(
+        self, path: Path, connection: sqlite3.Connection, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]
+    ) -> None:
+        self.path, self.run_id, self.plan = path, run_id, plan
+        #: The run's batches as the engine set them up (their communities, parts and prompt
+        #: tokens, which never change, are read from them).
+        self._planned = planned
+        self._hashes: list[str] = []  # each batch's content hash, made by the writer thread
+        self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
+        self._connection = connection
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.error: str | None = None
+        self._done = False
+        self._closing = threading.Event()
+        #: Set once the last transaction is committed (closing the connection checkpoints the
+        #: WAL, which the run need not wait for).
+        self._written = threading.Event()
+        self._thread = threading.Thread(target=self._write_loop, name=f"history-{run_id}", daemon=True)
+
+    # -- starting ---------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        path: Path,
+        plan: SearchPlan,
+        planned: Sequence[BatchResult],
+        metadata: RunMetadata,
+        *,
+        started_at: str,
+        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
+    ) -> RunRecorder:
+        """A new run: its row now, its plan from the writer thread. `planned`: the engine's
+        BatchResults of the plan; `kept`: batches a re-run keeps from its parent (result and
+        the model that answered)."""
+        connection = connect(path, check_same_thread=False)
+        try:
+            with errors_named(path), transaction(connection):
+                run_id = cls._insert_run(connection, plan, metadata, started_at)
+        except BaseException:
+            connection.close()
+            raise
+        recorder = cls(path, connection, run_id, plan, planned)
+        recorder._queue.put(("plan", dict(kept or {}), False))
+        recorder._thread.start()
+        return recorder
+
+    @classmethod
+    def resume(cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]) -> RunRecorder:
+        """The same run again, taken over in one transaction (so two resumes of one run
+        cannot both send its batches); its unfinished batches are planned again."""
+        connection = connect(path, check_same_thread=False)
+        try:
+            with errors_named(path), transaction(connection):
+                _claim(connection, run_id)
+                connection.execute(
+                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE run_id = ?",
+                    (this_process(), run_id),
+                )
+        except BaseException:
+            connection.close()
+            raise
+        recorder = cls(path, connection, run_id, plan, planned)
+        recorder._queue.put(("plan", {}, True))
+        recorder._thread.start()
+        return recorder
+
+    @staticmethod
+    def _insert_run(connection: sqlite3.Connection, plan: SearchPlan, metadata: RunMetadata, started_at: str) -> str:
+        for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
+            run_id = new_run_id()
+            try:
+                connection.execute(
+                    "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
+                    "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
+                    "summary_count, batch_count, owner) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
+                        metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
+                        plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
+                        json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
+                        len(plan.batches), this_process(),
+                    ),
+                )
+                return run_id
+            except sqlite3.IntegrityError:
+                time.sleep(0.001)
+        raise sqlite3.IntegrityError("no free run id")
+
+    # -- what the run reports (from the run's thread) -------------------------------------------
+
+    def attempt_failed(self, batch: BatchResult) -> None:
+        """A Map attempt failed and the batch goes on: its attempts so far (a copy: the
+        batch changes on)."""
+        self._queue.put(("attempt", batch.index, batch.model_dump_json()))
+
+    def batch_finished(self, batch: BatchResult, model: str | None) -> None:
+        """A batch that succeeded or failed; it does not change any more."""
+        self._queue.put(("batch", batch, model))
+
+    def finish(self, result: SearchResult, finished_at: str, model: str | None) -> None:
+        """The run's end; waits until everything is written."""
+        self._queue.put(("finish", result, finished_at, model))
+        self._close()
+
+    def abandon(self, batches: Sequence[BatchResult], model: str | None) -> None:
+        """The process ends without a result (the app quits mid-run): what finished is
+        written, and the run is `interrupted`."""
+        for batch in batches:
+            if batch.status != "cancelled":
+                self.batch_finished(batch, model)
+        self._queue.put(("abandon",))
+        self._close()
+
+    def _close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._closing.set()
+            self._written.wait()
+
+    # -- the writer thread ----------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        try:
+            while True:
+                closing = self._closing.wait(FLUSH_INTERVAL)
+                items = []
+                while True:
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if items:
+                    self._write(items)
+                if closing:
+                    return
+        finally:
+            self._written.set()
+            self._connection.close()
+
+    def _write(self, items: list[tuple[Any, ...]]) -> None:
+        """One transaction: the items in order, their batch rows in one statement."""
+        if self.error is not None:
+            return
+        try:
+            with transaction(self._connection) as connection:
+                for item in items:
+                    if item[0] == "finish":
+                        self._flush_rows(connection)
+                    getattr(self, "_write_" + item[0])(connection, *item[1:])
+                self._flush_rows(connection)
+        except (sqlite3.Error, OSError) as error:
+            self.error = str(history_error(self.path, error))
+        except Exception as error:  # a bug here must cost the record, never the run
+            self.error = f"run history {self.path}: internal error: {type(error).__name__}: {error}"
+
+    def _flush_rows(self, connection: sqlite3.Connection) -> None:
+        rows, self._rows = self._rows, []
+        connection.executemany(
+            "INSERT OR REPLACE INTO batches (run_id, batch_index, content_sha256, content, status, result, model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        failed = sum(row[4] == "failed" for row in rows)
+        if failed:  # `runs list` counts them while the run goes
+            connection.execute(
+                "UPDATE runs SET failed_batch_count = failed_batch_count + ? WHERE run_id = ?", (failed, self.run_id))
+
+    def _write_plan(
+        self, connection: sqlite3.Connection, kept: dict[int, tuple[BatchResult, str | None]], resumed: bool
+    ) -> None:
+        plan = self.plan
+        self._hashes = [content_hash(b) for b in plan.batches]
+        if resumed:  # the finished batches stay; the others start again
+            connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
+            return
+        first = plan.batches[0].content if plan.batches else ""
+        connection.execute(
+            "UPDATE runs SET plan = ?, map_prompt = ? WHERE run_id = ?",
+            (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first)), self.run_id),
+        )
+        for result, model in kept.values():
+            self._write_batch(connection, result, model)
+
+    def _write_attempt(self, connection: sqlite3.Connection, index: int, text: str) -> None:
+        self._add_row(index, "pending", text, None)
+
+    def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
+        self._add_row(batch.index, batch.status, batch.model_dump_json(), model)
+
+    def _add_row(self, index: int, status: str, result: str, model: str | None) -> None:
+        content = pack_text(self.plan.batches[index].content)
+        self._rows.append((self.run_id, index, self._hashes[index], content, status, result, model))
+
+    def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
+        recorded = {i: s for i, s in connection.execute(
+            "SELECT batch_index, status FROM batches WHERE run_id = ?", (self.run_id,))}
+        for batch in result.batches:
+            if recorded.get(batch.index, "pending") != "pending":
+                continue
+            if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
+                self._write_batch(connection, batch, model)
+            elif batch.attempts:  # cancelled while it went on: its attempts as they ended
+                self._add_row(batch.index, "pending", batch.model_dump_json(), None)
+        self._flush_rows(connection)
+        connection.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
+            "owner = NULL WHERE run_id = ?",
+            (result.status, finished_at, result.failed_batch_count, result_summary(result), usage_total(result),
+             self.run_id),
+        )
+
+    def _write_abandon(self, connection: sqlite3.Connection) -> None:
+        connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+class RunNotResumable(InputError):
+    pass
+
+
+def _claim(connection: sqlite3.Connection, run_id: str) -> None:
+    row = connection.execute("SELECT status, owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotResumable(f"run {run_id} is no longer in the run history")
+    status, owner = row
+    if status == "running" and is_alive(owner):
+        raise RunNotResumable(f"run {run_id} is running in another process: it cannot be resumed now")
+    if status not in ("running", "interrupted", "cancelled"):
+        raise RunNotResumable(f"run {run_id} is {status}: only an interrupted or cancelled run can be resumed")
+
+

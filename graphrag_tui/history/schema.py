@@ -1,0 +1,59 @@
+"""The run history's tables, its version (`PRAGMA user_version`) and the migrations from
+every older version. A file of a newer version is refused, never changed."""
+
+from __future__ import annotations
+
+#: The version this code writes. Version 1 had no `usage_total` column and no per-batch model.
+SCHEMA_VERSION = 2
+
+SCHEMA_V1 = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    parent_run_id TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    question TEXT NOT NULL,
+    store_path TEXT NOT NULL,
+    store_size INTEGER,
+    store_mtime_ns INTEGER,
+    namespace TEXT NOT NULL,
+    level TEXT NOT NULL,
+    seed INTEGER,
+    shuffle INTEGER NOT NULL,
+    options TEXT NOT NULL,
+    model_settings TEXT NOT NULL,
+    model_name TEXT,
+    summary_count INTEGER NOT NULL,
+    batch_count INTEGER NOT NULL,
+    failed_batch_count INTEGER NOT NULL DEFAULT 0,
+    owner TEXT,
+    -- each batch as planned: [[community ids, [[id, part], ...], prompt tokens, content SHA-256], ...]
+    plan TEXT,
+    -- the Map messages of batch 0 (zlib JSON): every prompt is this template with its batch's content
+    map_prompt BLOB,
+    result TEXT
+);
+CREATE INDEX runs_store ON runs (store_path);
+-- A batch has a row once it finished (or has failed attempts): a pending batch is in `plan`.
+CREATE TABLE batches (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    batch_index INTEGER NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    -- the batch's content, the variable part of its Map prompt (zlib, UTF-8)
+    content BLOB NOT NULL,
+    -- pending (never finished), succeeded or failed
+    status TEXT NOT NULL,
+    -- the BatchResult JSON once finished (or its failed attempts while it goes on)
+    result TEXT,
+    PRIMARY KEY (run_id, batch_index)
+) WITHOUT ROWID;
+"""
+
+#: migrations[v] takes a file from version v to v + 1.
+MIGRATIONS: dict[int, str] = {
+    1: """
+ALTER TABLE runs ADD COLUMN usage_total TEXT;
+ALTER TABLE batches ADD COLUMN model TEXT;
+""",
+}

@@ -1,0 +1,138 @@
+"""Going on from a recorded run: a re-run (a new run, its child) sends again the batches that
+failed or were cancelled, or all of them, and keeps the others' answers; a resume finishes
+the same run, sending only the batches that never finished. Both plan again from the store
+with the recorded seed and options, and refuse when a batch's content differs from the
+recorded one (the store changed), unless a re-run is told to plan anew (`replan`).
+
+    stored = RunHistory(path).load(run_id)
+    with CommunityStore.open(stored.summary.store) as store:
+        session = prepare_rerun(stored, store, history=path, mode="failed")
+    settings = model_settings_for(stored, flags)      # the recorded endpoint, or the flags over it
+    model = await ModelSession(environ).open(settings)
+    result = await session.run(model, timeout=settings.timeout, settings=settings)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ..engine import SearchPlan
+from ..errors import InputError
+from ..history import RESUMABLE, RunHistory, StoredRun, content_hash, messages_json
+from ..models.factory import ModelSettings, resolve_model_settings
+from ..store import CommunityStore
+from .options import MODEL_KEYS
+from .recording import UNRECORDED_SETTINGS, settings_from_record
+from .run import RunSession, SearchRequest
+
+RerunMode = Literal["failed", "all"]
+
+
+def request_of(stored: StoredRun) -> SearchRequest:
+    """The recorded run's request: its question, namespace, level, options and seed."""
+    summary = stored.summary
+    return SearchRequest(
+        query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
+        seed=stored.seed, shuffle=stored.shuffle,
+    )
+
+
+def changed_batch(stored: StoredRun, plan: SearchPlan) -> str | None:
+    """Why the plan made now differs from the recorded one, or None."""
+    if len(plan.batches) != len(stored.batches):
+        return f"it now plans {len(plan.batches)} Map batches, the run had {len(stored.batches)}"
+    for batch, recorded in zip(plan.batches, stored.batches, strict=True):
+        if content_hash(batch) != recorded.content_sha256:
+            return f"the content of batch {batch.index} differs from the recorded one"
+    return None
+
+
+def _check_store(stored: StoredRun, plan: SearchPlan, *, replan_hint: bool) -> None:
+    reason = changed_batch(stored, plan)
+    if reason is not None:
+        hint = "; --replan plans again with the same seed and options" if replan_hint else \
+            "; `rerun --replan` plans again with the same seed and options"
+        raise InputError(f"the store {stored.summary.store} changed since run {stored.run_id}: {reason}{hint}")
+
+
+def _check_prompts(history: Path, stored: StoredRun, plan: SearchPlan) -> None:
+    """The prompts sent again are the recorded ones, byte for byte: the contents are (their
+    hashes match), and so must be the Map prompt around them (another version of the app
+    could word it otherwise)."""
+    recorded = RunHistory(history).recorded_map_prompt(stored.run_id)
+    if recorded is not None and plan.batches and recorded != messages_json(plan.query, plan.batches[0].content):
+        raise InputError(
+            f"this version's Map prompt differs from the one run {stored.run_id} sent: its batches would not be "
+            "sent as they were (`rerun --replan` sends this version's)"
+        )
+
+
+def prepare_rerun(
+    stored: StoredRun, store: CommunityStore, *, history: Path | None, mode: RerunMode = "failed",
+    replan: bool = False, **session: Any,
+) -> RunSession:
+    """A prepared child run of `stored`: with mode `failed` the succeeded batches are kept
+    (with the model that answered them) and the others sent again; with `all` every batch
+    is sent. `session`: RunSession's other arguments (on_event, on_warning, clock...)."""
+    run = RunSession(store, history=history, **session)
+    plan = run.prepare(request_of(stored))
+    if not replan:
+        _check_store(stored, plan, replan_hint=True)
+    kept = {}
+    if mode == "failed":
+        for recorded in stored.batches:
+            if recorded.status == "succeeded" and recorded.index < len(plan.batches) \
+                    and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
+                kept[recorded.index] = (recorded.result, recorded.model)
+    if plan.batches and len(kept) == len(plan.batches):
+        raise InputError(
+            f"run {stored.run_id} has no failed or cancelled batch: nothing to send again (--all sends every batch)"
+        )
+    if history is not None and not replan:
+        _check_prompts(history, stored, plan)
+    run.prior = kept
+    run.parent_run_id = stored.run_id
+    return run
+
+
+def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, **session: Any) -> RunSession:
+    """The same run, prepared to go on: the batches that finished (succeeded or failed) are
+    kept, the others sent. Only an interrupted or cancelled run can be resumed."""
+    if stored.status not in RESUMABLE:
+        raise InputError(
+            f"run {stored.run_id} is {stored.status}: only an interrupted or cancelled run can be resumed "
+            "(`rerun` starts a new run from it)"
+        )
+    run = RunSession(store, history=history, **session)
+    plan = run.prepare(request_of(stored))
+    _check_store(stored, plan, replan_hint=False)
+    run.prior = {b.index: (b.result, b.model) for b in stored.batches if b.status != "pending"}
+    _check_prompts(history, stored, plan)
+    run.resume_run_id = stored.run_id
+    run.parent_run_id = stored.summary.parent_run_id
+    run.started_at = stored.summary.started_at
+    return run
+
+
+def model_settings_for(
+    stored: StoredRun, flags: Mapping[str, Any] | None = None, *, configured: Mapping[str, Any] | None = None
+) -> ModelSettings:
+    """The recorded endpoint (kind, base URL, model, response format, the key's variable,
+    rate limits, request fields), or the given model flags over it: `--model Y` keeps the
+    recorded base URL. What is never recorded (extra headers and body fields: they may hold
+    a credential) comes from `configured`, the user's [model] settings, as for a new run."""
+    recorded = settings_from_record(stored.model_settings)
+    tables = {k: v for k, v in (configured or {}).items() if k in UNRECORDED_SETTINGS and v is not None}
+    if tables:
+        recorded = recorded.model_copy(update=tables)
+    if recorded.kind == "local":
+        recorded = recorded.model_copy(update={"local_slots": stored.options.concurrency})
+    given = {k: v for k, v in (flags or {}).items() if k in MODEL_KEYS and v not in (None, False)}
+    if not given:
+        return recorded
+    defaults = recorded.model_dump(exclude={"local_llm", "local_slots"}, exclude_none=True)
+    if "local_llm" in given:
+        defaults.pop("base_url", None)
+    return resolve_model_settings(given, defaults)

@@ -1,0 +1,94 @@
+"""What a run records about itself besides its result (the store's identity, the model's
+settings without the key, the answering model's name), and the JSON of a run: the
+result's JSON (SPEC §5) with the run's id, parent, times and the model of each batch."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..engine import ChatModel, SearchResult
+from ..history import RunMetadata, StoredRun
+from ..models.factory import ModelSettings
+
+#: The settings a run records: how to reach the model again. The key itself never.
+RECORDED_SETTINGS = (
+    "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm",
+    "requests_per_minute", "tokens_per_minute", "max_rate_wait",
+    "temperature", "top_p", "model_seed", "reasoning_effort", "max_tokens_field", "api_key_header",
+)
+#: Never recorded: extra request headers and body fields may carry a credential (a gateway's
+#: token); a re-run takes them from the user's settings, as a new run does.
+UNRECORDED_SETTINGS = ("headers", "extra_body")
+
+
+def recorded_settings(settings: ModelSettings) -> dict[str, Any]:
+    return {"kind": settings.kind, **settings.model_dump(include=set(RECORDED_SETTINGS))}
+
+
+def settings_from_record(recorded: dict[str, Any]) -> ModelSettings:
+    return ModelSettings.model_validate({k: v for k, v in recorded.items() if k in RECORDED_SETTINGS})
+
+
+def model_name(model: ChatModel, settings: ModelSettings | None) -> str:
+    """The model that answers: an endpoint's model name as sent, `extractive`, or `local LLM`."""
+    name = getattr(model, "model", None)
+    kind = settings.kind if settings is not None else None
+    if kind == "http" and isinstance(name, str):
+        return name
+    return {"extractive": "extractive", "local": "local LLM"}.get(kind or "", str(model.description))
+
+
+def run_metadata(
+    store_path: Path, settings: ModelSettings | None, model: ChatModel, parent_run_id: str | None
+) -> RunMetadata:
+    path = Path(os.path.abspath(store_path))
+    try:
+        stat = path.stat()
+        size, mtime = stat.st_size, stat.st_mtime_ns
+    except OSError:
+        size = mtime = None
+    return RunMetadata(
+        store_path=str(path),
+        store_size=size,
+        store_mtime_ns=mtime,
+        model_settings=recorded_settings(settings) if settings is not None else {"kind": "unknown"},
+        model_name=model_name(model, settings),
+        parent_run_id=parent_run_id,
+    )
+
+
+def run_document(
+    result: SearchResult,
+    *,
+    run_id: str | None,
+    parent_run_id: str | None,
+    started_at: str | None,
+    finished_at: str | None,
+    batch_models: list[str | None],
+    status: str | None = None,
+) -> dict[str, Any]:
+    """The JSON of `query --json`, `rerun`, `resume` and `runs show`: the result's, then the
+    run's id, parent, times and each batch's answering model (None: never sent)."""
+    document = result.model_dump(mode="json")
+    if status is not None:  # the history's `interrupted` / `running`, which no result has
+        document["status"] = status
+    document.update(
+        run_id=run_id, parent_run_id=parent_run_id, started_at=started_at, finished_at=finished_at,
+        batch_models=batch_models,
+    )
+    return document
+
+
+def stored_document(stored: StoredRun) -> dict[str, Any]:
+    summary = stored.summary
+    return run_document(
+        stored.result,
+        run_id=summary.run_id,
+        parent_run_id=summary.parent_run_id,
+        started_at=summary.started_at,
+        finished_at=summary.finished_at,
+        batch_models=stored.batch_models,
+        status=summary.status if summary.status in ("running", "interrupted") else None,
+    )

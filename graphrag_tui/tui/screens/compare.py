@@ -1,0 +1,232 @@
+"""Two recorded runs side by side: both answers; each batch's status and usefulness with the
+differences marked; the communities each answer rests on, and which are in one only. This is
+how an analyst sees what a seed, a level or a model changes.
+
+Batches are paired by index (session/compare.py). When the two runs planned different
+batches (another seed, level or store), a row says its content differs: then the
+communities tell more."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Markdown, Static, TabbedContent, TabPane
+
+from ...engine.replies import js_number
+from ...errors import InputError
+from ...history import RunHistory, StoredRun
+from ...session.compare import RunComparison, compare_runs
+from ...store import CommunityStore
+from ..safe_text import clean, one_line
+from ..stored_runs import scope_text, started_text
+from ..widgets.footer import KeyFooter
+from .community import CommunityScreen
+from .run_view import StoreAtHand, close_store, open_run_store
+from .tabbed import TabbedScreen
+
+DIFFERS = "bold yellow"
+
+
+@dataclass(frozen=True)
+class BatchDiff:
+    index: int
+    a_status: str | None
+    a_usefulness: str
+    b_status: str | None
+    b_usefulness: str
+    #: What differs: `content` (another batch), `status`, `usefulness`; empty when the same.
+    differences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommunityRow:
+    community_id: str
+    in_a: bool
+    in_b: bool
+
+
+def _usefulness(value: int | float | None) -> str:
+    return "—" if value is None else js_number(value)
+
+
+def batch_diffs(comparison: RunComparison) -> list[BatchDiff]:
+    """Each batch pair in words, with what differs."""
+    rows = []
+    for pair in comparison.batches:
+        one, two = pair.left, pair.right
+        differences = []
+        if not pair.same_content:
+            differences.append("content")
+        if (one and one.status) != (two and two.status):
+            differences.append("status")
+        if (one and one.usefulness) != (two and two.usefulness):
+            differences.append("usefulness")
+        rows.append(BatchDiff(
+            pair.index, one.status if one else None, _usefulness(one.usefulness if one else None),
+            two.status if two else None, _usefulness(two.usefulness if two else None), tuple(differences),
+        ))
+    return rows
+
+
+def community_rows(comparison: RunComparison) -> list[CommunityRow]:
+    """The communities either answer rests on: A's in order, then those only B's rests on."""
+    only_a, only_b = set(comparison.cited_by_left_only), set(comparison.cited_by_right_only)
+    ordered = (*comparison.left.result.cited_community_ids, *comparison.cited_by_right_only)
+    return [CommunityRow(c, c not in only_b, c not in only_a) for c in ordered]
+
+
+def batches_summary(rows: list[BatchDiff]) -> Text:
+    differing = [r for r in rows if r.differences]
+    text = Text(f"{len(rows)} batches: ")
+    if not differing:
+        text.append("no difference", style="bold green")
+        return text
+    text.append(f"{len(differing)} differ", style=DIFFERS)
+    kinds = [(k, sum(k in r.differences for r in rows)) for k in ("status", "usefulness", "content")]
+    text.append(" (" + ", ".join(f"{k} {n}" for k, n in kinds if n) + ")")
+    return text
+
+
+def communities_summary(a: StoredRun, b: StoredRun, rows: list[CommunityRow]) -> Text:
+    both = sum(r.in_a and r.in_b for r in rows)
+    only_a = sum(r.in_a and not r.in_b for r in rows)
+    only_b = sum(r.in_b and not r.in_a for r in rows)
+    return Text(
+        f"A rests on {len(a.result.cited_community_ids)} communities, B on {len(b.result.cited_community_ids)}: "
+        f"{both} in both, {only_a} only in A, {only_b} only in B"
+    )
+
+
+def run_line(label: str, stored: StoredRun) -> Text:
+    s = stored.summary
+    text = Text.assemble((f" {label} ", "bold reverse"), " ", (s.run_id, "bold"), "  ", (s.status, "bold"))
+    text.append("\n")
+    text.append(one_line(f"{s.model or '—'} · {scope_text(s)} · seed {'—' if stored.seed is None else stored.seed}"
+                         f" · {started_text(s.started_at)[:16]}"))
+    text.append("\n")
+    text.append(one_line(s.question), style="italic")
+    return text
+
+
+class CompareScreen(TabbedScreen):
+    BINDINGS = [Binding("escape", "close", "Back", id="back", tooltip="back to the screen before")]
+
+    @dataclass
+    class Loaded(Message):
+        runs: tuple[StoredRun, StoredRun] | None
+        at_hand: StoreAtHand | None
+        error: str | None
+
+    def __init__(self, history: Path, run_a: str, run_b: str, app_store: CommunityStore | None) -> None:
+        super().__init__()
+        self.history, self.run_ids, self.app_store = history, (run_a, run_b), app_store
+        self.runs: tuple[StoredRun, StoredRun] | None = None
+        self.at_hand: StoreAtHand | None = None
+        self.error: str | None = None
+        self.loaded = False
+
+    def on_mount(self) -> None:
+        self.run_worker(self._read, thread=True, exit_on_error=False, group="compare")
+
+    def _read(self) -> None:
+        try:
+            history = RunHistory(self.history)
+            runs = (history.load(self.run_ids[0]), history.load(self.run_ids[1]))
+        except InputError as error:
+            self.post_message(self.Loaded(None, None, str(error)))
+            return
+        self.post_message(self.Loaded(runs, open_run_store(runs[0], self.app_store), None))
+
+    @on(Loaded)
+    async def _loaded(self, message: Loaded) -> None:
+        message.stop()
+        if not self.is_attached:
+            close_store(message.at_hand)
+            return
+        self.runs, self.at_hand, self.error = message.runs, message.at_hand, message.error
+        await self.recompose()
+        if self.runs is not None:
+            self._fill_tables(*self.runs)
+        self.loaded = True
+
+    def on_unmount(self) -> None:
+        close_store(self.at_hand)
+
+    def compose(self) -> ComposeResult:
+        if self.runs is None:
+            if self.error is None:
+                yield Static(Text("Reading the two runs…", style="dim"), id="compare-loading")
+            else:
+                yield Static(Text(one_line(self.error), style="bold red"), id="compare-missing")
+            yield KeyFooter()
+            return
+        a, b = self.runs
+        with Horizontal(id="compare-header"):
+            yield Static(run_line("A", a), id="compare-a")
+            yield Static(run_line("B", b), id="compare-b")
+        with TabbedContent(id="compare-tabs"):
+            with TabPane("Answers", id="tab-answers"), Horizontal():
+                for label, stored in (("a", a), ("b", b)):
+                    with VerticalScroll(id=f"answer-{label}", classes="compare-answer"):
+                        result = stored.result
+                        yield Static(Text(result.status.replace("_", " ").upper(), style="bold"))
+                        yield Markdown(clean(result.answer or "(no answer)"), open_links=False)
+            with TabPane("Batches", id="tab-batches"), Vertical():
+                yield Static(id="batches-summary")
+                yield DataTable(id="compare-batches", cursor_type="row", zebra_stripes=True)
+            with TabPane("Communities", id="tab-communities"), Vertical():
+                yield Static(id="communities-summary")
+                yield DataTable(id="compare-communities", cursor_type="row", zebra_stripes=True)
+        yield KeyFooter()
+
+    def _fill_tables(self, a: StoredRun, b: StoredRun) -> None:
+        comparison = compare_runs(a, b)
+        diffs = batch_diffs(comparison)
+        self.query_one("#batches-summary", Static).update(batches_summary(diffs))
+        table = self.query_one("#compare-batches", DataTable)
+        for label in ("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in"):
+            table.add_column(Text(label))
+        for row in diffs:
+            style = DIFFERS if row.differences else ""
+            table.add_row(
+                Text("≠" if row.differences else "", style=DIFFERS), Text(str(row.index), justify="right"),
+                Text(row.a_status or "—", style=style if "status" in row.differences else ""),
+                Text(row.a_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
+                Text(row.b_status or "—", style=style if "status" in row.differences else ""),
+                Text(row.b_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
+                Text(", ".join(row.differences), style=style), key=str(row.index),
+            )
+        rows = community_rows(comparison)
+        self.query_one("#communities-summary", Static).update(communities_summary(a, b, rows))
+        communities = self.query_one("#compare-communities", DataTable)
+        for label in ("", "Community", "A", "B", "In"):
+            communities.add_column(Text(label))
+        for row in rows:
+            where = "both" if row.in_a and row.in_b else ("only A" if row.in_a else "only B")
+            communities.add_row(
+                Text("" if where == "both" else "≠", style=DIFFERS), Text(one_line(row.community_id)),
+                Text("✓" if row.in_a else ""), Text("✓" if row.in_b else ""),
+                Text(where, style="" if where == "both" else DIFFERS), key=row.community_id,
+            )
+
+    @on(DataTable.RowSelected, "#compare-communities")
+    def _open_community(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        store = self.at_hand.store if self.at_hand is not None else None
+        if store is None:
+            note = self.at_hand.note if self.at_hand is not None else None
+            self.app.notify(one_line(note or "The run's store is not at hand."), title="No store",
+                            severity="warning", markup=False)
+            return
+        self.app.push_screen(CommunityScreen(store, str(event.row_key.value)))
+
+    def action_close(self) -> None:
+        self.dismiss()
+

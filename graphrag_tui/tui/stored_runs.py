@@ -1,0 +1,87 @@
+"""A recorded run as the app shows it: its row in the Runs screen (time, duration, tokens in
+words) and the run state the usual panels read, rebuilt from the stored result."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..engine import MapBatch, SearchPlan
+from ..history import RunSummary, StoredRun
+from .run_state import FailedAttempt, RunState
+
+
+def started_text(iso: str | None) -> str:
+    """`2026-01-02 03:04:05` (the recorded time, in UTC)."""
+    return (iso or "")[:19].replace("T", " ") or "—"
+
+
+def duration_s(started: str | None, finished: str | None) -> float | None:
+    try:
+        return (datetime.fromisoformat(finished or "") - datetime.fromisoformat(started or "")).total_seconds()
+    except ValueError:
+        return None
+
+
+def duration_text(seconds: float | None) -> str:
+    """`0.4 s`, `12 s`, `3 min 04 s`, `1 h 02 min`; `—` for a run that has not finished."""
+    if seconds is None or seconds < 0:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def tokens_text(usage: Any) -> str:
+    """The tokens the server reported for the run (its `usage_total`), `—` when it reported none."""
+    if not isinstance(usage, dict):
+        return "—"
+    total = usage.get("total_tokens") or (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    return f"{total:,}" if isinstance(total, int) and total > 0 else "—"
+
+
+def scope_text(summary: RunSummary) -> str:
+    return f"{summary.namespace}/{summary.level}"
+
+
+def recorded_plan(stored: StoredRun) -> SearchPlan:
+    """The plan as the history has it: each batch's communities and parts (its text is not
+    kept; its prompt is, see RunHistory.prompts)."""
+    result = stored.result
+    batches = tuple(
+        MapBatch(index=b.index, pieces=(), community_ids=b.community_ids, parts=b.parts) for b in result.batches
+    )
+    return SearchPlan(
+        query=result.query, namespace=result.namespace, level=result.level, seed=result.seed, options=stored.options,
+        summary_count=result.summary_count, batches=batches,
+    )
+
+
+def run_state_of(stored: StoredRun) -> RunState:
+    """The panels' state of a finished run, as the run's own events would have left it."""
+    result = stored.result
+    state = RunState()
+    state.planned(recorded_plan(stored))
+    timed: list[tuple[str, FailedAttempt]] = []
+    for batch, cell in zip(result.batches, state.cells, strict=True):
+        cell.state, cell.usefulness, cell.attempt = batch.status, batch.usefulness, len(batch.attempts)
+        for position, attempt in enumerate(batch.attempts):
+            if attempt.error_kind is not None or attempt.error is not None:
+                retried = position < len(batch.attempts) - 1
+                timed.append((attempt.started_at, FailedAttempt(
+                    batch.index, attempt.attempt, attempt.error_kind or "error", attempt.error or "", retried)))
+    reduce_attempts = result.reduce.attempts
+    for position, attempt in enumerate(reduce_attempts):
+        if attempt.error_kind is not None or attempt.error is not None:
+            timed.append((attempt.started_at, FailedAttempt(
+                None, attempt.attempt, attempt.error_kind or "error", attempt.error or "",
+                position < len(reduce_attempts) - 1)))
+    state.failures = [failure for _, failure in sorted(timed, key=lambda pair: pair[0])]
+    state.scores = [(b.index, b.usefulness) for b in result.batches if b.status == "succeeded" and b.usefulness is not None]
+    state.finished(result)
+    return state

@@ -1,0 +1,289 @@
+"""The run history's module: versions and migrations, run ids, owners, the list's filters,
+the recorder's commits while a run goes, and loading a run back as the SearchResult it was."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.engine import SearchOptions
+from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
+from graphrag_tui.history.owner import is_alive, this_process
+from graphrag_tui.history.schema import SCHEMA_V1
+from graphrag_tui.session.continuation import model_settings_for
+from graphrag_tui.session.run import RunSession, SearchRequest
+from graphrag_tui.store import CommunityStore
+from tests.stores import PAD, build_store
+
+QUESTION = "Who funds the bridge?"
+
+
+def old_file(path: Path) -> Path:
+    """A history as version 1 wrote it: one finished run of two batches."""
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_V1)
+    result = {"query": QUESTION, "namespace": "ns", "level": "leaf", "seed": 3, "status": "completed",
+              "answer": "Old answer.", "error": None, "detail": None, "summary_count": 2, "batch_count": 2,
+              "failed_batch_count": 0, "reduce": {"candidates": [], "prompt_tokens": 10, "budget": 7000, "attempts": []},
+              "selected_map_answers": []}
+    db.execute(
+        "INSERT INTO runs (run_id, started_at, finished_at, status, question, store_path, namespace, level, seed, "
+        "shuffle, options, model_settings, model_name, summary_count, batch_count, result) "
+        "VALUES ('aaaaaaaa0001', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:09+00:00', 'completed', ?, '/s.db', "
+        "'ns', '\"leaf\"', 3, 1, ?, '{\"kind\": \"http\", \"model\": \"m1\"}', 'm1', 2, 2, ?)",
+        (QUESTION, SearchOptions().model_dump_json(), json.dumps(result)))
+    for index in (0, 1):
+        batch = {"index": index, "community_ids": [f"ns/{index}"], "parts": [{"community_id": f"ns/{index}", "part": 1}],
+                 "prompt_tokens": 100, "attempts": [], "usefulness": 50, "answer": f"A{index}", "status": "succeeded"}
+        db.execute("INSERT INTO batches VALUES ('aaaaaaaa0001', ?, 'ff', x'00', 'succeeded', ?)",
+                   (index, json.dumps(batch)))
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    return path
+
+
+def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    history = RunHistory(path)
+    (summary,) = history.list_runs()
+    assert (summary.run_id, summary.status, summary.model, summary.usage_total) == ("aaaaaaaa0001", "completed", "m1", None)
+    stored = history.load("aaaaaaaa0001")
+    assert stored.result.answer == "Old answer." and stored.batch_models == [None, None]
+    assert [b.answer for b in stored.result.batches] == ["A0", "A1"]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert "usage_total" in [c[1] for c in db.execute("PRAGMA table_info(runs)")]
+    assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_a_newer_or_foreign_file_is_refused_and_unchanged(tmp_path: Path) -> None:
+    newer = tmp_path / "newer.db"
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 3")
+    db.commit()
+    db.close()
+    foreign = tmp_path / "foreign.db"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    for path, words in ((newer, r"written by a newer graphrag-tui \(version 3;"), (foreign, "not a run history")):
+        before = path.read_bytes()
+        with pytest.raises(HistoryError, match=words):
+            RunHistory(path).list_runs()
+        assert path.read_bytes() == before
+
+
+def test_run_ids_are_short_sortable_and_prefixes_resolve(tmp_path: Path) -> None:
+    early, late = new_run_id(1_700_000_000.0), new_run_id(1_700_000_000.001)
+    assert len(early) == len(late) == 12 and early < late and early[:8] != late[:8]
+    assert new_run_id(2_000_000_000.0) > late  # sortable across years
+    path = old_file(tmp_path / "history.db")
+    assert RunHistory(path).load("aaaa").run_id == "aaaaaaaa0001"
+    with pytest.raises(UnknownRun, match="no run 'b'"):
+        RunHistory(path).load("b")
+    with pytest.raises(UnknownRun, match="no run 'AAAA'"):
+        RunHistory(path).load("AAAA")
+
+
+def test_an_owner_is_alive_while_its_process_runs() -> None:
+    assert is_alive(this_process())
+    child = subprocess.run([sys.executable, "-c", "from graphrag_tui.history.owner import this_process; "
+                            "print(this_process())"], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert not is_alive(child.stdout.strip())  # that process has ended
+    forged = json.loads(this_process())
+    forged["start"] = "1"  # this pid, another start: a reused pid is not the owner
+    assert not is_alive(json.dumps(forged))
+    assert not is_alive(None) and not is_alive("garbage")
+
+
+def _store(tmp_path: Path) -> Path:
+    rows = [{"id": f"ns/{i}", "summary_content": f"Community {i}. {PAD}"} for i in range(1, 7)]
+    return build_store(tmp_path / "store.db", rows)
+
+
+class SlowModel:
+    """Answers Map after `delay` seconds each."""
+
+    description = "slow test model"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def complete(self, request: object) -> str:
+        await asyncio.sleep(self.delay)
+        if getattr(request, "stage", "map") == "reduce":
+            return json.dumps({"answer": "Final."})
+        return json.dumps({"answer": "Part.", "usefulness": 40})
+
+    async def aclose(self) -> None:
+        pass
+
+
+def committed_batches(history: Path) -> int:
+    db = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT count(*) FROM batches WHERE status = 'succeeded'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        db.close()
+
+
+def test_the_recorder_commits_a_finished_batch_within_the_flush_interval(tmp_path: Path) -> None:
+    """Batches finish 0.4 s apart; the first is on disk (read by another connection) well
+    within a second of finishing, long before the run ends."""
+    history = tmp_path / "h.db"
+    delays: list[float] = []
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(SlowModel(0.4), timeout=10))
+            while run.search is None or run.search.batches[0].status != "succeeded":
+                await asyncio.sleep(0.01)
+            finished = time.monotonic()
+            while committed_batches(history) == 0:
+                await asyncio.sleep(0.01)
+            delays.append(time.monotonic() - finished)
+            assert not task.done()
+            await task
+
+        asyncio.run(go())
+    assert delays[0] < FLUSH_INTERVAL + 0.3, delays
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "completed" and stored.result == run.result
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+
+
+def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    history = RunHistory(path)
+    assert [r.run_id for r in history.list_runs(store="/s.db")] == ["aaaaaaaa0001"]
+    assert history.list_runs(store="/other.db") == []
+    assert [r.run_id for r in history.list_runs(status="completed")] == ["aaaaaaaa0001"]
+    assert history.list_runs(status="failed") == []
+    assert [r.run_id for r in history.list_runs(text="FUNDS")] == ["aaaaaaaa0001"]
+    assert history.list_runs(text="ships") == []
+    assert RunHistory(tmp_path / "none.db").list_runs() == []
+    assert not (tmp_path / "none.db").exists()  # reading never creates a history
+
+
+def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET model_settings = ?", (json.dumps(
+        {"kind": "http", "base_url": "http://h:1/v1", "model": "m1", "api_key_env": "MY_KEY", "timeout": 30.0,
+         "response_format": "json_schema", "max_response_bytes": 1000, "local_llm": False}),))
+    db.commit()
+    db.close()
+    stored = RunHistory(path).load("aaaaaaaa0001")
+    recorded = model_settings_for(stored)
+    assert (recorded.kind, recorded.base_url, recorded.model, recorded.api_key_env, recorded.timeout,
+            recorded.response_format) == ("http", "http://h:1/v1", "m1", "MY_KEY", 30.0, "json_schema")
+    other = model_settings_for(stored, {"model": "m2", "base_url": None, "local_llm": False})
+    assert (other.base_url, other.model, other.api_key_env, other.response_format) == (
+        "http://h:1/v1", "m2", "MY_KEY", "json_schema")
+
+
+def test_the_resolver_says_where_runs_are_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from graphrag_tui.config import UserDefaults
+    from graphrag_tui.errors import InputError
+    from graphrag_tui.session import SettingsResolver
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    plain = SettingsResolver()
+    default = plain.history({})
+    assert (default.path, default.enabled, default.source) == (tmp_path / "data" / "graphrag-tui" / "history.db", True,
+                                                               "default")
+    assert plain.history({"no_history": True}).recording is None
+    assert plain.history({"history": Path("~/h.db")}).path == Path.home() / "h.db"
+    with pytest.raises(InputError, match="^--history and --no-history cannot be used together$"):
+        plain.history({"history": Path("h.db"), "no_history": True})
+    labels = {"path": "GRAPHRAG_TUI_HISTORY", "enabled": "config file c: [history] enabled"}
+    configured = SettingsResolver(UserDefaults(history={"path": "/runs/h.db", "enabled": False}, labels=labels))
+    off = configured.history({})
+    assert (off.path, off.enabled, off.source, off.label) == (Path("/runs/h.db"), False, "config",
+                                                              "config file c: [history] enabled")
+    given = configured.history({"history": Path("/other.db")})
+    assert (given.recording, given.source) == (Path("/other.db"), "flag")  # --history records even so
+    on = SettingsResolver(UserDefaults(history={"path": "/runs/h.db"}, labels={"path": "GRAPHRAG_TUI_HISTORY"})).history({})
+    assert (on.recording, on.source, on.label) == (Path("/runs/h.db"), "environment", "GRAPHRAG_TUI_HISTORY")
+
+
+def test_a_failed_attempt_is_recorded_while_its_batch_goes_on_and_a_cancel_keeps_it(tmp_path: Path) -> None:
+    """The first attempt fails (HTTP 500), the second never answers: the first is on disk
+    as the batch's attempt so far; cancelling ends the run `cancelled`, resumable."""
+    from graphrag_tui.engine import ModelError
+
+    history = tmp_path / "h.db"
+    calls: list[int] = []
+
+    class FailsThenHangs:
+        description = "fails then hangs"
+
+        async def complete(self, request: object) -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                raise ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
+
+        async def aclose(self) -> None:
+            pass
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(FailsThenHangs(), timeout=60))
+            while len(calls) < 2:
+                await asyncio.sleep(0.01)
+            deadline = time.monotonic() + 2  # committed within the flush interval (and the load of the machine)
+            while time.monotonic() < deadline:
+                stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+                if stored.batches and stored.batches[0].result.attempts:
+                    break
+                await asyncio.sleep(0.05)
+            (attempt,) = stored.batches[0].result.attempts
+            assert (stored.status, stored.batches[0].status) == ("running", "pending")
+            assert (attempt.attempt, attempt.error_kind, attempt.error, attempt.raw_response) == (
+                1, "http", "HTTP 500: boom", "boom")
+            run.cancel()
+            await task
+
+        asyncio.run(go())
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "cancelled" and run.result is not None and stored.result == run.result
+    assert [b.status for b in stored.batches] == ["pending"] * 6
+
+
+def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE batches SET result = '{\"index\": 0}' WHERE batch_index = 1")
+    db.execute("UPDATE runs SET level = 'x'")
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: "):
+        RunHistory(path).load("aaaaaaaa0001")
+    with pytest.raises(HistoryError, match=r"^run history .* a run cannot be read: "):
+        RunHistory(path).list_runs()

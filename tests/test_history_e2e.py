@@ -1,0 +1,504 @@
+"""The run history as a user meets it: the real CLI against the scripted chat server,
+killed with SIGKILL mid-Map, resumed, re-run on failed batches and on another model, two
+processes writing one history at once, unknown ids, and history files it must not touch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import sqlite3
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chat_server import (
+    Received,
+    Reply,
+    ScriptedChatServer,
+    community_of,
+    completion,
+    map_reply,
+    reduce_reply,
+    usage,
+)
+from tests.cli_runner import EXECUTABLE, clean_env, run_cli
+from tests.stores import PAD, build_store
+
+QUESTION = "Who funds the bridge?"
+COMMUNITIES = [f"ns/{i}" for i in range(1, 9)]
+#: One community per batch, shuffled with a fixed seed: the resume must plan the same order.
+ONE_EACH = ["--map-budget", "330", "--map-reserve", "0", "--seed", "7", "--no-config"]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    rows = [{"id": c, "summary_content": f"Community {c} keeps the harbour ledger. {PAD}"} for c in COMMUNITIES]
+    return build_store(tmp_path / "harbour.db", rows)
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "history.db"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Server:
+    """Map replies by community: `fail` communities get HTTP 500 (both attempts), `hold`
+    ones wait for `release`; every other one answers at once. Reduce answers."""
+
+    def __init__(self, fail: set[str] = frozenset(), hold: set[str] = frozenset(), model: str = "m1") -> None:
+        self.fail, self.hold, self.release = set(fail), set(hold), threading.Event()
+        self.answered: dict[str, float] = {}
+        self.model = model
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            return reduce_reply("The port authority funds it.")
+        community = community_of(request)
+        if community in self.fail:
+            return Reply({"error": "boom"}, status=500)
+        if community in self.hold:
+            return Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=self.release)
+        self.answered[community] = time.monotonic()
+        return map_reply(f"{community} says the port authority pays.", 50)
+
+
+def maps(server: ScriptedChatServer) -> list[Received]:
+    return [r for r in server.chat_requests() if r.stage == "map"]
+
+
+def bodies(requests: list[Received]) -> dict[str, str]:
+    """Each Map request's messages as sent, byte for byte (JSON), by community."""
+    return {community_of(r): json.dumps(r.json["messages"], ensure_ascii=False) for r in requests}
+
+
+def cli(history: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    return run_cli(*args, "--history", str(history), env=env)
+
+
+def rows(history: Path, sql: str, *args: Any) -> list[Any]:
+    """What the history file holds now, read as any SQLite client would ([] before its tables exist)."""
+    db = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
+    try:
+        return db.execute(sql, args).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+def batch_rows(history: Path, run_id: str) -> dict[int, str]:
+    return dict(rows(history, "SELECT batch_index, status FROM batches WHERE run_id = ?", run_id))
+
+
+def start_query(store: Path, history: Path, base_url: str, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [EXECUTABLE, "query", str(store), QUESTION, "--base-url", base_url, "--model", "m1", *ONE_EACH, "--json",
+         "--concurrency", "1", "--history", str(history), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL,
+    )
+
+
+def wait_for(check: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def only_run(history: Path) -> str | None:
+    found = [r for (r,) in rows(history, "SELECT run_id FROM runs")] if history.exists() else []
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(store: Path, history: Path) -> None:
+    before = sha256(store)
+    with ScriptedChatServer(Server()) as reference_server:  # the same query, uninterrupted: every prompt
+        reference = run_cli("query", str(store), QUESTION, "--base-url", reference_server.base_url, "--model", "m1",
+                            *ONE_EACH, "--json", "--no-history")
+    assert reference.code == 0, reference.stderr
+    every_prompt = bodies(maps(reference_server))
+    order = [b["community_ids"][0] for b in reference.json["batches"]]
+    held = order[4]  # the fifth batch never answers: the process is killed while it is in flight
+
+    script = Server(hold={held})
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            run_id = wait_for(lambda: only_run(history))
+            wait_for(lambda: len(maps(server)) == 5)  # batches 0-3 answered, batch 4 in flight
+            answered_at = script.answered[order[3]]
+            wait_for(lambda: sum(s == "succeeded" for s in batch_rows(history, run_id).values()) == 4, timeout=5)
+            committed_within = time.monotonic() - answered_at
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            script.release.set()
+            if process.poll() is None:
+                process.kill()
+        first_run = bodies(maps(server))
+    assert committed_within < 1.0, committed_within  # a finished batch is on disk within a second
+    # A batch has a row once it finished; the others are in the run's plan.
+    assert batch_rows(history, run_id) == {0: "succeeded", 1: "succeeded", 2: "succeeded", 3: "succeeded"}
+    interrupted = cli(history, "runs", "show", run_id, "--json").json
+    assert (interrupted["status"], interrupted["finished_at"], interrupted["answer"]) == ("interrupted", None, None)
+    assert [b["status"] for b in interrupted["batches"]] == ["succeeded"] * 4 + ["cancelled"] * 4
+    assert [b["community_ids"] for b in interrupted["batches"]] == [[c] for c in order]
+    assert interrupted["batch_models"] == ["m1"] * 4 + [None] * 4
+    listed = cli(history, "runs", "list", "--json")
+    assert listed.code == 0, listed.stderr
+    (summary,) = listed.json["runs"]
+    assert (summary["run_id"], summary["status"], summary["batch_count"], summary["failed_batch_count"]) == (
+        run_id, "interrupted", 8, 0)
+    assert summary["model"] == "m1" and summary["store"] == str(store) and summary["parent_run_id"] is None
+
+    with ScriptedChatServer(Server()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)  # the model stays m1
+    assert resumed.code == 0, resumed.stderr
+    sent = bodies(maps(server))
+    assert sorted(sent) == sorted(order[4:])  # exactly the unfinished batches
+    assert sent == {c: every_prompt[c] for c in order[4:]}  # byte for byte the prompts of the plan
+    assert sent[held] == first_run[held]  # and the one in flight at the kill, as it was sent then
+    result = resumed.json
+    assert (result["run_id"], result["status"], result["parent_run_id"]) == (run_id, "completed", None)
+    assert result["batch_models"] == ["m1"] * 8
+    assert [b["status"] for b in result["batches"]] == ["succeeded"] * 8
+    assert [b["answer"] for b in result["batches"]] == [f"{c} says the port authority pays." for c in order]
+    assert result["started_at"] == summary["started_at"]
+    shown = cli(history, "runs", "show", run_id, "--json")
+    assert shown.json == result  # the same values, timestamps included
+    assert sha256(store) == before
+
+
+def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(store: Path, history: Path) -> None:
+    before = sha256(store)
+    failing = {"ns/2", "ns/5"}
+    with ScriptedChatServer(Server(fail=failing)) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        failed_prompts = bodies([r for r in maps(server) if community_of(r) in failing])
+        assert parent.code == 0, parent.stderr
+        assert (parent.json["status"], parent.json["failed_batch_count"]) == ("partial", 2)
+        parent_id = parent.json["run_id"]
+        assert cli(history, "runs", "show", parent_id, "--json").json == parent.json
+
+        server.script = Server()  # the endpoint works now; the re-run finds it from the record
+        sent_before = len(server.chat_requests())
+        child = cli(history, "rerun", parent_id, "--failed", "--json")
+        again = [r for r in server.chat_requests()[sent_before:] if r.stage == "map"]
+    assert child.code == 0, child.stderr
+    assert bodies(again) == failed_prompts  # the same prompts, only those
+    assert len(again) == 2
+    result = child.json
+    assert result["parent_run_id"] == parent_id and result["run_id"] not in (None, parent_id)
+    assert (result["status"], result["failed_batch_count"]) == ("completed", 0)
+    kept = [i for i, b in enumerate(parent.json["batches"]) if b["status"] == "succeeded"]
+    assert len(kept) == 6
+    for index in kept:  # the succeeded batches are kept as they were, attempts and all
+        assert result["batches"][index] == parent.json["batches"][index]
+    assert len(result["reduce"]["candidates"]) == 8  # Reduce ranks them all together
+    assert cli(history, "runs", "show", result["run_id"], "--json").json == result
+    assert sha256(store) == before
+
+    listed = cli(history, "runs", "--json").json["runs"]
+    assert [(r["run_id"], r["parent_run_id"], r["status"]) for r in listed] == [
+        (result["run_id"], parent_id, "completed"), (parent_id, None, "partial")]
+    nothing = cli(history, "rerun", result["run_id"])  # every batch succeeded: no call is paid for
+    assert (nothing.code, nothing.stdout) == (2, "")
+    assert nothing.stderr == (f"graphrag-tui: error: run {result['run_id']} has no failed or cancelled batch: "
+                              "nothing to send again (--all sends every batch)\n")
+
+
+def test_rerun_on_another_model_records_which_model_answered_each_batch(store: Path, history: Path) -> None:
+    """The key comes from the recorded variable's name, read again; no key is ever stored."""
+    failing = {"ns/3"}
+    with ScriptedChatServer(Server(fail=failing)) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--api-key-env", "GATEWAY_KEY", "--json", env=clean_env(GATEWAY_KEY="sk-parent-secret"))
+        base_url = server.base_url
+    assert parent.code == 0, parent.stderr
+    failed_index = next(i for i, b in enumerate(parent.json["batches"]) if b["status"] == "failed")
+    with ScriptedChatServer(Server()) as other:
+        child = cli(history, "rerun", parent.json["run_id"], "--base-url", other.base_url, "--model", "m2", "--json",
+                    env=clean_env(GATEWAY_KEY="sk-child-secret"))
+    assert child.code == 0, child.stderr
+    assert {r.json["model"] for r in other.chat_requests()} == {"m2"}
+    assert {r.headers["authorization"] for r in other.chat_requests()} == {"Bearer sk-child-secret"}
+    expected = ["m1"] * 8
+    expected[failed_index] = "m2"
+    assert child.json["batch_models"] == expected
+    assert cli(history, "runs", "show", child.json["run_id"], "--json").json["batch_models"] == expected
+    settings = {run_id: json.loads(text) for run_id, text in rows(history, "SELECT run_id, model_settings FROM runs")}
+    assert settings[parent.json["run_id"]] == {
+        "kind": "http", "base_url": base_url, "model": "m1", "api_key_env": "GATEWAY_KEY", "timeout": 120.0,
+        "response_format": "json_object", "max_response_bytes": 8388608, "local_llm": False,
+        "requests_per_minute": None, "tokens_per_minute": None, "max_rate_wait": 300.0, "temperature": None,
+        "top_p": None, "model_seed": None, "reasoning_effort": None, "max_tokens_field": "auto", "api_key_header": None}
+    assert settings[child.json["run_id"]]["model"] == "m2"
+    assert settings[child.json["run_id"]]["api_key_env"] == "GATEWAY_KEY"
+    for file in history.parent.iterdir():  # the history, its WAL and its index
+        assert b"secret" not in file.read_bytes()
+
+
+def test_rerun_all_and_a_changed_store_is_refused_unless_replanned(store: Path, history: Path, tmp_path: Path) -> None:
+    with ScriptedChatServer(Server()) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        again = cli(history, "rerun", parent.json["run_id"], "--all", "--json")
+        assert again.code == 0, again.stderr
+        assert len(maps(server)) == 16  # every batch, twice
+        rows = [{"id": c, "summary_content": f"Community {c} keeps the harbour ledger. {PAD}"} for c in COMMUNITIES]
+        rows[0]["summary_content"] = "Changed. " + PAD
+        store.unlink()
+        build_store(store, rows)
+        refused = cli(history, "rerun", parent.json["run_id"], "--all", "--json")
+        assert (refused.code, refused.stdout) == (2, "")
+        assert refused.stderr.count("\n") == 1
+        assert f"the store {store} changed since run {parent.json['run_id']}: the content of batch" in refused.stderr
+        assert "--replan" in refused.stderr
+        replanned = cli(history, "rerun", parent.json["run_id"], "--replan", "--json")
+        assert replanned.code == 0, replanned.stderr
+        assert len(maps(server)) == 17  # --failed with --replan: only the batch whose content changed
+        assert replanned.json["parent_run_id"] == parent.json["run_id"]
+
+
+def test_a_cancelled_run_is_resumed_under_its_id(store: Path, history: Path) -> None:
+    script = Server(hold={"ns/1", "ns/2", "ns/3", "ns/4", "ns/5", "ns/6", "ns/7", "ns/8"})
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: len(maps(server)) == 1)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    assert process.returncode == 130, err
+    cancelled = json.loads(out)
+    assert cancelled["status"] == "cancelled" and cancelled["run_id"]
+    assert cli(history, "runs", "--status", "cancelled", "--json").json["runs"][0]["run_id"] == cancelled["run_id"]
+    with ScriptedChatServer(Server()) as server:
+        # a unique prefix is enough
+        resumed = cli(history, "resume", cancelled["run_id"][:9], "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert len(maps(server)) == 8
+    assert (resumed.json["run_id"], resumed.json["status"]) == (cancelled["run_id"], "completed")
+    done = cli(history, "resume", cancelled["run_id"])
+    assert (done.code, done.stdout) == (2, "")
+    assert done.stderr == (f"graphrag-tui: error: run {cancelled['run_id']} is completed: only an interrupted or "
+                           "cancelled run can be resumed (`rerun` starts a new run from it)\n")
+
+
+def test_two_processes_write_one_history_at_once(store: Path, history: Path) -> None:
+    """Two runs of eight batches each, committing while the other does (WAL, busy timeout)."""
+
+    def slow(request: Received) -> Reply:
+        reply = Server()(request)
+        reply.delay = 0.05
+        return reply
+
+    with ScriptedChatServer(slow) as server:
+        processes = [start_query(store, history, server.base_url) for _ in range(2)]
+        outputs = [p.communicate(timeout=60) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err
+        assert "warning" not in err
+    ids = sorted(json.loads(out)["run_id"] for out, _ in outputs)
+    listed = cli(history, "runs", "--json").json["runs"]
+    assert sorted(r["run_id"] for r in listed) == ids
+    assert {r["status"] for r in listed} == {"completed"}
+    for run_id in ids:
+        assert batch_rows(history, run_id) == dict.fromkeys(range(8), "succeeded")
+
+
+@pytest.mark.parametrize("command", [
+    ["runs", "show", "zzzz"], ["runs", "export", "zzzz", "out"], ["runs", "delete", "zzzz"],
+    ["rerun", "zzzz"], ["resume", "zzzz"], ["runs", "show", "not-an-id!"],
+])
+def test_an_unknown_run_id_is_one_line_and_exit_2(store: Path, history: Path, command: list[str]) -> None:
+    with ScriptedChatServer(Server()) as server:
+        cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH)
+    run = cli(history, *command)
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: no run {command[-2] if 'export' in command else command[-1]!r} " \
+                         f"in the run history {history}\n"
+
+
+def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Path, history: Path, tmp_path: Path) -> None:
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    run_id = run.json["run_id"]
+    exported = cli(history, "runs", "export", run_id, str(tmp_path / "report"))
+    assert exported.code == 0, exported.stderr
+    assert exported.stdout == f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.md'}\n"
+    written = json.loads((tmp_path / "report.json").read_text())
+    extra = ("run_id", "parent_run_id", "started_at", "finished_at", "batch_models")
+    assert written == {k: v for k, v in run.json.items() if k not in extra}
+    assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n\n## Run\n\n- Status: completed\n")
+    deleted = cli(history, "runs", "delete", run_id)
+    assert (deleted.code, deleted.stdout) == (0, f"deleted run {run_id}\n")
+    assert cli(history, "runs", "--json").json == {"runs": []}
+    assert cli(history, "runs", "show", run_id).code == 2
+
+
+def test_query_json_and_text_name_the_run(store: Path, history: Path) -> None:
+    with ScriptedChatServer(Server()) as server:
+        text = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH)
+    assert text.code == 0, text.stderr
+    run_id = text.stdout.splitlines()[-1].removeprefix("run ")
+    (listed,) = cli(history, "runs", "--json").json["runs"]
+    assert listed["run_id"] == run_id and len(run_id) == 12
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all" * 100, "newer"])
+def test_a_corrupt_or_newer_history_is_a_warning_and_left_untouched(
+    store: Path, history: Path, content: bytes | str
+) -> None:
+    history.parent.mkdir(parents=True)
+    if content == "newer":
+        with sqlite3.connect(history) as db:
+            db.execute("CREATE TABLE runs (x)")
+            db.execute("PRAGMA user_version = 99")
+        db.close()
+        reason = "was written by a newer graphrag-tui (version 99; this one reads up to 2): it is left as it is"
+    else:
+        history.write_bytes(content)  # type: ignore[arg-type]
+        reason = "is not a run history or is damaged (file is not a database)"
+    before = history.read_bytes()
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    assert run.code == 0
+    assert run.json["status"] == "completed" and run.json["run_id"] is None
+    assert run.stderr.splitlines() == [  # the warning as recording starts; the note once the model answered
+        f"warning: run history {history} {reason}; this run is not recorded",
+        "note: m1 @ " + server.base_url.split("//")[1].split("/")[0] + " answered",
+    ]
+    assert history.read_bytes() == before
+    assert sorted(p.name for p in history.parent.iterdir()) == ["history.db"]
+    listed = cli(history, "runs")
+    assert (listed.code, listed.stdout) == (2, "")
+    assert listed.stderr == f"graphrag-tui: error: run history {history} {reason}\n"
+
+
+def test_a_locked_history_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:
+    with ScriptedChatServer(Server()) as server:
+        cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH)
+        holder = sqlite3.connect(history, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                      *ONE_EACH, "--json")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+    assert run.code == 0 and run.json["run_id"] is None and run.json["status"] == "completed"
+    assert run.stderr.splitlines()[-2:] == [
+        f"warning: run history {history} is locked by another process; this run is not recorded",
+        "note: m1 @ " + server.base_url.split("//")[1].split("/")[0] + " answered",
+    ]
+
+
+def test_where_runs_are_recorded(store: Path, tmp_path: Path) -> None:
+    both = run_cli("query", str(store), QUESTION, "--history", str(tmp_path / "h.db"), "--no-history")
+    assert (both.code, both.stderr) == (2, "graphrag-tui: error: --history and --no-history cannot be used together\n")
+    env_history = tmp_path / "env" / "runs.db"
+    env = clean_env(GRAPHRAG_TUI_HISTORY=str(env_history))
+    recorded = run_cli("query", str(store), QUESTION, "--map-budget", "330", "--map-reserve", "0", "--json", env=env)
+    assert recorded.code == 0, recorded.stderr
+    assert run_cli("runs", "--json", env=env).json["runs"][0]["run_id"] == recorded.json["run_id"]
+    assert stat.S_IMODE(env_history.stat().st_mode) == 0o600
+    config = tmp_path / "config.toml"
+    off = tmp_path / "off.db"
+    config.write_text(f'[history]\npath = "{off}"\nenabled = false\n')
+    unrecorded = run_cli("query", str(store), QUESTION, "--config", str(config), "--json")
+    assert unrecorded.code == 0 and unrecorded.json["run_id"] is None and not off.exists()
+    flagged = run_cli("query", str(store), QUESTION, "--config", str(config), "--history", str(off), "--json")
+    assert flagged.json["run_id"] is not None and off.exists()
+    assert run_cli("runs", "--config", str(config), "--json").json["runs"][0]["run_id"] == flagged.json["run_id"]
+    default = run_cli("query", str(store), QUESTION, "--no-config", "--json")
+    data_home = Path(clean_env()["XDG_DATA_HOME"])
+    assert (data_home / "graphrag-tui" / "history.db").exists()
+    assert default.json["run_id"] in run_cli("runs", "--limit", "0").stdout
+
+
+def test_two_runs_compared_batch_by_batch_and_by_the_communities_their_answers_rest_on(
+    store: Path, history: Path
+) -> None:
+    from graphrag_tui.history import RunHistory
+    from graphrag_tui.session.compare import compare_runs
+
+    with ScriptedChatServer(Server(fail={"ns/4"})) as server:
+        first = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                    "--json").json
+        server.script = Server()
+        second = cli(history, "rerun", first["run_id"], "--json").json
+    compared = compare_runs(RunHistory(history).load(first["run_id"]), RunHistory(history).load(second["run_id"]))
+    failed_index = next(i for i, b in enumerate(first["batches"]) if b["status"] == "failed")
+    assert [p.index for p in compared.batches if p.differs] == [failed_index]
+    assert all(p.same_content for p in compared.batches)
+    pair = compared.batches[failed_index]
+    assert (pair.left.status, pair.right.status, pair.right.usefulness) == ("failed", "succeeded", 50)  # type: ignore[union-attr]
+    assert compared.cited_by_right_only == ("ns/4",)
+    assert compared.cited_by_left_only == ()
+    assert sorted(compared.cited_by_both) == sorted(c for c in COMMUNITIES if c != "ns/4")
+
+
+class UsageServer(Server):
+    """As Server, every reply with the `usage` a server reports: 100 prompt and 10
+    completion tokens per Map answer, 50 and 5 for Reduce."""
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            return Reply(completion(json.dumps({"answer": "The port authority funds it."}), usage=usage(50, 5)))
+        reply = super().__call__(request)
+        if reply.status != 200:
+            return reply
+        body = json.dumps({"answer": f"{community_of(request)} says the port authority pays.", "usefulness": 50})
+        return Reply(completion(body, usage=usage(100, 10)))
+
+
+def test_the_history_lists_the_runs_usage_and_a_rerun_takes_rate_limits_and_prices_as_query_does(
+    store: Path, history: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[prices."m1"]\ninput = 2.0\noutput = 8.0\n', encoding="utf-8")
+    args = ["--map-budget", "330", "--map-reserve", "0", "--seed", "7", "--config", str(config)]
+    with ScriptedChatServer(UsageServer(fail={"ns/3"})) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *args,
+                     "--json")
+    assert parent.code == 0, parent.stderr
+    assert parent.json["status"] == "partial"
+    # seven Map answers and the Reduce one; the failed batch's 500s report no usage
+    parent_usage = {"prompt_tokens": 750, "completion_tokens": 75, "cached_tokens": 0, "total_tokens": 825}
+    assert parent.json["usage_total"] == parent_usage
+    listed = cli(history, "runs", "list", "--json", "--config", str(config))
+    assert [(r["run_id"], r["usage_total"]) for r in listed.json["runs"]] == [(parent.json["run_id"], parent_usage)]
+    with ScriptedChatServer(UsageServer()) as other:
+        child = cli(history, "rerun", parent.json["run_id"], "--base-url", other.base_url, "--rpm", "600",
+                    "--max-cost", "1", "--config", str(config), "--json")
+    assert child.code == 0, child.stderr
+    assert child.json["status"] == "completed"
+    assert len(maps(other)) == 1
+    # the re-run's own calls: the one batch sent again, and Reduce; priced by the config's table
+    child_usage = {"prompt_tokens": 150, "completion_tokens": 15, "cached_tokens": 0, "total_tokens": 165}
+    assert child.json["usage_total"] == child_usage
+    assert child.json["cost"] == {"input": 0.0003, "output": 0.00012, "cached": 0.0, "total": 0.00042, "currency": "USD"}
+    settings = dict(rows(history, "SELECT run_id, model_settings FROM runs"))
+    assert json.loads(settings[child.json["run_id"]])["requests_per_minute"] == 600
+    listed = cli(history, "runs", "list", "--json", "--config", str(config))
+    assert [r["usage_total"] for r in listed.json["runs"]] == [child_usage, parent_usage]

@@ -3,6 +3,7 @@ each, capped), and a note says only what is known: no "answers" for a model that
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,15 @@ def test_text_output_lists_each_failed_batch_capped(store: Path) -> None:
         run = run_cli("query", str(store), QUESTION, *BATCHES, "--base-url", server.base_url)
         port = server.base_url.split(":")[2].split("/")[0]
     assert run.code == 0
-    assert run.stdout.splitlines()[-14:] == [
+    lines = run.stdout.splitlines()
+    assert lines[-15:-1] == [
         "12 summaries, 12 Map batches (11 failed), 1 answers selected for Reduce, seed None",
         "failed batches:",
         *[f"  batch {n}: http: HTTP 500: overloaded" for n in range(1, 11)],
         "  … and 1 more",
         "communities: ns/00",
     ]
+    assert re.fullmatch(r"run [0-9a-z]+", lines[-1])  # the run history's id of it comes last
     assert run.stderr == f"note: m1 @ 127.0.0.1:{port} answered\n"
 
 
@@ -60,5 +63,6 @@ def test_a_dead_endpoint_gets_no_note_that_it_answers(store: Path) -> None:
     lines = run.stdout.splitlines()
     assert lines[0] == "status: failed"
     assert lines[1].startswith("error: 12 of 12 Map batches failed: ConnectError")
-    assert lines[-11].startswith("  batch 0: transport: ConnectError: ")
-    assert lines[-1] == "  … and 2 more"
+    assert lines[-12].startswith("  batch 0: transport: ConnectError: ")
+    assert lines[-2] == "  … and 2 more"
+    assert re.fullmatch(r"run [0-9a-z]+", lines[-1])

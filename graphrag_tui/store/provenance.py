@@ -20,6 +20,7 @@ from graphrag_tui.store.records import (
     CommunityRef,
     GoToMatch,
 )
+from graphrag_tui.store.schema import OPTIONAL
 
 Query = Callable[[str, "Mapping[str, Any] | tuple"], list[tuple]]
 #: Claims listed as citing the same chunk as the one shown (the count says how many more).
@@ -37,7 +38,7 @@ _CLAIM_COLUMNS = (
     "coalesce(CAST(c.description AS TEXT), ''), CAST(c.source_chunk_id AS TEXT), "
     "CAST(c.source_parent_id AS TEXT)"
 )
-_OPTIONAL_NAMES = ("source_text", "type", "status", "start_date", "end_date")
+_OPTIONAL_NAMES = OPTIONAL["rag_claims"]
 
 
 def _extras_sql(extras: Sequence[str]) -> str:

@@ -24,7 +24,7 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store import provenance
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
-from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, create_schema, insert_sql
+from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -354,18 +354,27 @@ class CommunityStore:
     def insert(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
         """Insert rows (dicts keyed by column name) into one table in one transaction.
 
-        Missing keys become NULL. Returns the number of rows inserted."""
+        Missing keys become NULL. Optional columns (`schema.OPTIONAL`) that the rows use are
+        added to the table first when it lacks them. Returns the number of rows inserted."""
         if not self.writable:
             raise InputError(f"Store {self.path} is open read-only")
         if table not in COLUMNS:
             raise ValueError(f"unknown table {table!r}")
-        columns = COLUMNS[table]
         rows = list(rows)
-        unknown = {key for row in rows for key in row} - set(columns)
+        used = {key for row in rows for key in row}
+        optional = tuple(c for c in OPTIONAL.get(table, ()) if c in used)
+        columns = COLUMNS[table] + optional
+        unknown = used - set(columns)
         if unknown:
             raise ValueError(f"unknown column(s) for {table}: {', '.join(sorted(unknown))}")
         with self._lock, self._conn:
-            self._conn.executemany(insert_sql(table), ([row.get(col) for col in columns] for row in rows))
+            present = {row[1].lower() for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            for column in optional:
+                if column not in present:
+                    self._conn.execute(add_column_sql(table, column))
+            self._conn.executemany(insert_sql(table, optional), ([row.get(col) for col in columns] for row in rows))
+        if table == "rag_claims" and optional:
+            self.claim_extras = tuple(dict.fromkeys((*self.claim_extras, *optional)))
         return len(rows)
 
     # -- reading -------------------------------------------------------------------------

@@ -46,7 +46,9 @@ from .commands import GraphRAGCommands
 from .messages import (
     ModelStateChanged,
     OpenBatch,
+    OpenClaim,
     OpenCommunity,
+    OpenEntity,
     RunEvents,
     RunFinished,
     RunPlanned,
@@ -56,8 +58,10 @@ from .response_spill import ResponseSpill
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
+from .screens.claim import ClaimScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
+from .screens.entity_communities import EntityCommunitiesScreen
 from .screens.export import ExportScreen
 from .screens.goto import GoToCommunityScreen
 from .screens.keys import KeysScreen
@@ -498,6 +502,12 @@ class GraphRAGApp(App[int]):
 
     def open_community(self, community_id: str) -> None:
         self.push_screen(CommunityScreen(self.store, community_id))  # reads the store in a worker
+
+    def on_open_claim(self, message: OpenClaim) -> None:
+        self.push_screen(ClaimScreen(self.store, message.claim_id))  # reads the store in a worker
+
+    def on_open_entity(self, message: OpenEntity) -> None:
+        self.push_screen(EntityCommunitiesScreen(self.store, message.namespace, message.name))
 
     def on_open_batch(self, message: OpenBatch) -> None:
         state = self.run_state

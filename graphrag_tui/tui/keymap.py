@@ -35,14 +35,18 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     anything of the app is built)."""
     from .app import GraphRAGApp
     from .screens.batch import BatchScreen
+    from .screens.claim import ClaimScreen
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
+    from .screens.entity_communities import EntityCommunitiesScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
     from .widgets.batch_grid import BatchGrid
+    from .widgets.find_bar import FindBar
 
-    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid)
+    return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
+            ClaimScreen, EntityCommunitiesScreen, FindBar)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -34,8 +34,9 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 
 SIZE = (140, 42)
 KNOWN_IDS = (
-    "back, cancel-run, command-palette, dialog-cancel, export, goto, grid-down, grid-next, grid-previous, "
-    "grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, tab-4, yes"
+    "back, cancel-run, command-palette, dialog-cancel, export, find, find-close, find-next, find-previous, goto, "
+    "grid-down, grid-next, grid-previous, grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, "
+    "tab-4, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
@@ -111,7 +112,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                 assert issubclass(cls, binding_owners()) or any(issubclass(o, cls) for o in binding_owners()), cls
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
-        "InputDialog", "BatchGrid",
+        "InputDialog", "BatchGrid", "ClaimScreen", "EntityCommunitiesScreen", "FindBar",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 
@@ -252,6 +253,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 *SCREEN_ROWS,
                 ("1 2 3 4", "show the tab of that number", True),
                 ("Esc", "back to the screen before", True),
+                ("ctrl+f", "find text in the tables and texts shown", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")
@@ -281,6 +283,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 *SCREEN_ROWS,
                 ("1 2 3", "show the tab of that number", True),
                 ("Esc", "back to the screen before", True),
+                ("ctrl+f", "find text in the tables and texts shown", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")

@@ -128,7 +128,8 @@ class GraphRAGApp(App[int]):
                 tooltip="quit (asks first while a run is going)"),
         Binding("escape", "escape", "Cancel run", show=False, id="cancel-run",
                 tooltip="cancel a running run"),
-        Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
+        Binding("g", "goto", "Go to community", id="goto",
+                tooltip="go to a community by id, number, name or member entity"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
         # Textual adds this one itself, without an id, unless the app binds the action.
@@ -532,7 +533,9 @@ class GraphRAGApp(App[int]):
                 self.open_community(community_id)
 
         self.push_screen(
-            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
+            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace,
+                                search=lambda text: self.store.find_communities(namespace, text)),
+            chosen,
         )
 
     def action_keys(self) -> None:

@@ -42,7 +42,7 @@ KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question
 #: The app's own keys, under every screen's.
 APP_ROWS = [
     ("ctrl+q", "quit (asks first while a run is going)", True),
-    ("g", "go to a community by id or number", True),
+    ("g", "go to a community by id, number, name or member entity", True),
     ("e", "export the run (JSON and Markdown report)", True),
     ("?", "the list of keys", True),
     ("ctrl+p", "command palette", True),
@@ -179,7 +179,7 @@ async def test_a_remapped_key_works_and_the_old_one_does_not(store: Path) -> Non
         await pilot.pause()
 
         keys = await open_keys_with(pilot, "f1")
-        assert ("ctrl+g", "go to a community by id or number", True) in keys.rows
+        assert ("ctrl+g", "go to a community by id, number, name or member entity", True) in keys.rows
         assert ("f1", "the list of keys", True) in keys.rows
         assert not any(k in ("g", "?") for k, _, _ in keys.rows)
         assert "Esc or f1 closes this list." in screen_text(app)
@@ -324,7 +324,7 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
                 commands = await palette_commands(pilot, 11)
                 ours = [
                     ("Run", "Run global search with the question in the setup form"),
-                    ("Go to community", "Open a community by id or GraphRAG number (^g)"),
+                    ("Go to community", "Open a community by id, GraphRAG number, name or member entity (^g)"),
                     ("Export run", "Write the finished run as JSON and Markdown (e)"),
                     ("Namespace: ns", "3 communities"),
                     ("Level: leaf", "3 leaves"),

@@ -36,9 +36,11 @@ class MarkableStatic(Static):
     def __init__(self, text: Text, **kwargs: object) -> None:
         super().__init__(text, **kwargs)  # type: ignore[arg-type]
         self.base = text
+        #: What is drawn: `base`, with the find matches marked while the find bar is open.
+        self.shown = text
 
     def show(self, text: Text) -> None:
-        self.base = text
+        self.base = self.shown = text
         self.update(text)
 
     def plain(self) -> str:
@@ -48,10 +50,13 @@ class MarkableStatic(Static):
         text = self.base.copy()
         for start, end in spans:
             text.stylize(CURRENT_STYLE if (start, end) == current else MATCH_STYLE, start, end)
+        self.shown = text
         self.update(text)
 
     def unmark(self) -> None:
-        self.update(self.base)
+        if self.shown is not self.base:
+            self.shown = self.base
+            self.update(self.base)
 
     def line_of(self, offset: int) -> int:
         """The line (as wrapped to the widget's width) that shows character `offset`."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
-from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TextArea
+from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
 from graphrag_tui.tui.messages import OpenBatch, OpenClaim
 from graphrag_tui.tui.provenance_text import APPROXIMATE_STYLE, QUOTED_STYLE
@@ -18,7 +18,7 @@ from graphrag_tui.tui.screens.entity_communities import EntityCommunitiesScreen
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
 from graphrag_tui.tui.screens.main import MainScreen
 from graphrag_tui.tui.widgets.find_bar import CURRENT_STYLE, MATCH_STYLE, MarkableStatic
-from tests.chat_server import Scripted, ScriptedChatServer, map_reply, reduce_reply
+from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.stores import provenance_store
 
 from .conftest import ask, make_app, wait_community, wait_finished, wait_lookup, wait_until
@@ -266,3 +266,27 @@ async def test_rests_on_lists_the_answers_citations_first_with_names_a_filter_an
             markdown.post_message(Markdown.LinkClicked(markdown, "community:ns%2F2"))
             await wait_community(pilot)
             assert app.screen.community_id == "ns/2"
+
+
+async def test_the_retries_tab_shows_the_focused_failure_in_full(store: Path) -> None:
+    long_text = "sorry, " + "I cannot do JSON today " * 12
+    script = Scripted({"ns/1": map_reply("The port authority funds the bridge.", 90),
+                       "ns/2": Reply(completion(long_text))})
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            app.screen.query_one("#tabs", TabbedContent).active = "tab-retries"
+            await pilot.pause()
+            table = app.screen.query_one("#retries-table", DataTable)
+            table.focus()
+            await pilot.press("down")
+            await pilot.pause()
+            assert table.cursor_row == 1
+            failure = app.run_state.failures[1]
+            then = "retried" if failure.will_retry else "gave up"
+            assert len(failure.message) > 160  # longer than a table cell, which is cut
+            assert table.get_row_at(1)[4].plain == failure.message[:159] + "…"
+            assert text(app, "#retries-detail") == (
+                f"Batch {failure.batch_index}, attempt {failure.attempt}: invalid_json ({then})\n{failure.message}")

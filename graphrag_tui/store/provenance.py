@@ -9,6 +9,7 @@ store, nothing here relies on an index beyond the primary keys.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 from typing import Any
@@ -155,11 +156,12 @@ def community_refs(query: Query, ids: Sequence[str]) -> dict[str, CommunityRef]:
     return {row[0]: _ref(row) for row in rows}
 
 
-def name_score(typed: str, name: str) -> float:
+def name_score(typed: str, name: str, *, fuzzy: bool = True) -> float:
     """How well `name` matches what the user typed, 0 (not at all) to 1 (the same name,
     ignoring case): 0.9 when the typed words appear in the name as whole words, 0.8 as
     any substring, else the share of typed words close to a word of the name (difflib's
-    ratio at least FUZZY_RATIO: `Marly` finds `Marley`), scaled under 0.7."""
+    ratio at least FUZZY_RATIO: `Marly` finds `Marley`), scaled under 0.7 (`fuzzy=False`:
+    0 instead)."""
     typed_words, name_words = _words(typed), _words(name)
     if not typed_words or not name_words:
         return 0.0
@@ -170,35 +172,45 @@ def name_score(typed: str, name: str) -> float:
         return 0.9
     if joined_typed in joined_name:
         return 0.8
-    close = sum(
-        1 for word in typed_words
-        if any(SequenceMatcher(None, word, other).ratio() >= FUZZY_RATIO for other in name_words)
-    )
-    return 0.7 * close / len(typed_words) if close == len(typed_words) else 0.0
+    if not fuzzy:
+        return 0.0
+    return 0.7 if all(any(_close(word, other) for other in name_words) for word in typed_words) else 0.0
+
+
+def _close(word: str, other: str) -> bool:
+    """Whether two words are alike (difflib's ratio >= FUZZY_RATIO), its cheap upper
+    bounds tried first."""
+    matcher = SequenceMatcher(None, word, other)
+    return (matcher.real_quick_ratio() >= FUZZY_RATIO and matcher.quick_ratio() >= FUZZY_RATIO
+            and matcher.ratio() >= FUZZY_RATIO)
+
+
+_WORD_RE = re.compile(r"[^\W_]+")
 
 
 def _words(text: str) -> list[str]:
-    return "".join(c if c.isalnum() else " " for c in text.casefold()).split()
+    return _WORD_RE.findall(text.casefold())
 
 
 def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch]:
     """Communities of the namespace that `typed` names: by community name (best match
     first), then the communities whose members include an entity so named (the best
-    ENTITY_LIMIT entities). At most MATCH_LIMIT, each community once."""
-    scored = [
-        (score, row) for row in query(
-            "SELECT id, CAST(community_name AS TEXT), level FROM rag_community_summaries "
-            "WHERE namespace = ? AND community_name IS NOT NULL", (namespace,),
-        )
-        if (score := name_score(typed, row[1] or "")) > 0
-    ]
+    ENTITY_LIMIT entities). At most MATCH_LIMIT, each community once. Names are matched
+    fuzzily (difflib, the slow part) only when no name holds the typed words."""
+    rows = query(
+        "SELECT id, CAST(community_name AS TEXT), level FROM rag_community_summaries "
+        "WHERE namespace = ? AND community_name IS NOT NULL", (namespace,),
+    )
+    scored = [(score, row) for row in rows if (score := name_score(typed, row[1] or "", fuzzy=False)) > 0]
+    if not scored:
+        scored = [(score, row) for row in rows if (score := name_score(typed, row[1] or "")) > 0]
     scored.sort(key=lambda item: (-item[0], item[1][2], item[1][0]))
     matches = [GoToMatch(community=_ref(row)) for _, row in scored[:MATCH_LIMIT]]
     entities = [
         (score, name) for (name,) in query(
             "SELECT CAST(name AS TEXT) FROM rag_entities WHERE namespace = ? AND name IS NOT NULL", (namespace,)
         )
-        if (score := name_score(typed, name or "")) >= 0.9
+        if (score := name_score(typed, name or "", fuzzy=False)) >= 0.9
     ]
     entities.sort(key=lambda item: (-item[0], item[1]))
     seen = {m.community.id for m in matches}

@@ -290,3 +290,30 @@ async def test_the_retries_tab_shows_the_focused_failure_in_full(store: Path) ->
             assert table.get_row_at(1)[4].plain == failure.message[:159] + "…"
             assert text(app, "#retries-detail") == (
                 f"Batch {failure.batch_index}, attempt {failure.attempt}: invalid_json ({then})\n{failure.message}")
+
+
+async def test_a_claim_citing_a_missing_chunk_and_hostile_text_shows_literally(tmp_path: Path) -> None:
+    from tests.stores import build_store
+
+    evil = "[bold]x[/] [@click=app.quit]q \x1b[31mred"
+    path = build_store(
+        tmp_path / "hostile.db",
+        [{"id": "ns/1", "summary_content": "S."}],
+        entities=[{"id": "e1", "name": evil}],
+        claims=[{"id": "c9", "subject_entity_id": "e1", "description": evil, "source_chunk_id": "gone",
+                 "source_text": evil, "type": evil, "community_summary_id": "ns/1"}],
+    )
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_claim(pilot, "c9")
+        shown = "[bold]x[/] [@click=app.quit]q ␛[31mred"
+        assert text(app, "#claim-header") == f"Claim c9   leaf community ns/1   namespace ns\nType {shown}"
+        assert text(app, "#claim-description") == shown
+        assert text(app, "#claim-source-title") == (
+            "Source: chunk gone  from (untitled document)\nThis chunk is not in the store (dangling reference).")
+        assert text(app, "#claim-siblings-title") == "No other claim cites this chunk."
+        assert not app.screen.query("#claim-chunk")
+        await pilot.press("ctrl+f", *"click")
+        await pilot.pause()
+        assert text(app, "#find-count") == "1 of 1"
+        assert app.is_running

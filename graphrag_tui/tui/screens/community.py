@@ -196,12 +196,15 @@ class CommunityScreen(Findable, TabbedScreen):
         if self.detail is None:
             return
         table = self.query_one("#claims", DataTable)
+        # Chunk ids are shown whole (up to 40 columns), the description takes the rest of the
+        # width (at least 40); the detail below the table has every cell in full.
+        longest = max((len(one_line(c.chunk_id)) for c in self.detail.claims[:MAX_ROWS]), default=5)
+        chunk_width = min(40, max(5, longest))
+        description_width = max(40, self.app.size.width - 2 * 22 - chunk_width - 10)
         table.add_column(Text("Subject"), width=22, key="subject")
         table.add_column(Text("Object"), width=22, key="object")
-        table.add_column(Text("Description"), width=48, key="description")
-        # Chunk ids are shown whole (up to 40 columns); the detail below has every cell in full.
-        longest = max((len(one_line(c.chunk_id)) for c in self.detail.claims[:MAX_ROWS]), default=5)
-        table.add_column(Text("Chunk"), width=min(40, max(5, longest)), key="chunk")
+        table.add_column(Text("Description"), width=description_width, key="description")
+        table.add_column(Text("Chunk"), width=chunk_width, key="chunk")
         for index, claim in enumerate(self.detail.claims[:MAX_ROWS]):
             table.add_row(
                 safe_line(claim.subject),

@@ -124,7 +124,8 @@ class FindBar(Horizontal):
         yield Static(Text(""), id="find-count")
 
     def open(self, targets: Sequence[Widget]) -> None:
-        self._return_focus = self.screen.focused
+        if not self.display:  # pressed again while open: keep where focus goes back to
+            self._return_focus = self.screen.focused
         self.targets = list(targets)
         self.display = True
         field = self.query_one("#find-input", Input)

@@ -192,3 +192,37 @@ def test_the_christmas_carol_claims_mostly_quote_their_chunks(tmp_path: Path) ->
                                    provenance.claim.description)
             counts["none" if passage is None else "approximate" if passage.approximate else "quoted"] += 1
     assert counts == {"quoted": 379, "approximate": 1, "none": 26}
+
+
+def test_the_schema_names_the_optional_claim_columns_and_their_sql() -> None:
+    from graphrag_tui.store.schema import OPTIONAL, add_column_sql, insert_sql
+
+    assert OPTIONAL == {"rag_claims": EXTRAS}
+    assert insert_sql("rag_claims", ("source_text", "type")) == (
+        "INSERT INTO rag_claims (id, namespace, subject_entity_id, object_entity_id, description, "
+        "source_parent_id, source_chunk_id, community_summary_id, source_text, type) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    assert add_column_sql("rag_claims", "end_date") == "ALTER TABLE rag_claims ADD COLUMN end_date TEXT"
+    with pytest.raises(ValueError, match="unknown optional column\\(s\\) for rag_parents: source_text"):
+        insert_sql("rag_parents", ("source_text",))
+    with pytest.raises(ValueError, match="unknown optional column rag_claims.title"):
+        add_column_sql("rag_claims", "title")
+
+
+def test_hostile_optional_values_are_read_as_text(tmp_path: Path) -> None:
+    from tests.stores import build_store
+
+    path = build_store(
+        tmp_path / "h.db", [{"id": "ns/1", "summary_content": "S."}],
+        entities=[{"id": "e1", "name": "E"}],
+        claims=[{"id": "c1", "subject_entity_id": "e1", "description": "d", "community_summary_id": "ns/1",
+                 "source_text": b"quote \xff bytes", "type": 7, "status": "   ", "start_date": 2.5}],
+    )
+    with CommunityStore.open(path) as store:
+        provenance = store.claim_provenance("c1")
+        detail = store.community("ns/1")
+    assert provenance is not None and detail is not None
+    claim = provenance.claim
+    assert (claim.source_text, claim.type, claim.status, claim.start_date, claim.end_date) == (
+        "quote \ufffd bytes", "7", None, "2.5", None)
+    assert detail.claims[0] == claim

@@ -105,13 +105,14 @@ def claim_provenance(query: Query, extras: Sequence[str], claim_id: str) -> Clai
         if found:
             cid, content, parent, title = found[0]
             chunk = ChunkDetail(id=cid, content=content, parent_id=parent, parent_title=title)
-        same = query(
-            f"SELECT {columns} FROM rag_claims AS c WHERE c.source_chunk_id = ? AND c.id IS NOT ? "
+        # One pass (a scan of the claims where the store lacks idx_claims_chunk): the first
+        # SAME_CHUNK_LIMIT claims, each row carrying how many there are in all.
+        rows = query(
+            f"SELECT {columns}, count(*) OVER () FROM rag_claims AS c WHERE c.source_chunk_id = ? AND c.id IS NOT ? "
             "ORDER BY c.id COLLATE BINARY LIMIT ?", (chunk_id, claim_id, SAME_CHUNK_LIMIT),
         )
-        total = query(
-            "SELECT count(*) FROM rag_claims WHERE source_chunk_id = ? AND id IS NOT ?", (chunk_id, claim_id)
-        )[0][0]
+        same = [r[:-1] for r in rows]
+        total = rows[0][-1] if rows else 0
     document_title = chunk.parent_title if chunk is not None else None
     if chunk is None and parent_id is not None:
         titles = query("SELECT CAST(title AS TEXT) FROM rag_parents WHERE id = ?", (parent_id,))
@@ -125,21 +126,28 @@ def claim_provenance(query: Query, extras: Sequence[str], claim_id: str) -> Clai
 
 
 # The communities of a namespace whose `members` (a JSON array of entity names) hold a
-# name; a `members` that is not valid JSON holds none.
+# name; a `members` that is not valid JSON holds none. The LIKE (cheap, and ASCII letters
+# compare without case there too) keeps the JSON parsing to the rows that may hold it.
 _MEMBER_OF = """
 SELECT s.id, CAST(s.community_name AS TEXT), s.level
 FROM rag_community_summaries AS s,
      json_each(CASE WHEN json_valid(CAST(s.members AS TEXT)) THEN CAST(s.members AS TEXT) ELSE '[]' END) AS m
-WHERE s.namespace = :ns AND m.type = 'text' AND (m.value = :name OR lower(m.value) = lower(:name))
+WHERE s.namespace = :ns AND CAST(s.members AS TEXT) LIKE :pattern ESCAPE '\\'
+  AND m.type = 'text' AND (m.value = :name OR lower(m.value) = lower(:name))
 GROUP BY s.id
 ORDER BY s.level, s.id COLLATE BINARY
 """
 
 
+def _like(text: str) -> str:
+    """A LIKE pattern for `text` anywhere (its % _ and \\ taken literally)."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def entity_communities(query: Query, namespace: str, entity: str) -> list[CommunityRef]:
     """The communities of the namespace whose members include `entity` (by name; ASCII
     letters compare without case), coarsest level first, then by id."""
-    return [_ref(row) for row in query(_MEMBER_OF, {"ns": namespace, "name": entity})]
+    return [_ref(row) for row in query(_MEMBER_OF, {"ns": namespace, "name": entity, "pattern": _like(entity)})]
 
 
 def _ref(row: tuple) -> CommunityRef:
@@ -195,20 +203,28 @@ def _words(text: str) -> list[str]:
 def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch]:
     """Communities of the namespace that `typed` names: by community name (best match
     first), then the communities whose members include an entity so named (the best
-    ENTITY_LIMIT entities). At most MATCH_LIMIT, each community once. Names are matched
-    fuzzily (difflib, the slow part) only when no name holds the typed words."""
-    rows = query(
-        "SELECT id, CAST(community_name AS TEXT), level FROM rag_community_summaries "
-        "WHERE namespace = ? AND community_name IS NOT NULL", (namespace,),
-    )
+    ENTITY_LIMIT entities). At most MATCH_LIMIT, each community once.
+
+    The names holding the typed words are found first (SQL's LIKE on the longest typed word
+    narrows them down; it ignores case for ASCII letters only). Only when there are none are names matched
+    fuzzily: the typed words against the distinct words of all names (far fewer than the
+    names), then the names holding a close word for each typed word."""
+    words = _words(typed)
+    if not words:
+        return []
+    narrowest = _like(max(words, key=len))  # the longest typed word: the fewest rows hold it
+    names_sql = ("SELECT id, CAST(community_name AS TEXT), level FROM rag_community_summaries "
+                 "WHERE namespace = ? AND community_name IS NOT NULL")
+    rows = query(names_sql + " AND CAST(community_name AS TEXT) LIKE ? ESCAPE '\\'", (namespace, narrowest))
     scored = [(score, row) for row in rows if (score := name_score(typed, row[1] or "", fuzzy=False)) > 0]
     if not scored:
-        scored = [(score, row) for row in rows if (score := name_score(typed, row[1] or "")) > 0]
+        scored = _fuzzy_names(query(names_sql, (namespace,)), typed, words)
     scored.sort(key=lambda item: (-item[0], item[1][2], item[1][0]))
     matches = [GoToMatch(community=_ref(row)) for _, row in scored[:MATCH_LIMIT]]
     entities = [
         (score, name) for (name,) in query(
-            "SELECT CAST(name AS TEXT) FROM rag_entities WHERE namespace = ? AND name IS NOT NULL", (namespace,)
+            "SELECT CAST(name AS TEXT) FROM rag_entities WHERE namespace = ? AND name IS NOT NULL "
+            "AND CAST(name AS TEXT) LIKE ? ESCAPE '\\'", (namespace, narrowest),
         )
         if (score := name_score(typed, name or "", fuzzy=False)) >= 0.9
     ]
@@ -222,3 +238,17 @@ def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch
                 seen.add(ref.id)
                 matches.append(GoToMatch(community=ref, entity=entity))
     return matches
+
+
+def _fuzzy_names(rows: list[tuple], typed: str, words: list[str]) -> list[tuple[float, tuple]]:
+    """(score, row) of the names that match `typed` (any way `name_score` allows), looking
+    at no name without a word close to every typed word."""
+    named = [(row, _words(row[1] or "")) for row in rows]
+    vocabulary = {w for _, name_words in named for w in name_words if not w.isdigit()}
+    close = [{v for v in vocabulary if v == word or _close(word, v)} for word in words]
+    if not all(close):
+        return []
+    return [
+        (score, row) for row, name_words in named
+        if all(c.intersection(name_words) for c in close) and (score := name_score(typed, row[1] or "")) > 0
+    ]

@@ -86,6 +86,8 @@ CREATE INDEX IF NOT EXISTS idx_claims_community
     ON rag_claims(community_summary_id, id);
 CREATE INDEX IF NOT EXISTS idx_children_parent
     ON rag_children(parent_id);
+CREATE INDEX IF NOT EXISTS idx_claims_chunk
+    ON rag_claims(source_chunk_id);
 """
 
 

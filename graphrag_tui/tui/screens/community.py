@@ -25,9 +25,16 @@ from ...errors import InputError
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenClaim, OpenCommunity
 from ..passages import Passage
-from ..provenance_text import chunk_passages, highlighted_chunk, passage_note, sources_legend
+from ..provenance_text import (
+    APPROXIMATE_STYLE,
+    QUOTED_STYLE,
+    chunk_passages,
+    highlighted_chunk,
+    passage_note,
+    sources_legend,
+)
 from ..safe_text import one_line, safe, safe_line
-from ..widgets.find_bar import Findable, FindBar, MarkableStatic
+from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
 
@@ -175,7 +182,7 @@ class CommunityScreen(Findable, TabbedScreen):
                 with Vertical():
                     yield DataTable(id="claims", cursor_type="row", zebra_stripes=True)
                     with VerticalScroll(id="claim-detail-scroll"):
-                        yield Static(self._claim_detail(0), id="claim-detail")
+                        yield MarkableStatic(self._claim_detail(0), id="claim-detail")
             with TabPane(f"Sources ({len(detail.chunks)})", id="tab-sources"):
                 with VerticalScroll(id="sources"):
                     if not detail.chunks:
@@ -368,8 +375,14 @@ class CommunityScreen(Findable, TabbedScreen):
     def select_claim(self, index: int) -> None:
         if self.detail is None or not self.detail.claims:
             return
-        self.query_one("#claim-detail", Static).update(self._claim_detail(index))
+        shown = self.query_one("#claim-detail", MarkableStatic)
+        shown.show(self._claim_detail(index))
         self.query_one("#claim-detail-scroll", VerticalScroll).scroll_home(animate=False)
+        # A passage deep in a long chunk is scrolled into view.
+        start = next((span.start for span in shown.base.spans
+                      if str(span.style) in (QUOTED_STYLE, APPROXIMATE_STYLE)), None)
+        if start is not None:
+            self.call_after_refresh(lambda: scroll_to_line(shown, shown.line_of(start)))
         for chunk in self.query(".chunk"):
             chunk.remove_class("-selected")
         claim = self.detail.claims[index]

@@ -259,9 +259,12 @@ async def test_rests_on_lists_the_answers_citations_first_with_names_a_filter_an
             markdown = app.screen.query_one("#answer-text", Markdown)
             assert markdown.source == (
                 "The authority pays [Data: Reports ([2](community:ns%2F2))]. See also [ns/1](community:ns%2F1).")
-            app.screen.query_one("#citations-filter", Input).value = "bridge"
-            await pilot.pause()
+            field = app.screen.query_one("#citations-filter", Input)
+            field.focus()
+            await pilot.press(*"bridge")
             assert options(app, "#citations") == ["● ns/1  Bridge funding"]
+            await pilot.press("enter")  # from the filter to the list
+            assert app.focused is app.screen.query_one("#citations", OptionList)
             # What a click on the citation does (MarkdownBlock.action_link):
             markdown.post_message(Markdown.LinkClicked(markdown, "community:ns%2F2"))
             await wait_community(pilot)

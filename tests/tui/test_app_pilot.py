@@ -352,7 +352,7 @@ async def test_g_then_a_bare_number_opens_that_community(store: Path) -> None:
         await pilot.press("9", "enter")
         await pilot.pause()
         await wait_lookup(pilot)
-        assert text_of(pilot, "#goto-error") == "No community 9 in namespace ns."
+        assert text_of(pilot, "#goto-error") == "No community, community name or entity 9 in namespace ns."
         await pilot.press("backspace", "2", "enter")
         await pilot.pause()
         await wait_lookup(pilot)

@@ -39,6 +39,7 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
     from .screens.entity_communities import EntityCommunitiesScreen
+    from .screens.goto import GoToCommunityScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
@@ -46,7 +47,7 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .widgets.find_bar import FindBar
 
     return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
-            ClaimScreen, EntityCommunitiesScreen, FindBar)
+            ClaimScreen, EntityCommunitiesScreen, FindBar, GoToCommunityScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -35,7 +35,7 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 SIZE = (140, 42)
 KNOWN_IDS = (
     "back, cancel-run, command-palette, dialog-cancel, export, find, find-close, find-next, find-previous, goto, "
-    "grid-down, grid-next, grid-previous, grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, "
+    "goto-matches, grid-down, grid-next, grid-previous, grid-up, keys, no, open-batch, quit, save-response, tab-1, tab-2, tab-3, "
     "tab-4, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
@@ -113,6 +113,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
         "InputDialog", "BatchGrid", "ClaimScreen", "EntityCommunitiesScreen", "FindBar",
+        "GoToCommunityScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 

@@ -49,7 +49,9 @@ from .copying import copy_text
 from .messages import (
     ModelStateChanged,
     OpenBatch,
+    OpenClaim,
     OpenCommunity,
+    OpenEntity,
     OpenRecord,
     RunEvents,
     RunFinished,
@@ -61,8 +63,10 @@ from .response_spill import ResponseSpill
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
+from .screens.claim import ClaimScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
+from .screens.entity_communities import EntityCommunitiesScreen
 from .screens.explore import ExploreScreen
 from .screens.export import ExportScreen
 from .screens.goto import GoToCommunityScreen
@@ -134,7 +138,8 @@ class GraphRAGApp(App[int]):
                 tooltip="quit (asks first while a run is going)"),
         Binding("escape", "escape", "Cancel run", show=False, id="cancel-run",
                 tooltip="cancel a running run"),
-        Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
+        Binding("g", "goto", "Go to community", id="goto",
+                tooltip="go to a community by id, number, name or member entity"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("x", "explore", "Explore", id="explore", tooltip="explore the index: community tree and search"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
@@ -518,6 +523,12 @@ class GraphRAGApp(App[int]):
     def open_community(self, community_id: str) -> None:
         self.push_screen(CommunityScreen(self.store, community_id))  # reads the store in a worker
 
+    def on_open_claim(self, message: OpenClaim) -> None:
+        self.push_screen(ClaimScreen(self.store, message.claim_id))  # reads the store in a worker
+
+    def on_open_entity(self, message: OpenEntity) -> None:
+        self.push_screen(EntityCommunitiesScreen(self.store, message.namespace, message.name))
+
     def on_open_batch(self, message: OpenBatch) -> None:
         state = self.run_state
         if state.plan is None or not 0 <= message.batch_index < len(state.plan.batches):
@@ -541,7 +552,9 @@ class GraphRAGApp(App[int]):
                 self.open_community(community_id)
 
         self.push_screen(
-            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
+            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace,
+                                search=lambda text: self.store.find_communities(namespace, text)),
+            chosen,
         )
 
     def action_copy_focused(self) -> None:

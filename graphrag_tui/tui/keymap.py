@@ -35,18 +35,23 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     anything of the app is built)."""
     from .app import GraphRAGApp
     from .screens.batch import BatchScreen
+    from .screens.claim import ClaimScreen
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
+    from .screens.entity_communities import EntityCommunitiesScreen
     from .screens.explore import ExploreScreen
+    from .screens.goto import GoToCommunityScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
     from .screens.overview import OverviewScreen
     from .screens.record import RecordScreen
     from .widgets.batch_grid import BatchGrid
+    from .widgets.find_bar import FindBar
 
     return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
-            ExploreScreen, RecordScreen, OverviewScreen)
+            ExploreScreen, RecordScreen, OverviewScreen, ClaimScreen, EntityCommunitiesScreen, FindBar,
+            GoToCommunityScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -77,3 +77,18 @@ class ShowInTree(Message):
     def __init__(self, community_id: str) -> None:
         super().__init__()
         self.community_id = community_id
+class OpenClaim(Message):
+    """Open the claim view of one claim (it bubbles to the App)."""
+
+    def __init__(self, claim_id: str) -> None:
+        super().__init__()
+        self.claim_id = claim_id
+
+
+class OpenEntity(Message):
+    """Show an entity of a namespace: the communities whose members include it."""
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__()
+        self.namespace = namespace
+        self.name = name

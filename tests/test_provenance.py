@@ -11,6 +11,7 @@ import pytest
 
 from graphrag_tui.importer import import_graphrag
 from graphrag_tui.store import CommunityStore
+from graphrag_tui.store.explore import entity_detail
 from graphrag_tui.store.provenance import name_score
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, CommunityRef, GoToMatch
 from graphrag_tui.tui.passages import Passage, best_sentence, find_passage
@@ -127,13 +128,17 @@ def test_a_claim_citing_a_missing_chunk_says_so(store_path: Path) -> None:
 
 def test_an_entitys_communities_are_those_whose_members_include_it(store_path: Path) -> None:
     with CommunityStore.open(store_path) as store:
-        assert store.entity_communities("ns", "GAMMA") == [
+        gamma = [
             CommunityRef(id="ns/0", name="Report title 0", level=0),
             CommunityRef(id="ns/2", name="Report title 2", level=1),
             CommunityRef(id="ns/3", name="Report title 3", level=1),
             CommunityRef(id="ns/10", name="Report title 10", level=2),
             CommunityRef(id="ns/9", name="Report title 9", level=2),
         ]
+        assert store.entity_communities("ns", "GAMMA") == gamma
+        # The entity view (which a claim's subject and object open) lists the same ones.
+        entity = entity_detail(store, "ns/2")
+        assert entity is not None and (entity.name, entity.communities) == ("GAMMA", gamma)
         assert store.entity_communities("ns", "epsilon") == [
             CommunityRef(id="ns/1", name="Report title 1", level=0),
         ]

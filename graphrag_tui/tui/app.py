@@ -49,9 +49,7 @@ from .copying import copy_text
 from .messages import (
     ModelStateChanged,
     OpenBatch,
-    OpenClaim,
     OpenCommunity,
-    OpenEntity,
     OpenRecord,
     RunEvents,
     RunFinished,
@@ -66,7 +64,6 @@ from .screens.batch import BatchScreen
 from .screens.claim import ClaimScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
-from .screens.entity_communities import EntityCommunitiesScreen
 from .screens.explore import ExploreScreen
 from .screens.export import ExportScreen
 from .screens.goto import GoToCommunityScreen
@@ -523,12 +520,6 @@ class GraphRAGApp(App[int]):
     def open_community(self, community_id: str) -> None:
         self.push_screen(CommunityScreen(self.store, community_id))  # reads the store in a worker
 
-    def on_open_claim(self, message: OpenClaim) -> None:
-        self.push_screen(ClaimScreen(self.store, message.claim_id))  # reads the store in a worker
-
-    def on_open_entity(self, message: OpenEntity) -> None:
-        self.push_screen(EntityCommunitiesScreen(self.store, message.namespace, message.name))
-
     def on_open_batch(self, message: OpenBatch) -> None:
         state = self.run_state
         if state.plan is None or not 0 <= message.batch_index < len(state.plan.batches):
@@ -611,8 +602,11 @@ class GraphRAGApp(App[int]):
         self.action_explore(select=message.community_id)
 
     def on_open_record(self, message: OpenRecord) -> None:
+        if message.kind == "claim":  # the claim view, with its passage highlighted
+            self.push_screen(ClaimScreen(self.store, message.record_id))  # reads the store in a worker
+            return
         explore = self.explore_session()
-        if explore is not None and message.kind in ("entity", "claim", "chunk", "members"):
+        if explore is not None and message.kind in ("entity", "chunk", "members"):
             self.push_screen(RecordScreen(explore, message.kind, message.record_id))  # type: ignore[arg-type]
 
     def action_keys(self) -> None:

@@ -38,7 +38,6 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.claim import ClaimScreen
     from .screens.community import CommunityScreen
     from .screens.confirm import ConfirmScreen
-    from .screens.entity_communities import EntityCommunitiesScreen
     from .screens.explore import ExploreScreen
     from .screens.goto import GoToCommunityScreen
     from .screens.input_dialog import InputDialog
@@ -50,7 +49,7 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .widgets.find_bar import FindBar
 
     return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
-            ExploreScreen, RecordScreen, OverviewScreen, ClaimScreen, EntityCommunitiesScreen, FindBar,
+            ExploreScreen, RecordScreen, OverviewScreen, ClaimScreen, FindBar,
             GoToCommunityScreen)
 
 

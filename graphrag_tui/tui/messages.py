@@ -63,7 +63,9 @@ class ModelStateChanged(Message):
 
 
 class OpenRecord(Message):
-    """Open the view of an entity, a claim or a chunk by id (search results, entity views)."""
+    """Open the view of an entity, a claim or a chunk by id, or the members of a community
+    (kind "members"): from search results, the community view, the claim and entity views.
+    A claim opens the claim view (`screens/claim.py`), the others `screens/record.py`."""
 
     def __init__(self, kind: str, record_id: str) -> None:
         super().__init__()
@@ -77,18 +79,3 @@ class ShowInTree(Message):
     def __init__(self, community_id: str) -> None:
         super().__init__()
         self.community_id = community_id
-class OpenClaim(Message):
-    """Open the claim view of one claim (it bubbles to the App)."""
-
-    def __init__(self, claim_id: str) -> None:
-        super().__init__()
-        self.claim_id = claim_id
-
-
-class OpenEntity(Message):
-    """Show an entity of a namespace: the communities whose members include it."""
-
-    def __init__(self, namespace: str, name: str) -> None:
-        super().__init__()
-        self.namespace = namespace
-        self.name = name

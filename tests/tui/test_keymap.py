@@ -116,7 +116,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "MainScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
         "InputDialog", "BatchGrid", "ExploreScreen", "RecordScreen", "OverviewScreen", "ClaimScreen",
-        "EntityCommunitiesScreen", "FindBar", "GoToCommunityScreen",
+        "FindBar", "GoToCommunityScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 

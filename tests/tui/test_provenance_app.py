@@ -10,13 +10,13 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
-from graphrag_tui.tui.messages import OpenBatch, OpenClaim
+from graphrag_tui.tui.messages import OpenBatch, OpenRecord
 from graphrag_tui.tui.provenance_text import APPROXIMATE_STYLE, QUOTED_STYLE
 from graphrag_tui.tui.screens.claim import ClaimScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
-from graphrag_tui.tui.screens.entity_communities import EntityCommunitiesScreen
 from graphrag_tui.tui.screens.goto import GoToCommunityScreen
 from graphrag_tui.tui.screens.main import MainScreen
+from graphrag_tui.tui.screens.record import RecordScreen
 from graphrag_tui.tui.widgets.find_bar import CURRENT_STYLE, MATCH_STYLE, MarkableStatic
 from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, map_reply, reduce_reply
 from tests.stores import provenance_store
@@ -49,7 +49,7 @@ def options(app, selector: str) -> list[str]:
 
 
 async def open_claim(pilot, claim_id: str) -> ClaimScreen:
-    pilot.app.post_message(OpenClaim(claim_id))
+    pilot.app.post_message(OpenRecord("claim", claim_id))
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ClaimScreen) and pilot.app.screen.loaded,
                      what="the claim view")
     await pilot.pause()
@@ -74,8 +74,8 @@ async def test_enter_on_a_claim_opens_the_claim_view_with_its_quoted_passage(sto
         assert text(app, "#claim-header") == (
             "Claim c1   leaf community ns/1   namespace ns\nType FUNDING   Status TRUE   From 1998-03-01")
         assert options(app, "#claim-entities") == [
-            "Subject  Port Authority   Enter: its communities",
-            "Object   Harbour Bridge   Enter: its communities",
+            "Subject  Port Authority   Enter: its communities and claims",
+            "Object   Harbour Bridge   Enter: its communities and claims",
         ]
         assert text(app, "#claim-description") == "The port authority pays for the harbour bridge."
         assert text(app, "#claim-source-title") == (
@@ -90,20 +90,34 @@ async def test_enter_on_a_claim_opens_the_claim_view_with_its_quoted_passage(sto
             "City Council: Fishing boats are exempt from the toll.",
         ]
 
-        # Enter on the subject: the communities whose members include it.
+        # Enter on the subject: its entity view, with the communities whose members include it.
         assert app.focused is screen.query_one("#claim-entities")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, EntityCommunitiesScreen) and app.screen.loaded,
-                         what="the entity's communities")
-        assert text(app, "#entity-title") == (
-            "Entity Port Authority   namespace ns\n"
-            "2 communities list it among their members (coarsest level first; Enter opens one):")
-        assert options(app, "#entity-communities") == [
-            "ns/0  Harbour and its money  level 0", "ns/1  Bridge funding  level 1"]
-        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded,
+                         what="the entity view")
+        assert (app.screen.kind, app.screen.record_id) == ("entity", "e1")
+        assert text(app, "#record-text") == "Entity Port Authority\nId e1   Namespace ns\n\n(no description)"
+        assert options(app, "#record-links") == [
+            "Communities whose members include it (2)", "L0 Harbour and its money  ns/0", "L1 Bridge funding  ns/1",
+            "Claims with it as subject or object (2)",
+            "Port Authority -> Harbour Bridge: The port authority pays for the harbour bridge.",
+            "Port Authority: Tolls repay the bridge loan.",
+        ]
+        assert app.focused is app.screen.query_one("#record-links")
+        await pilot.press("down", "down", "enter")  # past the heading and ns/0, to ns/1
         await wait_community(pilot)
         assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == "ns/1"
         await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert app.screen is screen
+        # Enter on the object: the entity of the object.
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded,
+                         what="the object's entity view")
+        assert (app.screen.kind, app.screen.record_id) == ("entity", "e2")
+        assert options(app, "#record-links")[:3] == [
+            "Communities whose members include it (2)", "L0 Harbour and its money  ns/0", "L1 Bridge funding  ns/1"]
+        await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
 
@@ -115,7 +129,7 @@ async def test_enter_on_a_claim_opens_the_claim_view_with_its_quoted_passage(sto
         await pilot.pause()
         assert app.screen.claim_id == "c3"
         assert text(app, "#claim-header") == "Claim c3   leaf community ns/2   namespace ns"
-        assert options(app, "#claim-entities") == ["Subject  City Council   Enter: its communities"]
+        assert options(app, "#claim-entities") == ["Subject  City Council   Enter: its communities and claims"]
         assert text(app, "#claim-source-title") == (
             "Source: chunk ns/chunk-1  from Annual report 1998\n"
             "Highlighted: the sentence that best matches the description — an approximate match "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from graphrag_tui.tui.messages import OpenClaim
+from graphrag_tui.tui.messages import OpenRecord
 from graphrag_tui.tui.screens.claim import ClaimScreen
 from tests.stores import provenance_store
 
@@ -29,7 +29,7 @@ def test_claim_view(snap_compare, store: Path, size: tuple[int, int]) -> None:
 
     async def run_before(pilot: Pilot) -> None:
         await wait_until(pilot, lambda: bool(pilot.app.screen.query("#citations")), what="the main screen")
-        pilot.app.post_message(OpenClaim("c1"))
+        pilot.app.post_message(OpenRecord("claim", "c1"))
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ClaimScreen) and pilot.app.screen.loaded,
                          what="the claim view")
         await pilot.pause()

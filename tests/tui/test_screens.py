@@ -17,7 +17,7 @@ from graphrag_tui.engine.prompts import map_messages, prompt_text
 from graphrag_tui.engine.result import RAW_RESPONSE_CAP, Attempt, BatchResult
 from graphrag_tui.store import CommunityStore
 from graphrag_tui.tui.app import GraphRAGApp
-from graphrag_tui.tui.messages import OpenClaim, OpenCommunity
+from graphrag_tui.tui.messages import OpenCommunity, OpenRecord
 from graphrag_tui.tui.safe_text import clean
 from graphrag_tui.tui.screens.batch import SHOW_LIMIT, BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
@@ -42,13 +42,13 @@ class Host(App[None]):
         super().__init__()
         self.opened: list[str] = []
         self.results: list[object] = []
-        self.claims: list[str] = []
+        self.records: list[str] = []
 
     def on_open_community(self, message: OpenCommunity) -> None:
         self.opened.append(message.community_id)
 
-    def on_open_claim(self, message: OpenClaim) -> None:
-        self.claims.append(message.claim_id)
+    def on_open_record(self, message: OpenRecord) -> None:
+        self.records.append(f"{message.kind}:{message.record_id}")
 
     def record(self, result: object) -> None:
         self.results.append(result)
@@ -251,7 +251,7 @@ async def test_claims_table_and_selected_claim_shows_its_chunk(store) -> None:
         assert "pays for the bridge" in text and "Chunk k1  from Annual report" in text
         await pilot.press("enter")  # Enter on a claim opens the claim view
         await pilot.pause()
-        assert app.claims == ["c1"]
+        assert app.records == ["claim:c1"]
 
         await pilot.click("#--content-tab-tab-sources")
         await pilot.pause()

@@ -1,7 +1,8 @@
 """One claim and the words it rests on: its subject and object (each opening its entity's
-communities), the full description, its type, status and dates when the store has them,
-then the source chunk with the cited passage highlighted, its document title, and the
-other claims that cite the same chunk.
+view: the communities whose members include it, and its claims), the full description,
+its type, status and dates when the store has them, then the source chunk with the cited
+passage highlighted, its document title, and the other claims that cite the same chunk.
+Every claim the app opens (`OpenRecord("claim", id)`) is shown here.
 
 The store is read in a thread worker (as the community view does); store text is
 untrusted and drawn only as `Text` from safe_text.
@@ -24,12 +25,15 @@ from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...store import ClaimProvenance, CommunityStore
-from ..messages import OpenClaim, OpenEntity
+from ..messages import OpenRecord
 from ..passages import Passage
 from ..provenance_text import chunk_passages, claim_facts, highlighted_chunk, passage_note
 from ..safe_text import clean, one_line, safe
 from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
+
+#: What Enter on the subject or the object opens (explore's entity view, `screens/record.py`).
+ENTITY_HINT = "   Enter: its communities and claims"
 
 
 class ClaimScreen(Findable, Screen):
@@ -109,10 +113,10 @@ class ClaimScreen(Findable, Screen):
             header.append_text(facts)
         yield Static(header, id="claim-header")
         entities = [Option(Text.assemble(("Subject  ", "dim"), (one_line(claim.subject), "bold"),
-                                         ("   Enter: its communities", "dim")), id="subject")]
+                                         (ENTITY_HINT, "dim")), id="subject")]
         if claim.object is not None:
             entities.append(Option(Text.assemble(("Object   ", "dim"), (one_line(claim.object), "bold"),
-                                                 ("   Enter: its communities", "dim")), id="object"))
+                                                 (ENTITY_HINT, "dim")), id="object"))
         yield OptionList(*entities, id="claim-entities")
         with VerticalScroll(id="claim-description-scroll"):
             description = safe(claim.description) if claim.description.strip() \
@@ -172,15 +176,15 @@ class ClaimScreen(Findable, Screen):
         provenance = self.provenance
         if provenance is None:
             return
-        name = provenance.claim.subject if event.option.id == "subject" else provenance.claim.object
-        if name is not None:
-            self.post_message(OpenEntity(provenance.namespace, name))
+        entity_id = provenance.subject_entity_id if event.option.id == "subject" else provenance.object_entity_id
+        if entity_id is not None:
+            self.post_message(OpenRecord("entity", entity_id))
 
     @on(OptionList.OptionSelected, "#claim-siblings")
     def _open_sibling(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if event.option.id is not None:
-            self.post_message(OpenClaim(event.option.id))
+            self.post_message(OpenRecord("claim", event.option.id))
 
     def action_close(self) -> None:
         self.dismiss()

@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
-from ..messages import OpenClaim, OpenCommunity, OpenRecord, ShowInTree
+from ..messages import OpenCommunity, OpenRecord, ShowInTree
 from ..passages import Passage
 from ..provenance_text import (
     APPROXIMATE_STYLE,
@@ -82,7 +82,7 @@ def claim_text(claim: ClaimDetail) -> Text:
 
 class CommunityScreen(Findable, TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`; Enter on
-    a claim posts `OpenClaim`."""
+    a claim posts `OpenRecord("claim", id)`."""
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="back", tooltip="back to the screen before"),
@@ -364,7 +364,7 @@ class CommunityScreen(Findable, TabbedScreen):
         """Enter on a claim opens the claim view."""
         event.stop()
         if self.detail is not None and 0 <= event.cursor_row < len(self.detail.claims):
-            self.post_message(OpenClaim(self.detail.claims[event.cursor_row].id))
+            self.post_message(OpenRecord("claim", self.detail.claims[event.cursor_row].id))
 
     def find_targets(self) -> list[Widget]:
         """What the find bar looks in: the tab shown's table, texts or chunks."""

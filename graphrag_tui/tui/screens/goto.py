@@ -14,16 +14,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import OptionList
+from textual.widgets.option_list import Option
 
 from ...errors import InputError
-from ...store import GoToMatch
+from ...store import CommunityRef, GoToMatch
 from ..safe_text import one_line
-from .entity_communities import community_option
 from .input_dialog import InputDialog
+
+
+def community_option(ref: CommunityRef, note: str = "") -> Option:
+    """A community in the list of matches: id, name and level."""
+    return Option(Text.assemble(
+        (one_line(ref.id), "bold"), "  ",
+        (one_line(ref.name), "italic") if ref.name else ("(no name)", "dim italic"),
+        (f"  level {ref.level}", "dim"), (note, "dim"),
+    ), id=ref.id)
 
 
 class GoToCommunityScreen(InputDialog[str]):

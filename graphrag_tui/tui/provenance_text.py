@@ -1,4 +1,4 @@
-"""How a claim and the passage it rests on are drawn (claim view, community view).
+"""How a claim and the passage it rests on are drawn (claim, community and entity views).
 
 Passages are found in the chunk's *cleaned* text (`safe_text.clean`), the text shown, so
 their offsets hold on screen. Store text is untrusted: only `Text` built from safe_text.
@@ -58,6 +58,15 @@ def passage_note(claim: ClaimDetail, passage: Passage | None) -> Text:
            else "the store has no source text for this claim")
     return Text.assemble(("Highlighted: ", "bold"), ("the sentence that best matches the description", APPROXIMATE_STYLE),
                          (f" — an approximate match ({why}).", "italic"))
+
+
+def claim_line(subject: str, object_: str | None, description: str, limit: int | None = None) -> Text:
+    """A claim on one line, `subject -> object: description` (the description cut at `limit`)."""
+    text = Text.assemble((one_line(subject), "bold"))
+    if object_:
+        text.append_text(Text.assemble(" -> ", (one_line(object_), "bold")))
+    text.append(": " + one_line(description, limit))
+    return text
 
 
 def claim_facts(claim: ClaimDetail) -> Text:

@@ -27,7 +27,7 @@ from ...errors import InputError
 from ...store import ClaimProvenance, CommunityStore
 from ..messages import OpenRecord
 from ..passages import Passage
-from ..provenance_text import chunk_passages, claim_facts, highlighted_chunk, passage_note
+from ..provenance_text import chunk_passages, claim_facts, claim_line, highlighted_chunk, passage_note
 from ..safe_text import clean, one_line, safe
 from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
@@ -135,9 +135,7 @@ class ClaimScreen(Findable, Screen):
                      id="claim-siblings-title")
         if provenance.same_chunk:
             yield OptionList(*[
-                Option(Text.assemble((one_line(other.subject), "bold"),
-                                     *((" -> ", ""), (one_line(other.object), "bold")) if other.object else (),
-                                     ": ", one_line(other.description)), id=other.id)
+                Option(claim_line(other.subject, other.object, other.description), id=other.id)
                 for other in provenance.same_chunk
             ], id="claim-siblings")
 

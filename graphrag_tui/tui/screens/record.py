@@ -25,6 +25,7 @@ from ...errors import InputError
 from ...session.explore import ExploreSession, Found
 from ...store.explore import ChunkView, ClaimRef, EntityDetail, Kind, MembersView, members_view
 from ..messages import OpenCommunity, OpenRecord
+from ..provenance_text import claim_line
 from ..safe_text import clean, one_line
 from ..widgets.footer import KeyFooter
 
@@ -33,13 +34,8 @@ RecordKind = Literal["entity", "chunk", "members"]
 MAX_LINKS = 2000
 
 
-def claim_line(claim: ClaimRef) -> Text:
-    text = Text(one_line(claim.subject), style="bold")
-    if claim.object is not None:
-        text.append(" -> ")
-        text.append(one_line(claim.object), style="bold")
-    text.append(": " + one_line(claim.description, 200))
-    return text
+def claim_ref_line(claim: ClaimRef) -> Text:
+    return claim_line(claim.subject, claim.object, claim.description, 200)
 
 
 class RecordScreen(Screen):
@@ -140,7 +136,7 @@ class RecordScreen(Screen):
                 self._link(links, label, "community", community.id)
             self._heading(links, "Claims with it as subject or object", len(view.claims))
             for claim in view.claims[:MAX_LINKS]:
-                self._link(links, claim_line(claim), "claim", claim.id)
+                self._link(links, claim_ref_line(claim), "claim", claim.id)
             return body, links
         chunk = view.chunk
         body = Text.assemble(("Chunk ", "bold"), (one_line(chunk.id), "bold"), ("  from ", "dim"),
@@ -148,7 +144,7 @@ class RecordScreen(Screen):
                              clean(chunk.content))
         self._heading(links, "Claims citing it", len(view.claims))
         for claim in view.claims[:MAX_LINKS]:
-            self._link(links, claim_line(claim), "claim", claim.id)
+            self._link(links, claim_ref_line(claim), "claim", claim.id)
         return body, links
 
     @on(OptionList.OptionSelected, "#record-links")

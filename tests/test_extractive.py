@@ -151,14 +151,31 @@ async def test_reduce_merges_in_order_and_drops_duplicates() -> None:
     )
 
 
-async def test_reduce_caps_lines() -> None:
-    blocks = [f"[Usefulness: {90 - i}; Community IDs: {i}]\nFact {i}. [Community {i}]" for i in range(15)]
+async def test_reduce_keeps_every_line() -> None:
+    """No "(+N more sentences not shown)": the whole answer is there (the app scrolls)."""
+    blocks = [f"[Usefulness: {90 - i}; Community IDs: {i}]\nFact {i}. [Community {i}]" for i in range(40)]
     answer = await reduce_answer("\n\n".join(blocks))
     lines = answer.splitlines()
-    assert lines[0] == "From 15 intermediate answers (extractive, not an LLM):"
+    assert lines[0] == "From 40 intermediate answers (extractive, not an LLM):"
     assert lines[1] == ""
-    assert lines[2:14] == [f"- Fact {i}. [Community {i}]" for i in range(12)]
-    assert lines[14:] == ["", "(+3 more sentences not shown)"]
+    assert lines[2:] == [f"- Fact {i}. [Community {i}]" for i in range(40)]
+
+
+async def test_parts_cut_mid_word_are_quoted_from_word_boundaries() -> None:
+    # Part 2 alone: it starts mid-word ("rbor"), and, alone in its batch, may end mid-word.
+    cut = "[Community ID: h | summary part 2]\nrbor Mutual pays rivers claims. The rivers board me"
+    assert (await map_reply("rivers", cut))["answer"] == (
+        "The rivers board… [Community h]\n…Mutual pays rivers claims. [Community h]")
+    # A chunk header cut before its "]" is not quoted.
+    cut_header = "[Community ID: h | summary part 1]\nRivers rise.\n- [Chunk harbor-"
+    assert (await map_reply("rivers", cut_header))["answer"] == "Rivers rise. [Community h]"
+    # Parts 1 and 2 of one community in one batch are joined where they were cut.
+    joined = ("[Community ID: h | summary part 1]\nThe Ha\n[Community ID: h | summary part 2]\n"
+              "rbor rivers rise.\n[Community ID: k | summary part 1]\nLakes.")
+    assert (await map_reply("rivers", joined))["answer"] == "The Harbor rivers rise. [Community h]"
+    # CJK text has no words to cut: a continuation part is quoted as it is.
+    assert (await map_reply("天气", "[Community ID: 8 | summary part 2]\n天气很好！"))["answer"] == (
+        "天气很好！ [Community 8]")
 
 
 async def test_reduce_never_empty() -> None:

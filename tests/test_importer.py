@@ -434,10 +434,10 @@ def test_sqlite_failure_on_new_file_removes_it(tmp_path: Path, monkeypatch: pyte
 
     real_insert_sql = namespace_write.insert_sql
 
-    def failing_claims(table: str) -> str:
+    def failing_claims(table: str, optional: tuple[str, ...] = ()) -> str:
         if table == "rag_claims":
-            return "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        return real_insert_sql(table)
+            return "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        return real_insert_sql(table, optional)
 
     monkeypatch.setattr(namespace_write, "insert_sql", failing_claims)
     store = tmp_path / "new.db"

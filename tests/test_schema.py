@@ -12,7 +12,7 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.importer import import_graphrag
 from graphrag_tui.importer.writer import ROWS_OF_TABLE
 from graphrag_tui.store import CommunityStore, namespace_write
-from graphrag_tui.store.schema import COLUMNS, SCHEMA_SQL, TABLES, insert_sql
+from graphrag_tui.store.schema import COLUMNS, OPTIONAL, SCHEMA_SQL, TABLES, insert_sql
 from tests.graphrag_fixtures import write_index
 
 EXPECTED_COLUMNS = {
@@ -27,6 +27,8 @@ EXPECTED_COLUMNS = {
         "source_parent_id", "source_chunk_id", "community_summary_id",
     ),
 }
+
+EXPECTED_OPTIONAL = ("source_text", "type", "status", "start_date", "end_date")
 
 
 def table_columns(path: Path) -> dict[str, tuple[str, ...]]:
@@ -81,19 +83,21 @@ def test_the_store_insert_fills_the_schema_columns(tmp_path: Path) -> None:
 
 def test_the_importer_writes_every_table_through_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each of the importer's inserts is the store's `insert_sql`, table by table in the
-    schema's order, with rows as long as the schema's column list."""
+    schema's order, with rows as long as the schema's column list (claims: and the optional
+    columns the covariates fill, which the import adds to the table)."""
     assert set(ROWS_OF_TABLE) == set(TABLES)
-    written: list[tuple[str, int]] = []
+    written: list[tuple[str, tuple[str, ...]]] = []
 
-    def recording(table: str) -> str:
-        written.append((table, len(COLUMNS[table])))
-        return insert_sql(table)
+    def recording(table: str, optional: tuple[str, ...] = ()) -> str:
+        written.append((table, optional))
+        return insert_sql(table, optional)
 
     monkeypatch.setattr(namespace_write, "insert_sql", recording)
     store = tmp_path / "s.db"
     report = import_graphrag(write_index(tmp_path / "out"), store, "ns")
-    assert written == [(table, len(COLUMNS[table])) for table in TABLES]
+    assert written == [(table, OPTIONAL.get(table, ()) if table == "rag_claims" else ()) for table in TABLES]
     assert report.communities > 0
-    assert table_columns(store) == EXPECTED_COLUMNS
+    assert table_columns(store) == {**EXPECTED_COLUMNS,
+                                    "rag_claims": EXPECTED_COLUMNS["rag_claims"] + EXPECTED_OPTIONAL}
     with CommunityStore.open(store) as opened:
         assert [info.name for info in opened.namespaces()] == ["ns"]

@@ -19,20 +19,25 @@ from typing import Any
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer.parquet_tables import GraphRagIndex, Table, as_int, as_list, as_text
 from graphrag_tui.importer.report import ImportReport
+from graphrag_tui.store.schema import OPTIONAL
 
-#: The object GraphRAG writes for a claim without one.
+#: The object GraphRAG writes for a claim without one (and the value it writes for a
+#: claim's missing source text, type, status or date).
 NO_OBJECT = "NONE"
 
 
 @dataclass
 class StoreRows:
-    """Rows for the five store tables, as tuples in the column order of ``store.schema.COLUMNS``."""
+    """Rows for the five store tables, as tuples in the column order of ``store.schema.COLUMNS``;
+    a claim's tuple goes on with the optional columns named in ``claim_extras``."""
 
     parents: list[tuple[Any, ...]] = field(default_factory=list)
     children: list[tuple[Any, ...]] = field(default_factory=list)
     entities: list[tuple[Any, ...]] = field(default_factory=list)
     summaries: list[tuple[Any, ...]] = field(default_factory=list)
     claims: list[tuple[Any, ...]] = field(default_factory=list)
+    #: The optional ``rag_claims`` columns (``store.schema.OPTIONAL``) the covariates fill.
+    claim_extras: tuple[str, ...] = ()
 
 
 @dataclass
@@ -280,6 +285,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
             )
 
         no_description = 0
+        rows.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if claims_table.has(c))
         for _, row, _source, sid in _keyed_rows(claims_table, ns, report):
             subject = as_text(row["subject_id"])
             if subject is None or subject.strip() == "":
@@ -315,6 +321,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
                     parent_id,
                     chunk_id,
                     None if leaf is None else store_id(ns, leaf),
+                    *(_claim_extra(row.get(column)) for column in rows.claim_extras),
                 )
             )
         if no_description:
@@ -328,6 +335,13 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
     report.entities = len(rows.entities)
     report.entities_from_claims = added_entities
     return rows
+
+
+def _claim_extra(value: object) -> str | None:
+    """A claim's source text, type, status or date as text; GraphRAG's "NONE" and blank
+    text mean there is none."""
+    text = as_text(value)
+    return None if text is None or text.strip() in ("", NO_OBJECT) else text
 
 
 def assign_leaf(

@@ -85,6 +85,12 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("object_id", required=False),
         Column("description", required=False),
         Column("text_unit_id"),
+        # What GraphRAG says of a claim beyond SPEC §2, kept in optional store columns.
+        Column("source_text", required=False),
+        Column("type", required=False),
+        Column("status", required=False),
+        Column("start_date", required=False),
+        Column("end_date", required=False),
     ),
 }
 

@@ -39,7 +39,10 @@ def write_namespace(
     new_file = check_writable(store_path)
     by_table = {table: getattr(rows, attribute) for table, attribute in ROWS_OF_TABLE.items()}
     try:
-        replaced = replace_namespace(store_path, namespace, by_table, new_file=new_file, interrupted=interrupted)
+        replaced = replace_namespace(
+            store_path, namespace, by_table, new_file=new_file, interrupted=interrupted,
+            optional={"rag_claims": rows.claim_extras} if rows.claim_extras else None,
+        )
     except WriteInterrupted:
         raise ImportInterrupted from None
     return replaced, new_file

@@ -22,8 +22,6 @@ B = 0.75
 MAP_TOP_SENTENCES = 3
 #: Longest sentence quoted in a Map answer (code points); longer ones are cut with "…".
 MAX_SENTENCE_CHARS = 300
-#: Sentence lines in a Reduce answer (after the lead line).
-REDUCE_MAX_LINES = 12
 
 STOPWORDS: frozenset[str] = frozenset(
     """
@@ -112,27 +110,77 @@ class _Sentence:
     tokens: list[str]
 
 
-def _parts(content: str) -> list[tuple[str | None, list[str]]]:
-    """(community id, text lines) per part; text before any header has no id."""
-    parts: list[tuple[str | None, list[str]]] = []
-    current: tuple[str | None, list[str]] | None = None
+@dataclass
+class _Part:
+    """A community's text in the batch: one part, or consecutive parts joined again.
+    `cut_before`/`cut_after`: the text may start/end in the middle of a word, because the
+    batcher splits a long community text at any code point (SPEC §3.4)."""
+
+    community_id: str | None
+    first: int
+    last: int
+    lines: list[str]
+    cut_before: bool = False
+    cut_after: bool = False
+
+
+def _parts(content: str) -> list[_Part]:
+    """The parts of the batch; text before any header has no id. Consecutive parts of one
+    community are joined where they were cut (the last line of one and the first of the
+    next make one line again), so a sentence split over two parts is whole."""
+    parts: list[_Part] = []
+    current: _Part | None = None
+    join_next = False
     for line in content.splitlines():
         header = _HEADER_RE.match(line)
         if header:
-            current = (header.group(1), [])
+            number = int(header.group(2))
+            if current is not None and current.community_id == header.group(1) and number == current.last + 1:
+                current.last, join_next = number, True
+                continue
+            current, join_next = _Part(header.group(1), number, number, []), False
             parts.append(current)
             continue
         if current is None:
-            current = (None, [])
+            current = _Part(None, 1, 1, [])
             parts.append(current)
-        current[1].append(line)
+        if join_next and current.lines:
+            current.lines[-1] += line
+        else:
+            current.lines.append(line)
+        join_next = False
+    for part in parts:
+        part.cut_before = part.first > 1
+    if len(parts) == 1:  # a part cut at its end fills a batch of its own
+        parts[0].cut_after = True
     return parts
+
+
+#: A word character that is not CJK: a word that can be cut in two.
+_LATIN_WORD_RE = re.compile(rf"(?:(?!{_CJK})\w)")
+_CUT_CHUNK_RE = re.compile(r"^\s*-\s+\[Chunk [^\]]*$")
+
+
+def _drop_cut_words(part: _Part) -> list[str]:
+    """The part's lines without a word cut in two at its start or end; "…" marks the cut."""
+    lines = list(part.lines)
+    if part.cut_before and lines and _LATIN_WORD_RE.match(lines[0][:1]):
+        rest = lines[0].split(None, 1)
+        lines[0] = "…" + rest[1] if len(rest) == 2 else ""
+    if part.cut_after and lines:
+        last = lines[-1]
+        if _CUT_CHUNK_RE.match(last):  # a chunk header cut before its "]"
+            lines[-1] = ""
+        elif last[-1:] and _LATIN_WORD_RE.match(last[-1]) and len(last.split()) > 1:
+            lines[-1] = last.rsplit(None, 1)[0] + "…"
+    return lines
 
 
 def _sentences(content: str) -> list[_Sentence]:
     out: list[_Sentence] = []
-    for community_id, lines in _parts(content):
-        for line in lines:
+    for part in _parts(content):
+        community_id = part.community_id
+        for line in _drop_cut_words(part):
             line = _SECTION_RE.sub("", line)
             if _BULLET_RE.match(line):
                 line = _BULLET_RE.sub("", line, count=1)
@@ -271,7 +319,7 @@ def _reduce_blocks(content: str) -> list[tuple[list[str], list[str]]]:
 
 def merge_answers(content: str) -> str:
     """Reduce: the ranked answers' lines in order, duplicates dropped (their citations
-    merged into the kept line), at most REDUCE_MAX_LINES lines after a lead line."""
+    merged into the kept line), all of them after a lead line (the app scrolls)."""
     blocks = _reduce_blocks(content)
     n = len(blocks)
     lead = f"From {n} intermediate answer{'s' if n != 1 else ''} (extractive, not an LLM):"
@@ -299,13 +347,8 @@ def merge_answers(content: str) -> str:
         if n == 0:
             return ""
         return lead + "\n\n(the intermediate answers had no text)"
-    shown = kept[:REDUCE_MAX_LINES]
     # A Markdown list, so the app renders one sentence per line.
-    out = lead + "\n\n" + "\n".join("- " + " ".join(entry) for entry in shown)
-    if len(kept) > len(shown):
-        more = len(kept) - len(shown)
-        out += f"\n\n(+{more} more sentence{'s' if more != 1 else ''} not shown)"
-    return out
+    return lead + "\n\n" + "\n".join("- " + " ".join(entry) for entry in kept)
 
 
 def _to_json(obj: dict[str, object]) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine.tokens import estimate_tokens
+from graphrag_tui.store.records import CommunityRef
 from graphrag_tui.store.store import _parse_members, _text
 
 if TYPE_CHECKING:
@@ -191,12 +192,6 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class CommunityRef(_Frozen):
-    id: str
-    name: str | None = None
-    level: int
-
-
 class ClaimRef(_Frozen):
     """A claim with its entities' ids and names (a missing entity row: the id as its name)."""
 
@@ -263,8 +258,9 @@ def _claims(store: CommunityStore, where: str, params: tuple) -> list[ClaimRef]:
 
 
 def entity_detail(store: CommunityStore, entity_id: str) -> EntityDetail | None:
-    """The entity, the communities of its namespace whose `members` name it (by level,
-    then id), and the claims in which it is subject or object (by id)."""
+    """The entity, the communities of its namespace whose `members` name it (as go-to's
+    entity matches find them: by level, then id), and the claims in which it is subject or
+    object (by id)."""
     rows = store._query(
         "SELECT CAST(id AS TEXT), CAST(namespace AS TEXT), coalesce(CAST(name AS TEXT), ''), description "
         "FROM rag_entities WHERE id = ?", (entity_id,),
@@ -272,16 +268,7 @@ def entity_detail(store: CommunityStore, entity_id: str) -> EntityDetail | None:
     if not rows:
         return None
     eid, namespace, name, description = rows[0]
-    communities = [
-        CommunityRef(id=cid, name=_text(cname), level=int(level))
-        for cid, cname, level in store._query(
-            "SELECT DISTINCT s.id, s.community_name, s.level FROM rag_community_summaries AS s, "
-            "json_each(CASE WHEN json_valid(s.members) THEN s.members ELSE '[]' END) AS m "
-            "WHERE s.namespace = ? AND m.type = 'text' AND m.value = ? "
-            "ORDER BY s.level, s.id COLLATE BINARY",
-            (namespace, name),
-        )
-    ]
+    communities = store.entity_communities(namespace, name)
     claims = _claims(store, "c.subject_entity_id = ? OR c.object_entity_id = ?", (eid, eid))
     return EntityDetail(id=eid, namespace=namespace, name=name, description=_text(description),
                         communities=communities, claims=claims)

@@ -9,7 +9,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphrag_tui.store.schema import TABLES, delete_namespace_sql, insert_sql, schema_statements
+from graphrag_tui.store.schema import (
+    TABLES,
+    add_column_sql,
+    delete_namespace_sql,
+    insert_sql,
+    schema_statements,
+)
 from graphrag_tui.store.validation import StoreError
 
 BUSY_TIMEOUT_S = 10.0
@@ -28,9 +34,12 @@ def replace_namespace(
     *,
     new_file: bool,
     interrupted: Callable[[], bool] = lambda: False,
+    optional: Mapping[str, tuple[str, ...]] | None = None,
 ) -> int:
     """Replace `namespace` in the store with `rows` (table -> tuples in `schema.COLUMNS`
-    order), creating any missing schema, all in one transaction. Returns how many rows of
+    order, then the table's `optional` columns, `schema.OPTIONAL` names), creating any
+    missing schema and adding those optional columns where the store lacks them, all in
+    one transaction. Returns how many rows of
     the namespace were deleted.
 
     On any failure the transaction is rolled back, the store file is removed when
@@ -48,11 +57,19 @@ def replace_namespace(
             conn.execute("BEGIN IMMEDIATE")
             for statement in schema_statements():  # inside the transaction: DDL rolls back too
                 conn.execute(statement)
+            optional = dict(optional or {})
+            for table, columns in optional.items():
+                if table not in TABLES:
+                    raise ValueError(f"unknown table {table!r}")
+                present = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({table})")}
+                for column in columns:
+                    if column not in present:
+                        conn.execute(add_column_sql(table, column))
             replaced = 0
             for table in reversed(TABLES):  # claims first: they reference the others
                 replaced += conn.execute(delete_namespace_sql(table), (namespace,)).rowcount
             for table in TABLES:
-                conn.executemany(insert_sql(table), rows.get(table, ()))
+                conn.executemany(insert_sql(table, optional.get(table, ())), rows.get(table, ()))
             if interrupted():
                 raise WriteInterrupted
             conn.set_progress_handler(None, 0)  # from here on the write completes

@@ -1,8 +1,11 @@
 """The community store's tables (SPEC §2), named as in graphrag-ts's PostgreSQL schema.
 
 This is the one place that lists the tables and their columns: the store's checks and
-inserts, and the importer's writes, all derive from `TABLE_COLUMNS`. The store reads no
-optional columns; extra columns a store may have are ignored.
+inserts, and the importer's writes, all derive from `TABLE_COLUMNS`. `OPTIONAL_COLUMNS`
+are columns a store may have beyond those (graphrag-ts ignores extra columns): a store
+without them opens and works; where they are present the store reads them, and the
+importer adds them (`add_column_sql`) when it has values for them. Other extra columns
+are ignored.
 """
 
 from __future__ import annotations
@@ -50,6 +53,22 @@ TABLE_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("community_summary_id", "TEXT NULL REFERENCES rag_community_summaries(id)"),
     ),
 }
+#: Table -> optional (column, SQL definition): not created with the table, not required at
+#: open. `rag_claims` keeps what GraphRAG's covariates say of a claim beyond SPEC §2: the
+#: passage it quotes, its type, status and dates.
+OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "rag_claims": (
+        ("source_text", "TEXT"),
+        ("type", "TEXT"),
+        ("status", "TEXT"),
+        ("start_date", "TEXT"),
+        ("end_date", "TEXT"),
+    ),
+}
+#: Table -> its optional column names, in order.
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    table: tuple(name for name, _ in columns) for table, columns in OPTIONAL_COLUMNS.items()
+}
 _TABLE_CONSTRAINTS: dict[str, tuple[str, ...]] = {"rag_entities": ("UNIQUE (namespace, name)",)}
 
 TABLES = tuple(TABLE_COLUMNS)
@@ -67,6 +86,8 @@ CREATE INDEX IF NOT EXISTS idx_claims_community
     ON rag_claims(community_summary_id, id);
 CREATE INDEX IF NOT EXISTS idx_children_parent
     ON rag_children(parent_id);
+CREATE INDEX IF NOT EXISTS idx_claims_chunk
+    ON rag_claims(source_chunk_id);
 """
 
 
@@ -87,10 +108,22 @@ def schema_statements() -> list[str]:
     return [statement.strip() for statement in SCHEMA_SQL.split(";") if statement.strip()]
 
 
-def insert_sql(table: str) -> str:
-    """The INSERT of one row of `table`, its values in `COLUMNS[table]` order."""
-    columns = COLUMNS[table]
+def insert_sql(table: str, optional: tuple[str, ...] = ()) -> str:
+    """The INSERT of one row of `table`, its values in `COLUMNS[table]` order, then the
+    `optional` columns (names from `OPTIONAL[table]`) in the order given."""
+    unknown = set(optional) - set(OPTIONAL.get(table, ()))
+    if unknown:
+        raise ValueError(f"unknown optional column(s) for {table}: {', '.join(sorted(unknown))}")
+    columns = COLUMNS[table] + tuple(optional)
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+
+
+def add_column_sql(table: str, column: str) -> str:
+    """The ALTER TABLE that adds one optional column to a store that lacks it."""
+    definition = dict(OPTIONAL_COLUMNS.get(table, ())).get(column)
+    if definition is None:
+        raise ValueError(f"unknown optional column {table}.{column}")
+    return f"ALTER TABLE {table} ADD COLUMN {column} {definition}"
 
 
 def delete_namespace_sql(table: str) -> str:

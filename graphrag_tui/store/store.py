@@ -23,9 +23,10 @@ from pydantic import BaseModel, ConfigDict
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store import map_parts
+from graphrag_tui.store import map_parts, provenance
 from graphrag_tui.store.read_ahead import read_ahead
-from graphrag_tui.store.schema import COLUMNS, TABLES, create_schema, insert_sql
+from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
+from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -130,27 +131,6 @@ class NamespaceInfo(BaseModel):
     entity_count: int = 0
 
 
-class ClaimDetail(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    leaf_id: str
-    subject: str
-    object: str | None = None
-    description: str
-    chunk_id: str | None = None
-    source_parent_id: str | None = None
-
-
-class ChunkDetail(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    content: str
-    parent_id: str | None = None
-    parent_title: str | None = None
-
-
 class CommunityDetail(BaseModel):
     """Everything the drill-down shows about one community.
 
@@ -212,13 +192,13 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _claim_detail(claim: Claim, source_parent_id: Any) -> ClaimDetail:
+def _claim_detail(claim: Claim, source_parent_id: Any, extras: Mapping[str, str | None]) -> ClaimDetail:
     """The drill-down's claim; a NULL where a claim needs text (id, subject, description)
-    shows as empty."""
+    shows as empty. `extras`: its optional fields (source text, type, status, dates)."""
     return ClaimDetail(
         id=_text(claim.id) or "", leaf_id=claim.leaf_id, subject=_text(claim.subject) or "",
         object=_text(claim.object), description=_text(claim.description) or "",
-        chunk_id=_text(claim.chunk_id), source_parent_id=_text(source_parent_id),
+        chunk_id=_text(claim.chunk_id), source_parent_id=_text(source_parent_id), **extras,
     )
 
 
@@ -319,6 +299,9 @@ class CommunityStore:
             for row in conn.execute("SELECT name FROM pragma_index_info(?)", (name,))
             .fetchall()[:1]
         )
+        claim_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_claims)")}
+        #: The optional `rag_claims` columns this store has (`schema.OPTIONAL`), read where present.
+        self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in claim_columns)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -385,18 +368,27 @@ class CommunityStore:
     def insert(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
         """Insert rows (dicts keyed by column name) into one table in one transaction.
 
-        Missing keys become NULL. Returns the number of rows inserted."""
+        Missing keys become NULL. Optional columns (`schema.OPTIONAL`) that the rows use are
+        added to the table first when it lacks them. Returns the number of rows inserted."""
         if not self.writable:
             raise InputError(f"Store {self.path} is open read-only")
         if table not in COLUMNS:
             raise ValueError(f"unknown table {table!r}")
-        columns = COLUMNS[table]
         rows = list(rows)
-        unknown = {key for row in rows for key in row} - set(columns)
+        used = {key for row in rows for key in row}
+        optional = tuple(c for c in OPTIONAL.get(table, ()) if c in used)
+        columns = COLUMNS[table] + optional
+        unknown = used - set(columns)
         if unknown:
             raise ValueError(f"unknown column(s) for {table}: {', '.join(sorted(unknown))}")
         with self._lock, self._conn:
-            self._conn.executemany(insert_sql(table), ([row.get(col) for col in columns] for row in rows))
+            present = {row[1].lower() for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            for column in optional:
+                if column not in present:
+                    self._conn.execute(add_column_sql(table, column))
+            self._conn.executemany(insert_sql(table, optional), ([row.get(col) for col in columns] for row in rows))
+        if table == "rag_claims" and optional:
+            self.claim_extras = tuple(dict.fromkeys((*self.claim_extras, *optional)))
         return len(rows)
 
     # -- reading -------------------------------------------------------------------------
@@ -664,6 +656,7 @@ class CommunityStore:
             "SELECT id, source_parent_id FROM rag_claims "
             "WHERE community_summary_id IN (SELECT value FROM json_each(?))", (leaves,)
         ))
+        extras = provenance.claim_extras(self._query, self.claim_extras, leaves)
         cited = dict.fromkeys(claim.chunk_id for claim in claims if claim.chunk_id is not None)
         found = {
             row[0]: ChunkDetail(id=row[0], content=_text(row[1]), parent_id=_text(row[2]),
@@ -679,7 +672,7 @@ class CommunityStore:
             id=cid, namespace=namespace, name=_text(name), level=level, parent_id=parent,
             parent_dangling=parent_dangling, children=children, leaf_ids=leaf_ids,
             is_leaf=not children, summary=_text(summary) or "", members=_parse_members(members),
-            claims=[_claim_detail(claim, documents.get(claim.id)) for claim in claims],
+            claims=[_claim_detail(claim, documents.get(claim.id), extras.get(claim.id, {})) for claim in claims],
             chunks=[found[c] for c in cited if c in found],
         )
 
@@ -709,3 +702,22 @@ class CommunityStore:
             {"ns": namespace, "suffix": suffix},
         )
         return rows[0][0] if len(rows) == 1 else None
+
+    # -- provenance (store/provenance.py) -------------------------------------------------
+
+    def claim_provenance(self, claim_id: str) -> ClaimProvenance | None:
+        """One claim with the chunk it cites and the other claims citing it (None: no such claim)."""
+        return provenance.claim_provenance(self._query, self.claim_extras, claim_id)
+
+    def entity_communities(self, namespace: str, entity: str) -> list[CommunityRef]:
+        """The communities of the namespace whose members include the entity named `entity`."""
+        return provenance.entity_communities(self._query, namespace, entity)
+
+    def community_refs(self, ids: list[str]) -> dict[str, CommunityRef]:
+        """The communities among `ids` that exist, with their names."""
+        return provenance.community_refs(self._query, ids)
+
+    def find_communities(self, namespace: str, text: str) -> list[GoToMatch]:
+        """Communities of the namespace named by `text`: fuzzily by community name, or
+        through an entity of that name among their members."""
+        return provenance.find_communities(self._query, namespace, text.strip())

@@ -63,6 +63,7 @@ from .response_spill import ResponseSpill
 from .run_state import RunState
 from .safe_text import clean, one_line
 from .screens.batch import BatchScreen
+from .screens.claim import ClaimScreen
 from .screens.community import CommunityScreen
 from .screens.confirm import ConfirmScreen
 from .screens.explore import ExploreScreen
@@ -145,7 +146,8 @@ class GraphRAGApp(RunHistoryActions, App[int]):
                 tooltip="quit (asks first while a run is going)"),
         Binding("escape", "escape", "Cancel run", show=False, id="cancel-run",
                 tooltip="cancel a running run"),
-        Binding("g", "goto", "Go to community", id="goto", tooltip="go to a community by id or number"),
+        Binding("g", "goto", "Go to community", id="goto",
+                tooltip="go to a community by id, number, name or member entity"),
         Binding("e", "export", "Export", id="export", tooltip="export the run (JSON and Markdown report)"),
         Binding("x", "explore", "Explore", id="explore", tooltip="explore the index: community tree and search"),
         Binding("question_mark", "keys", "Keys", id="keys", tooltip="the list of keys"),
@@ -577,7 +579,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
                 self.open_community(community_id)
 
         self.push_screen(
-            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace), chosen
+            GoToCommunityScreen(lambda text: self.store.resolve_community(namespace, text), namespace,
+                                search=lambda text: self.store.find_communities(namespace, text)),
+            chosen,
         )
 
     def action_copy_focused(self) -> None:
@@ -634,8 +638,11 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self.action_explore(select=message.community_id)
 
     def on_open_record(self, message: OpenRecord) -> None:
+        if message.kind == "claim":  # the claim view, with its passage highlighted
+            self.push_screen(ClaimScreen(self.store, message.record_id))  # reads the store in a worker
+            return
         explore = self.explore_session()
-        if explore is not None and message.kind in ("entity", "claim", "chunk", "members"):
+        if explore is not None and message.kind in ("entity", "chunk", "members"):
             self.push_screen(RecordScreen(explore, message.kind, message.record_id))  # type: ignore[arg-type]
 
     def action_keys(self) -> None:

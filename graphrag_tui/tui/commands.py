@@ -42,7 +42,8 @@ def app_commands(app: GraphRAGApp) -> Iterator[Command]:
     yield Command("Run", "Run global search with the question in the setup form", app.setup_form.submit)
     if app.run_state.running:
         yield Command("Cancel run", "Cancel the running search" + key("cancel-run"), app.cancel_event.set)
-    yield Command("Go to community", "Open a community by id or GraphRAG number" + key("goto"), app.action_goto)
+    yield Command("Go to community", "Open a community by id, GraphRAG number, name or member entity" + key("goto"),
+                  app.action_goto)
     yield Command("Explore the index", "The community tree and full-text search" + key("explore"), app.action_explore)
     yield Command("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches",
                   app.action_overview)

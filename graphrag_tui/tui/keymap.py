@@ -35,10 +35,12 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     anything of the app is built)."""
     from .app import GraphRAGApp
     from .screens.batch import BatchScreen
+    from .screens.claim import ClaimScreen
     from .screens.community import CommunityScreen
     from .screens.compare import CompareScreen
     from .screens.confirm import ConfirmScreen
     from .screens.explore import ExploreScreen
+    from .screens.goto import GoToCommunityScreen
     from .screens.input_dialog import InputDialog
     from .screens.keys import KeysScreen
     from .screens.main import MainScreen
@@ -48,9 +50,11 @@ def binding_owners() -> tuple[type[DOMNode], ...]:
     from .screens.run_view import RunViewScreen
     from .screens.runs import RunsScreen
     from .widgets.batch_grid import BatchGrid
+    from .widgets.find_bar import FindBar
 
     return (GraphRAGApp, MainScreen, CommunityScreen, BatchScreen, KeysScreen, ConfirmScreen, InputDialog, BatchGrid,
-            ExploreScreen, RecordScreen, OverviewScreen, RunsScreen, RunViewScreen, CompareScreen, RerunScreen)
+            ExploreScreen, RecordScreen, OverviewScreen, RunsScreen, RunViewScreen, CompareScreen, RerunScreen,
+            ClaimScreen, FindBar, GoToCommunityScreen)
 
 
 def class_bindings(owner: type[DOMNode]) -> list[Binding]:

@@ -63,7 +63,9 @@ class ModelStateChanged(Message):
 
 
 class OpenRecord(Message):
-    """Open the view of an entity, a claim or a chunk by id (search results, entity views)."""
+    """Open the view of an entity, a claim or a chunk by id, or the members of a community
+    (kind "members"): from search results, the community view, the claim and entity views.
+    A claim opens the claim view (`screens/claim.py`), the others `screens/record.py`."""
 
     def __init__(self, kind: str, record_id: str) -> None:
         super().__init__()

@@ -268,12 +268,17 @@ async def test_drill_down_from_the_answer_citations(store: Path) -> None:
                 ["Port Authority", "—", "meets every month", "k1"],
             ]
             assert text_of(pilot, "#claim-detail") == (
-                "Claim c1  of leaf ns/1\nPort Authority -> Harbour Bridge: pays for the bridge\n\n"
-                "Chunk k1  from Annual report\nThe authority approved the bridge budget."
+                "Claim c1  of leaf ns/1   Enter: the claim view\n"
+                "Port Authority -> Harbour Bridge: pays for the bridge\n\n"
+                "Chunk k1  from Annual report\nThe authority approved the bridge budget.\n"
+                "Highlighted: the sentence that best matches the description — an approximate match "
+                "(the store has no source text for this claim)."
             )
             await pilot.click("#--content-tab-tab-sources")
             await pilot.pause()
-            assert text_of(pilot, "#chunk-0") == "Chunk k1  from Annual report\nThe authority approved the bridge budget."
+            assert text_of(pilot, "#chunk-0") == (
+                "Chunk k1  from Annual report\nThe authority approved the bridge budget.\n"
+                "1 claim passage marked: 0 quoted, 1 approximate (best-matching sentence)")
             assert "The authority approved the bridge budget." in screen_text(app)
 
             await pilot.press("escape")
@@ -347,7 +352,7 @@ async def test_g_then_a_bare_number_opens_that_community(store: Path) -> None:
         await pilot.press("9", "enter")
         await pilot.pause()
         await wait_lookup(pilot)
-        assert text_of(pilot, "#goto-error") == "No community 9 in namespace ns."
+        assert text_of(pilot, "#goto-error") == "No community, community name or entity 9 in namespace ns."
         await pilot.press("backspace", "2", "enter")
         await pilot.pause()
         await wait_lookup(pilot)

@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static, Tree
 
 from graphrag_tui.tui.app import GraphRAGApp
+from graphrag_tui.tui.screens.claim import ClaimScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.explore import MARK_STYLE, ExploreScreen
 from graphrag_tui.tui.screens.overview import OverviewScreen
@@ -127,7 +128,8 @@ async def test_search_groups_marks_and_opens_each_kind(store: Path, tmp_path: Pa
             "Search Marley: 1 communities, 1 entities, 1 claims, 1 chunks")
         await pilot.press("down")  # from the box into the results
         assert pilot.app.focused is results
-        for index, expected in ((1, CommunityScreen), (3, RecordScreen), (5, RecordScreen), (7, RecordScreen)):
+        # A claim opens the claim view (its passage highlighted), the entity and the chunk their record views.
+        for index, expected in ((1, CommunityScreen), (3, RecordScreen), (5, ClaimScreen), (7, RecordScreen)):
             results.highlighted = index
             await pilot.press("enter")
             await pilot.pause()
@@ -135,8 +137,11 @@ async def test_search_groups_marks_and_opens_each_kind(store: Path, tmp_path: Pa
             assert isinstance(opened, expected)
             await wait_until(pilot, lambda opened=opened: opened.loaded, what="the view")
             if isinstance(opened, RecordScreen):
-                assert opened.kind == ("entity", "claim", "chunk")[(index - 3) // 2]
+                assert (opened.kind, opened.record_id) == {3: ("entity", "carol/89"), 7: ("chunk", "carol/k1")}[index]
                 assert opened.view is not None
+            if isinstance(opened, ClaimScreen):
+                assert opened.claim_id == "carol/89"
+                assert opened.provenance is not None and opened.provenance.claim.id == "carol/89"
             await pilot.press("escape")
             await pilot.pause()
             assert pilot.app.screen is screen
@@ -165,6 +170,17 @@ async def test_entity_view(store: Path, tmp_path: Path) -> None:
         await pilot.press("enter")
         await wait_community(pilot)
         assert app.screen.community_id == "carol/1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        links.highlighted = 4  # its claim: the one claim view, with the claim's chunk
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ClaimScreen) and app.screen.loaded, what="the claim")
+        assert app.screen.claim_id == "carol/89"
+        assert [str(o.prompt) for o in app.screen.query_one("#claim-entities", OptionList).options] == [
+            "Subject  JACOB MARLEY   Enter: its communities and claims",
+            "Object   EBENEZER SCROOGE   Enter: its communities and claims",
+        ]
 
 
 async def test_overview(store: Path, tmp_path: Path) -> None:

@@ -35,16 +35,16 @@ from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait
 SIZE = (140, 42)
 KNOWN_IDS = (
     "back, cancel-run, command-palette, compare-runs, copy, delete-run, dialog-cancel, explore, explore-back, "
-    "explore-expand-all, explore-level, explore-overview, explore-search, explore-sort, export, goto, grid-down, "
-    "grid-next, grid-previous, grid-up, keys, mark-run, members, no, open-batch, overview-back, question, quit, "
-    "record-back, rerun-failed, resume-run, runs, runs-filter, save-response, show-in-tree, tab-1, tab-2, tab-3, "
-    "tab-4, toggle-setup, yes"
+    "explore-expand-all, explore-level, explore-overview, explore-search, explore-sort, export, find, find-close, "
+    "find-next, find-previous, goto, goto-matches, grid-down, grid-next, grid-previous, grid-up, keys, mark-run, "
+    "members, no, open-batch, overview-back, question, quit, record-back, rerun-failed, resume-run, runs, "
+    "runs-filter, save-response, show-in-tree, tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.
 APP_ROWS = [
     ("ctrl+q", "quit (asks first while a run is going)", True),
-    ("g", "go to a community by id or number", True),
+    ("g", "go to a community by id, number, name or member entity", True),
     ("e", "export the run (JSON and Markdown report)", True),
     ("x", "explore the index: community tree and search", True),
     ("?", "the list of keys", True),
@@ -118,7 +118,7 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
     assert {c.__name__ for c in classes} == {
         "GraphRAGApp", "TabbedScreen", "MainScreen", "CommunityScreen", "BatchScreen", "KeysScreen", "ConfirmScreen",
         "InputDialog", "BatchGrid", "ExploreScreen", "RecordScreen", "OverviewScreen", "RunsScreen", "RunViewScreen",
-        "CompareScreen", "RerunScreen",
+        "CompareScreen", "RerunScreen", "ClaimScreen", "FindBar", "GoToCommunityScreen",
     }
     assert ", ".join(known_ids()) == KNOWN_IDS
 
@@ -185,7 +185,7 @@ async def test_a_remapped_key_works_and_the_old_one_does_not(store: Path) -> Non
         await pilot.pause()
 
         keys = await open_keys_with(pilot, "f1")
-        assert ("ctrl+g", "go to a community by id or number", True) in keys.rows
+        assert ("ctrl+g", "go to a community by id, number, name or member entity", True) in keys.rows
         assert ("f1", "the list of keys", True) in keys.rows
         assert not any(k in ("g", "?") for k, _, _ in keys.rows)
         assert "Esc or f1 closes this list." in screen_text(app)
@@ -261,6 +261,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 *SCREEN_ROWS,
                 ("1 2 3 4", "show the tab of that number", True),
                 ("Esc", "back to the screen before", True),
+                ("ctrl+f", "find text in the tables and texts shown", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")
@@ -292,6 +293,7 @@ async def test_the_keys_screen_lists_the_keys_of_the_screen_under_it(store: Path
                 ("Esc", "back to the screen before", True),
                 ("t", "show this community in the Explore screen's tree", True),
                 ("m", "the members, each opening its entity", True),
+                ("ctrl+f", "find text in the tables and texts shown", True),
                 *APP_ROWS,
             ]
             await pilot.press("escape")
@@ -332,7 +334,7 @@ async def test_the_palette_offers_cancel_only_while_a_run_is_going(store: Path) 
                 commands = await palette_commands(pilot, 14)
                 ours = [
                     ("Run", "Run global search with the question in the setup form"),
-                    ("Go to community", "Open a community by id or GraphRAG number (^g)"),
+                    ("Go to community", "Open a community by id, GraphRAG number, name or member entity (^g)"),
                     ("Explore the index", "The community tree and full-text search (x)"),
                     ("Overview of the namespace", "Counts per level, largest communities, sizes, Map batches"),
                     ("Export run", "Write the finished run as JSON and Markdown (e)"),

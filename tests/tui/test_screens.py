@@ -17,7 +17,7 @@ from graphrag_tui.engine.prompts import map_messages, prompt_text
 from graphrag_tui.engine.result import RAW_RESPONSE_CAP, Attempt, BatchResult
 from graphrag_tui.store import CommunityStore
 from graphrag_tui.tui.app import GraphRAGApp
-from graphrag_tui.tui.messages import OpenCommunity
+from graphrag_tui.tui.messages import OpenCommunity, OpenRecord
 from graphrag_tui.tui.safe_text import clean
 from graphrag_tui.tui.screens.batch import SHOW_LIMIT, BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
@@ -42,9 +42,13 @@ class Host(App[None]):
         super().__init__()
         self.opened: list[str] = []
         self.results: list[object] = []
+        self.records: list[str] = []
 
     def on_open_community(self, message: OpenCommunity) -> None:
         self.opened.append(message.community_id)
+
+    def on_open_record(self, message: OpenRecord) -> None:
+        self.records.append(f"{message.kind}:{message.record_id}")
 
     def record(self, result: object) -> None:
         self.results.append(result)
@@ -225,29 +229,35 @@ async def test_claims_table_and_selected_claim_shows_its_chunk(store) -> None:
             ["Port Authority", "—", "meets every month", "k404"],
         ]
         assert rendered(app, "#claim-detail") == (
-            "Claim c1  of leaf ns/1\n"
+            "Claim c1  of leaf ns/1   Enter: the claim view\n"
             "Port Authority -> Harbour Bridge: pays for the bridge\n\n"
             "Chunk k1  from Annual report\n"
-            "The authority approved the bridge budget."
+            "The authority approved the bridge budget.\n"
+            "Highlighted: the sentence that best matches the description — an approximate match "
+            "(the store has no source text for this claim)."
         )
         table.focus()
         await pilot.press("down")
         await pilot.pause()
         assert rendered(app, "#claim-detail") == (
-            "Claim c2  of leaf ns/1\n"
+            "Claim c2  of leaf ns/1   Enter: the claim view\n"
             "Port Authority: meets every month\n\n"
             "Chunk k404 is not in the store (dangling reference)."
         )
-        await pilot.press("up", "enter")
+        await pilot.press("up")
         await pilot.pause()
         assert app.screen.query_one("#chunk-0").has_class("-selected")
         text = screen_text(app)
         assert "pays for the bridge" in text and "Chunk k1  from Annual report" in text
+        await pilot.press("enter")  # Enter on a claim opens the claim view
+        await pilot.pause()
+        assert app.records == ["claim:c1"]
 
         await pilot.click("#--content-tab-tab-sources")
         await pilot.pause()
         assert rendered(app, "#chunk-0") == (
-            "Chunk k1  from Annual report\nThe authority approved the bridge budget.")
+            "Chunk k1  from Annual report\nThe authority approved the bridge budget.\n"
+            "1 claim passage marked: 0 quoted, 1 approximate (best-matching sentence)")
         assert "The authority approved the bridge budget." in screen_text(app)
         assert app.opened == []
 
@@ -286,7 +296,9 @@ async def test_community_screen_injection_is_literal(store) -> None:
 
         await pilot.click("#--content-tab-tab-sources")
         await pilot.pause()
-        assert rendered(app, "#chunk-0") == f"Chunk k2  from {EVIL_SHOWN}\n{EVIL_SHOWN}"
+        assert rendered(app, "#chunk-0") == (
+            f"Chunk k2  from {EVIL_SHOWN}\n{EVIL_SHOWN}\n"
+            "1 claim passage marked: 0 quoted, 1 approximate (best-matching sentence)")
         sources = screen_text(app)
         assert EVIL_SHOWN in sources
         assert_clean(sources)

@@ -15,6 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import DataTable, Static, TabbedContent, TabPane, TextArea
 
 from ...engine import Attempt, BatchResult, MapBatch
@@ -23,6 +24,7 @@ from ...errors import InputError
 from ...export import check_output_file, existing_files, write_files
 from ..messages import OpenCommunity
 from ..safe_text import clean, one_line, safe, safe_line
+from ..widgets.find_bar import Findable, FindBar, MarkableStatic
 from ..widgets.footer import KeyFooter
 from .confirm import ConfirmScreen
 from .save_response import SaveResponseScreen
@@ -88,13 +90,14 @@ def attempt_header(attempt: Attempt) -> Text:
     return text
 
 
-class BatchScreen(TabbedScreen):
+class BatchScreen(Findable, TabbedScreen):
     """The batch view. Selecting a part row posts `OpenCommunity`."""
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="back", tooltip="back to the screen before"),
         Binding("s", "save_response", "Save whole response", id="save-response",
                 tooltip="save a response too long to show whole"),
+        Findable.FIND_BINDING,
     ]
 
     def __init__(
@@ -125,7 +128,7 @@ class BatchScreen(TabbedScreen):
         with TabbedContent(id="batch-tabs", initial=initial):
             with TabPane("Answer", id="tab-answer"):
                 with VerticalScroll(id="answer-scroll"):
-                    yield Static(self._answer_text(), id="answer")
+                    yield MarkableStatic(self._answer_text(), id="answer")
             with TabPane(f"Parts ({len(self.map_batch.parts)})", id="tab-parts"):
                 yield DataTable(id="parts", cursor_type="row", zebra_stripes=True)
             with TabPane("Prompt", id="tab-prompt"):
@@ -149,7 +152,14 @@ class BatchScreen(TabbedScreen):
                                 if utf8_size(shown) < whole_size(attempt):
                                     yield Static(self._hidden_text(attempt, shown), classes="raw-hidden")
                                 yield _literal_area(shown, classes="raw-response", id=f"raw-response-{number}")
+        yield FindBar(id="find-bar")
         yield KeyFooter()
+
+    def find_targets(self) -> list[Widget]:
+        """What the find bar looks in: the tab shown's text, table or raw responses."""
+        active = self.query_one("#batch-tabs", TabbedContent).active
+        selector = {"tab-answer": "#answer", "tab-parts": "#parts", "tab-prompt": "#prompt"}.get(active, ".raw-response")
+        return list(self.query(selector))
 
     def _hidden_text(self, attempt: Attempt, shown: str) -> Text:
         text = Text(f"showing {human_size(utf8_size(shown))} of {human_size(whole_size(attempt))}; ",

@@ -17,13 +17,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity, OpenRecord, ShowInTree
-from ..safe_text import clean, one_line, safe, safe_line
+from ..passages import Passage
+from ..provenance_text import (
+    APPROXIMATE_STYLE,
+    QUOTED_STYLE,
+    chunk_passages,
+    highlighted_chunk,
+    passage_note,
+    sources_legend,
+)
+from ..safe_text import one_line, safe, safe_line
+from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
 
@@ -39,14 +50,23 @@ def _count(total: int) -> str:
     return str(total) if total <= MAX_ROWS else f"first {MAX_ROWS} of {total}"
 
 
-def chunk_text(chunk: ChunkDetail) -> Text:
-    """A source chunk: its id and document title on one line, then its content."""
-    title = one_line(chunk.parent_title) or "(untitled document)"
-    return Text.assemble(
-        ("Chunk ", "bold"), (one_line(chunk.id), "bold"),
-        ("  from ", "dim"), (title, "italic"), "\n",
-        clean(chunk.content),
-    )
+def chunk_text(chunk: ChunkDetail, passages: dict[str, Passage] | None = None, *, legend: bool = True) -> Text:
+    """A source chunk: its id and document title on one line, then its content with the
+    passages of the claims citing it marked, then (`legend`) a line saying how many."""
+    text = highlighted_chunk(chunk, (passages or {}).values())
+    if legend:
+        text.append("\n")
+        text.append_text(sources_legend((passages or {}).values()))
+    return text
+
+
+def read_passages(detail: CommunityDetail) -> dict[str, dict[str, Passage]]:
+    """Chunk id -> {claim id: its passage in that chunk}, for the claims of the community."""
+    by_chunk: dict[str, list[ClaimDetail]] = {}
+    for claim in detail.claims:
+        if claim.chunk_id is not None:
+            by_chunk.setdefault(claim.chunk_id, []).append(claim)
+    return {chunk.id: chunk_passages(chunk, by_chunk.get(chunk.id, [])) for chunk in detail.chunks}
 
 
 def claim_text(claim: ClaimDetail) -> Text:
@@ -60,14 +80,16 @@ def claim_text(claim: ClaimDetail) -> Text:
     return text
 
 
-class CommunityScreen(TabbedScreen):
-    """One community of the store. Selecting a community id posts `OpenCommunity`."""
+class CommunityScreen(Findable, TabbedScreen):
+    """One community of the store. Selecting a community id posts `OpenCommunity`; Enter on
+    a claim posts `OpenRecord("claim", id)`."""
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="back", tooltip="back to the screen before"),
         Binding("t", "show_in_tree", "Show in tree", id="show-in-tree",
                 tooltip="show this community in the Explore screen's tree"),
         Binding("m", "members", "Members", id="members", tooltip="the members, each opening its entity"),
+        Findable.FIND_BINDING,
     ]
     AUTO_FOCUS = "#hierarchy"
 
@@ -91,13 +113,17 @@ class CommunityScreen(TabbedScreen):
         #: Option index in the hierarchy list -> the community id it opens.
         self._targets: dict[int, str] = {}
         self._chunk_index: dict[str, int] = {}
+        #: Chunk id -> {claim id: the claim's passage in the chunk}.
+        self.passages: dict[str, dict[str, Passage]] = {}
 
     @dataclass
     class Loaded(Message):
-        """What the worker read: the community (None if no such id), or the store's error."""
+        """What the worker read: the community (None if no such id) with its claims'
+        passages, or the store's error."""
 
         detail: CommunityDetail | None
         error: str | None
+        passages: dict[str, dict[str, Passage]] | None = None
 
     # -- reading the store (off the UI thread) -------------------------------------------
 
@@ -106,7 +132,9 @@ class CommunityScreen(TabbedScreen):
 
     def _read(self) -> None:
         try:
-            self.post_message(self.Loaded(self.store.community(self.community_id), None))
+            detail = self.store.community(self.community_id)
+            passages = read_passages(detail) if detail is not None else {}
+            self.post_message(self.Loaded(detail, None, passages))
         except InputError as error:  # StoreError: an unreadable store or row
             self.post_message(self.Loaded(None, str(error)))
 
@@ -114,6 +142,7 @@ class CommunityScreen(TabbedScreen):
     async def _loaded(self, message: Loaded) -> None:
         message.stop()
         self.detail, self.error, self._arrived = message.detail, message.error, True
+        self.passages = message.passages or {}
         if self.detail is not None:
             self._chunk_index = {chunk.id: index for index, chunk in enumerate(self.detail.chunks)}
         await self.recompose()
@@ -134,6 +163,7 @@ class CommunityScreen(TabbedScreen):
         detail = self.detail
         if detail is None:
             yield Static(self._missing_text(), id="community-missing")
+            yield FindBar(id="find-bar")
             yield KeyFooter()
             return
         yield Static(self._header_text(detail), id="community-header")
@@ -143,41 +173,48 @@ class CommunityScreen(TabbedScreen):
                     yield OptionList(*self._hierarchy_options(detail), id="hierarchy")
                     with VerticalScroll(id="overview-text"):
                         yield Static(Text("Summary"), classes="section-title")
-                        yield Static(
+                        yield MarkableStatic(
                             safe(detail.summary) if detail.summary.strip()
                             else Text("(empty summary)", style="dim italic"),
                             id="summary",
                         )
                         yield Static(Text(f"Members ({len(detail.members)})"),
                                      classes="section-title")
-                        yield Static(self._members_text(detail), id="members")
+                        yield MarkableStatic(self._members_text(detail), id="members")
             with TabPane(f"Claims ({_count(len(detail.claims))})", id="tab-claims"):
                 with Vertical():
                     yield DataTable(id="claims", cursor_type="row", zebra_stripes=True)
                     with VerticalScroll(id="claim-detail-scroll"):
-                        yield Static(self._claim_detail(0), id="claim-detail")
+                        yield MarkableStatic(self._claim_detail(0), id="claim-detail")
             with TabPane(f"Sources ({len(detail.chunks)})", id="tab-sources"):
                 with VerticalScroll(id="sources"):
                     if not detail.chunks:
                         yield Static(Text("No source chunks: the claims cite none.",
                                           style="dim italic"))
                     for index, chunk in enumerate(detail.chunks[:MAX_SOURCE_WIDGETS]):
-                        yield Static(chunk_text(chunk), classes="chunk", id=f"chunk-{index}")
+                        yield MarkableStatic(chunk_text(chunk, self.passages.get(chunk.id)),
+                                             classes="chunk", id=f"chunk-{index}")
                     if len(detail.chunks) > MAX_SOURCE_WIDGETS:
                         more = len(detail.chunks) - MAX_SOURCE_WIDGETS
                         yield Static(Text(
                             f"… and {more} more chunks: select a claim in the Claims tab "
                             "to read the chunk it cites.", style="dim italic"))
+        yield FindBar(id="find-bar")
         yield KeyFooter()
 
     def _fill_claims(self) -> None:
         if self.detail is None:
             return
         table = self.query_one("#claims", DataTable)
+        # Chunk ids are shown whole (up to 40 columns), the description takes the rest of the
+        # width (at least 40); the detail below the table has every cell in full.
+        longest = max((len(one_line(c.chunk_id)) for c in self.detail.claims[:MAX_ROWS]), default=5)
+        chunk_width = min(40, max(5, longest))
+        description_width = max(40, self.app.size.width - 2 * 22 - chunk_width - 10)
         table.add_column(Text("Subject"), width=22, key="subject")
         table.add_column(Text("Object"), width=22, key="object")
-        table.add_column(Text("Description"), width=48, key="description")
-        table.add_column(Text("Chunk"), width=16, key="chunk")
+        table.add_column(Text("Description"), width=description_width, key="description")
+        table.add_column(Text("Chunk"), width=chunk_width, key="chunk")
         for index, claim in enumerate(self.detail.claims[:MAX_ROWS]):
             table.add_row(
                 safe_line(claim.subject),
@@ -289,7 +326,7 @@ class CommunityScreen(TabbedScreen):
         claim = detail.claims[max(0, min(index, len(detail.claims) - 1))]
         text = Text.assemble(
             ("Claim ", "dim"), one_line(claim.id), ("  of leaf ", "dim"), one_line(claim.leaf_id),
-            "\n", claim_text(claim), "\n\n",
+            ("   Enter: the claim view", "dim"), "\n", claim_text(claim), "\n\n",
         )
         if claim.chunk_id is None:
             text.append("This claim cites no source chunk.", style="dim italic")
@@ -299,7 +336,11 @@ class CommunityScreen(TabbedScreen):
                 (" is not in the store (dangling reference).", "red"),
             ))
         else:
-            text.append_text(chunk_text(detail.chunks[self._chunk_index[claim.chunk_id]]))
+            passage = self.passages.get(claim.chunk_id, {}).get(claim.id)
+            text.append_text(chunk_text(detail.chunks[self._chunk_index[claim.chunk_id]],
+                                        {claim.id: passage} if passage else {}, legend=False))
+            text.append("\n")
+            text.append_text(passage_note(claim, passage))
         return text
 
     # -- events --------------------------------------------------------------------------
@@ -313,20 +354,38 @@ class CommunityScreen(TabbedScreen):
 
     @on(DataTable.RowHighlighted, "#claims")
     def _claim_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Show the claim in full, with its chunk, below the table; mark the chunk in the
+        Sources tab."""
         event.stop()
-        self.query_one("#claim-detail", Static).update(self._claim_detail(event.cursor_row))
+        self.select_claim(event.cursor_row)
 
     @on(DataTable.RowSelected, "#claims")
     def _claim_selected(self, event: DataTable.RowSelected) -> None:
-        """Show the claim's chunk below the table and mark it in the Sources tab."""
+        """Enter on a claim opens the claim view."""
         event.stop()
-        self.select_claim(event.cursor_row)
+        if self.detail is not None and 0 <= event.cursor_row < len(self.detail.claims):
+            self.post_message(OpenRecord("claim", self.detail.claims[event.cursor_row].id))
+
+    def find_targets(self) -> list[Widget]:
+        """What the find bar looks in: the tab shown's table, texts or chunks."""
+        active = self.query_one("#community-tabs", TabbedContent).active if self.detail is not None else ""
+        if active == "tab-claims":
+            return [self.query_one("#claims", DataTable)]
+        if active == "tab-sources":
+            return list(self.query(".chunk"))
+        return [w for w in self.query("#summary, #members") if isinstance(w, MarkableStatic)]
 
     def select_claim(self, index: int) -> None:
         if self.detail is None or not self.detail.claims:
             return
-        self.query_one("#claim-detail", Static).update(self._claim_detail(index))
+        shown = self.query_one("#claim-detail", MarkableStatic)
+        shown.show(self._claim_detail(index))
         self.query_one("#claim-detail-scroll", VerticalScroll).scroll_home(animate=False)
+        # A passage deep in a long chunk is scrolled into view.
+        start = next((span.start for span in shown.base.spans
+                      if str(span.style) in (QUOTED_STYLE, APPROXIMATE_STYLE)), None)
+        if start is not None:
+            self.call_after_refresh(lambda: scroll_to_line(shown, shown.line_of(start)))
         for chunk in self.query(".chunk"):
             chunk.remove_class("-selected")
         claim = self.detail.claims[index]

@@ -1,5 +1,6 @@
-"""The views of an entity, a claim and a chunk: what the row says, then a list of what it
-leads to (communities, entities, claims, chunks), each opened with Enter.
+"""The views of an entity, a chunk and a community's members: what the row says, then a
+list of what it leads to (communities, entities, claims), each opened with Enter (a claim
+opens the claim view, `screens/claim.py`).
 
 The store is read in a thread worker; the screen shows a loading line until its `Loaded`
 message arrives. Text from the store is shown as `Text` built by `safe_text`.
@@ -22,37 +23,34 @@ from textual.widgets.option_list import Option
 
 from ...errors import InputError
 from ...session.explore import ExploreSession, Found
-from ...store.explore import ChunkView, ClaimRef, ClaimView, EntityDetail, Kind, MembersView, members_view
+from ...store.explore import ChunkView, ClaimRef, EntityDetail, Kind, MembersView, members_view
 from ..messages import OpenCommunity, OpenRecord
+from ..provenance_text import claim_line
 from ..safe_text import clean, one_line
 from ..widgets.footer import KeyFooter
 
+RecordKind = Literal["entity", "chunk", "members"]
 #: Links listed at most (an entity named in thousands of claims): the heading says so.
 MAX_LINKS = 2000
 
 
-def claim_line(claim: ClaimRef) -> Text:
-    text = Text(one_line(claim.subject), style="bold")
-    if claim.object is not None:
-        text.append(" -> ")
-        text.append(one_line(claim.object), style="bold")
-    text.append(": " + one_line(claim.description, 200))
-    return text
+def claim_ref_line(claim: ClaimRef) -> Text:
+    return claim_line(claim.subject, claim.object, claim.description, 200)
 
 
 class RecordScreen(Screen):
-    """An entity, a claim or a chunk, by id."""
+    """An entity, a chunk or a community's members, by id."""
 
     BINDINGS = [Binding("escape", "close", "Back", id="record-back", tooltip="back to the screen before")]
     AUTO_FOCUS = "#record-links"
 
-    def __init__(self, explore: ExploreSession, kind: Kind | Literal["members"], record_id: str) -> None:
+    def __init__(self, explore: ExploreSession, kind: RecordKind, record_id: str) -> None:
         """`kind` "members": the members of the community `record_id`, each opening its entity."""
         super().__init__()
         self.explore = explore
         self.kind = kind
         self.record_id = record_id
-        self.view: EntityDetail | ClaimView | ChunkView | MembersView | None = None
+        self.view: EntityDetail | ChunkView | MembersView | None = None
         self.error: str | None = None
         self.loaded = False
         #: Option index -> (kind, id) it opens.
@@ -60,7 +58,7 @@ class RecordScreen(Screen):
 
     @dataclass
     class Loaded(Message):
-        view: EntityDetail | ClaimView | ChunkView | MembersView | None
+        view: EntityDetail | ChunkView | MembersView | None
         error: str | None
 
     def compose(self) -> ComposeResult:
@@ -111,7 +109,7 @@ class RecordScreen(Screen):
             links.append(Option(Text("none", style="dim italic"), disabled=True))
 
     def _compose_view(
-        self, view: EntityDetail | ClaimView | ChunkView | MembersView
+        self, view: EntityDetail | ChunkView | MembersView
     ) -> tuple[Text, list[Option | None]]:
         links: list[Option | None] = []
         if isinstance(view, MembersView):
@@ -138,29 +136,7 @@ class RecordScreen(Screen):
                 self._link(links, label, "community", community.id)
             self._heading(links, "Claims with it as subject or object", len(view.claims))
             for claim in view.claims[:MAX_LINKS]:
-                self._link(links, claim_line(claim), "claim", claim.id)
-            return body, links
-        if isinstance(view, ClaimView):
-            claim = view.claim
-            body = Text.assemble(("Claim ", "bold"), (one_line(claim.id), "bold"), "\n", claim_line(claim), "\n\n")
-            if view.chunk is not None:
-                body.append_text(Text.assemble(
-                    ("Chunk ", "bold"), one_line(view.chunk.id), ("  from ", "dim"),
-                    (one_line(view.chunk.document_title) or "(untitled document)", "italic"), "\n",
-                    clean(view.chunk.content)))
-            elif claim.chunk_id is not None:
-                body.append(f"Chunk {one_line(claim.chunk_id)} is not in the store (dangling reference).", style="red")
-            else:
-                body.append("This claim cites no source chunk.", style="dim italic")
-            links.append(Option(Text("Leads to", style="bold"), disabled=True))
-            self._link(links, Text.assemble(("Subject  ", "dim"), one_line(claim.subject)), "entity", claim.subject_id)
-            if claim.object_id is not None:
-                self._link(links, Text.assemble(("Object   ", "dim"), one_line(claim.object)), "entity", claim.object_id)
-            if claim.community_id is not None:
-                self._link(links, Text.assemble(("Community ", "dim"), one_line(claim.community_id)), "community",
-                           claim.community_id)
-            if view.chunk is not None:
-                self._link(links, Text.assemble(("Chunk    ", "dim"), one_line(view.chunk.id)), "chunk", view.chunk.id)
+                self._link(links, claim_ref_line(claim), "claim", claim.id)
             return body, links
         chunk = view.chunk
         body = Text.assemble(("Chunk ", "bold"), (one_line(chunk.id), "bold"), ("  from ", "dim"),
@@ -168,7 +144,7 @@ class RecordScreen(Screen):
                              clean(chunk.content))
         self._heading(links, "Claims citing it", len(view.claims))
         for claim in view.claims[:MAX_LINKS]:
-            self._link(links, claim_line(claim), "claim", claim.id)
+            self._link(links, claim_ref_line(claim), "claim", claim.id)
         return body, links
 
     @on(OptionList.OptionSelected, "#record-links")

@@ -1,17 +1,31 @@
-"""The outcome: the status as a word, the answer as Markdown, and the communities it rests on."""
+"""The outcome: the status as a word, the answer as Markdown, and the communities it rests on.
+
+"Rests on communities" lists first the communities the final answer's text cites (its
+citations are links too: a click opens the community), then the rest of the selected
+answers' communities, each with its name (read from the store in a thread worker), with a
+filter box above the list.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Markdown, OptionList, Static
+from textual.message import Message
+from textual.widgets import Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...engine import SearchResult
+from ...errors import InputError
+from ...store import CommunityRef, CommunityStore
+from ..citations import SCHEME, cited_ids, link_citations
 from ..messages import OpenCommunity
 from ..run_state import RunState
-from ..safe_text import clean, safe_line
+from ..safe_text import clean, one_line
+from ..screens.input_dialog import NO_CONTROLS
 from .setup_form import in_form_terms
 
 STATUS_STYLES = {
@@ -26,12 +40,37 @@ PHASE_WORDS = {"idle": "ready", "planning": "planning…", "map": "running Map�
 STREAM_TAIL_CHARS = 20000
 
 
+def rests_on(result: SearchResult) -> tuple[list[str], list[str]]:
+    """(the communities the final answer's text cites, the rest of the selected answers'
+    communities), each in order of first appearance."""
+    selected = result.cited_community_ids
+    in_answer = cited_ids(result.answer or "", result.namespace, selected)
+    cited = set(in_answer)
+    return in_answer, [c for c in selected if c not in cited]
+
+
+def community_line(community_id: str, ref: CommunityRef | None, cited: bool) -> Text:
+    return Text.assemble(
+        ("● " if cited else "  ", "bold"), (one_line(community_id), "bold"), "  ",
+        (one_line(ref.name), "italic") if ref is not None and ref.name else "",
+    )
+
+
 class AnswerPanel(VerticalScroll):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._shown: SearchResult | None = None
         self._shown_phase = "idle"  # what compose shows
         self._shown_stream = ""
+        #: The result's communities: those its answer cites, then the others; and their names.
+        self.in_answer: list[str] = []
+        self.others: list[str] = []
+        self.refs: dict[str, CommunityRef] = {}
+
+    @dataclass
+    class NamesRead(Message):
+        result: SearchResult
+        refs: dict[str, CommunityRef]
 
     def compose(self) -> ComposeResult:
         yield Static(Text("ready", style="dim"), id="answer-status")
@@ -41,6 +80,7 @@ class AnswerPanel(VerticalScroll):
         yield Static(id="answer-stream")
         yield Markdown("", open_links=False, id="answer-text")
         yield Static(Text("Rests on communities (Enter opens one):", style="bold"), id="citations-title")
+        yield Input(placeholder="filter by id or name", id="citations-filter", restrict=NO_CONTROLS)
         yield OptionList(id="citations")
 
     def update_from(self, state: RunState) -> None:
@@ -59,6 +99,7 @@ class AnswerPanel(VerticalScroll):
                 self.query_one("#answer-meta", Static).update("")
                 self.query_one("#answer-text", Markdown).update("")
                 self.query_one("#citations", OptionList).clear_options()
+                self.in_answer, self.others, self.refs = [], [], {}
                 self.set_class(False, "-has-citations")
             self._shown, self._shown_phase = None, state.phase
             return
@@ -86,13 +127,74 @@ class AnswerPanel(VerticalScroll):
                 meta.append("\n")
                 meta.append(clean(in_form_terms(line)), style="red" if line == result.error else "")
         self.query_one("#answer-meta", Static).update(meta)
-        self.query_one("#answer-text", Markdown).update(clean(result.answer or ""))
+        self.in_answer, self.others = rests_on(result)
+        self.refs = {}
+        known = [*self.in_answer, *self.others]
+        self.query_one("#answer-text", Markdown).update(link_citations(clean(result.answer or ""), result.namespace, known))
+        self.query_one("#citations-filter", Input).value = ""
+        self._fill_citations()
+        self.set_class(bool(known), "-has-citations")
+        if known:
+            self._read_names(result, known)
+
+    def _title(self) -> Text:
+        text = Text("Rests on communities", style="bold")
+        if self.in_answer or self.others:
+            text.append(f": {len(self.in_answer)} cited in the answer (●), then "
+                        f"{len(self.others)} more of the selected answers. Enter opens one.", style="")
+        return text
+
+    def _fill_citations(self) -> None:
+        """The list, filtered by the filter box (id or name, ignoring case)."""
+        self.query_one("#citations-title", Static).update(self._title())
+        wanted = self.query_one("#citations-filter", Input).value.strip().casefold()
         citations = self.query_one("#citations", OptionList)
         citations.clear_options()
-        citations.add_options([Option(safe_line(c), id=c) for c in result.cited_community_ids])
-        if result.cited_community_ids:  # Enter on the focused list opens the first one
+        options = []
+        for cited, ids in ((True, self.in_answer), (False, self.others)):
+            for cid in ids:
+                ref = self.refs.get(cid)
+                line = community_line(cid, ref, cited)
+                if not wanted or wanted in line.plain.casefold():
+                    options.append(Option(line, id=cid))
+        citations.add_options(options)
+        if options:  # Enter on the focused list opens the first one
             citations.highlighted = 0
-        self.set_class(bool(result.cited_community_ids), "-has-citations")
+
+    @work(thread=True, exit_on_error=False, group="citation-names")
+    def _read_names(self, result: SearchResult, ids: list[str]) -> None:
+        store = getattr(self.app, "store", None)
+        if not isinstance(store, CommunityStore):
+            return
+        try:
+            refs = store.community_refs(ids)
+        except InputError:  # an unreadable store: the list keeps its ids
+            return
+        self.post_message(self.NamesRead(result, refs))
+
+    @on(NamesRead)
+    def _names_read(self, message: NamesRead) -> None:
+        message.stop()
+        if message.result is self._shown:
+            self.refs = message.refs
+            self._fill_citations()
+
+    @on(Input.Changed, "#citations-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._fill_citations()
+
+    @on(Input.Submitted, "#citations-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#citations", OptionList).focus()
+
+    @on(Markdown.LinkClicked, "#answer-text")
+    def _citation_clicked(self, event: Markdown.LinkClicked) -> None:
+        """A citation in the answer opens its community; other links do nothing."""
+        event.stop()
+        if event.href.startswith(SCHEME) and len(event.href) > len(SCHEME):
+            self.post_message(OpenCommunity(event.href[len(SCHEME):]))
 
     def copy_text(self) -> tuple[str, str] | None:
         """The answer, as the model wrote it (Markdown), for `c`."""

@@ -469,7 +469,7 @@ class UsageServer(Server):
         if reply.status != 200:
             return reply
         body = json.dumps({"answer": f"{community_of(request)} says the port authority pays.", "usefulness": 50})
-        return Reply(completion(body, usage=usage(100, 10)))
+        return Reply(completion(body, usage=usage(100, 10)), gate=reply.gate)
 
 
 def test_the_history_lists_the_runs_usage_and_a_rerun_takes_rate_limits_and_prices_as_query_does(
@@ -502,3 +502,41 @@ def test_the_history_lists_the_runs_usage_and_a_rerun_takes_rate_limits_and_pric
     assert json.loads(settings[child.json["run_id"]])["requests_per_minute"] == 600
     listed = cli(history, "runs", "list", "--json", "--config", str(config))
     assert [r["usage_total"] for r in listed.json["runs"]] == [child_usage, parent_usage]
+
+
+class FirstAnswersServer(UsageServer):
+    """As UsageServer, but only the first Map request is answered; the others wait for
+    `release`."""
+
+    def __call__(self, request: Received) -> Reply:
+        reply = super().__call__(request)
+        if request.stage == "map" and self.answered_first:
+            return Reply(reply.body, gate=self.release)
+        self.answered_first = self.answered_first or request.stage == "map"
+        return reply
+
+    answered_first = False
+
+
+def test_a_resumed_run_counts_the_usage_paid_before_it_stopped(store: Path, history: Path) -> None:
+    script = FirstAnswersServer()
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: len(maps(server)) == 2)  # the first answered, the second held
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    assert process.returncode == 130, err
+    cancelled = json.loads(out)
+    assert cancelled["usage_total"] == {"prompt_tokens": 100, "completion_tokens": 10, "cached_tokens": 0,
+                                        "total_tokens": 110}
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", cancelled["run_id"], "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert len(maps(server)) == 7
+    # the batch answered before the interruption, the seven answered now, and Reduce
+    whole = {"prompt_tokens": 850, "completion_tokens": 85, "cached_tokens": 0, "total_tokens": 935}
+    assert resumed.json["usage_total"] == whole
+    assert cli(history, "runs", "--json").json["runs"][0]["usage_total"] == whole

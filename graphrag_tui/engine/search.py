@@ -48,7 +48,9 @@ class GlobalSearch:
 
     `prior`: batches already finished (a re-run keeps its parent's answers, a resume what
     finished before): they are kept as given, only the others are sent, and Reduce ranks
-    them all together."""
+    them all together. `prior_paid`: the prior batches were paid for in this same run (a
+    resume), so their usage counts toward its totals and its cost limit; a re-run's parent
+    paid for them, so they do not."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class GlobalSearch:
         prices: Prices | None = None,
         max_cost: float | None = None,
         prior: Mapping[int, BatchResult] | None = None,
+        prior_paid: bool = False,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -90,6 +93,9 @@ class GlobalSearch:
         ]
         for index, batch in (prior or {}).items():
             self.batches[index] = batch.model_copy(deep=True)
+            for attempt in batch.attempts if prior_paid else ():
+                if attempt.usage is not None:
+                    self.meter.add(attempt.usage, batch.prompt_tokens)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []

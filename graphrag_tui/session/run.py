@@ -138,6 +138,7 @@ class RunSession:
             prices=prices,
             max_cost=max_cost,
             prior={index: batch for index, (batch, _) in self.prior.items()},
+            prior_paid=self.resume_run_id is not None,
         )
         self._model_name = model_name(model, settings)
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import clean_env, run_cli
-from tests.explore_stores import ghosts
+from tests.explore_stores import guards
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    return ghosts(tmp_path / "carol.db")
+    return guards(tmp_path / "carol.db")
 
 
 @pytest.fixture
@@ -33,26 +33,26 @@ def index_files(env: dict[str, str]) -> list[Path]:
 
 
 def test_search_json_groups_results_by_kind(store: Path, env: dict[str, str]) -> None:
-    run = run_cli("search", str(store), "Marley", "--json", env=env)
+    run = run_cli("search", str(store), "Harrow", "--json", env=env)
     assert run.code == 0, run.stderr
     assert run.json == {
-        "query": "Marley",
+        "query": "Harrow",
         "namespace": "carol",
         "results": {
             "community": [
-                {"id": "carol/1", "kind": "community", "title": "Marley's visit",
-                 "snippet": "Jacob Marley comes back in chains."},
+                {"id": "carol/1", "kind": "community", "title": "Harrow's visit",
+                 "snippet": "Jonas Harrow comes back from sea."},
             ],
             "entity": [
-                {"id": "carol/89", "kind": "entity", "title": "JACOB MARLEY",
-                 "snippet": "JACOB MARLEY: Scrooge's late partner, dead seven years"},
+                {"id": "carol/89", "kind": "entity", "title": "JONAS HARROW",
+                 "snippet": "JONAS HARROW: Quill's old partner, away seven years"},
             ],
             "claim": [
-                {"id": "carol/89", "kind": "claim", "title": "JACOB MARLEY -> EBENEZER SCROOGE",
-                 "snippet": "Marley warns Scrooge of three spirits"},
+                {"id": "carol/89", "kind": "claim", "title": "JONAS HARROW -> ELIAS QUILL",
+                 "snippet": "Harrow warns Quill of three inspectors"},
             ],
             "chunk": [
-                {"id": "carol/k1", "kind": "chunk", "title": "A Christmas Carol", "snippet": "Marley was dead, to begin with."},
+                {"id": "carol/k1", "kind": "chunk", "title": "A Harbour Ledger", "snippet": "Harrow was away, to begin with."},
             ],
         },
     }
@@ -62,10 +62,10 @@ def test_search_json_groups_results_by_kind(store: Path, env: dict[str, str]) ->
 def test_search_phrase_prefix_kind_and_limit(store: Path, env: dict[str, str]) -> None:
     phrase = run_cli("search", str(store), '"counting house"', "--json", env=env).json["results"]
     assert [hit["id"] for hits in phrase.values() for hit in hits] == ["carol/2"]
-    prefix = run_cli("search", str(store), "Cratch*", "--kind", "claim", "--json", env=env).json
+    prefix = run_cli("search", str(store), "Penr*", "--kind", "claim", "--json", env=env).json
     assert list(prefix["results"]) == ["claim"]
     assert [hit["id"] for hit in prefix["results"]["claim"]] in (["carol/c3", "carol/c4"], ["carol/c4", "carol/c3"])
-    limited = run_cli("search", str(store), "Scrooge", "--kind", "claim", "--limit", "1", "--json", env=env).json
+    limited = run_cli("search", str(store), "Quill", "--kind", "claim", "--limit", "1", "--json", env=env).json
     assert len(limited["results"]["claim"]) == 1
 
 
@@ -81,21 +81,21 @@ def test_bad_queries_are_one_line_exit_2(store: Path, env: dict[str, str], query
 
 
 def test_limit_must_be_positive(store: Path, env: dict[str, str]) -> None:
-    run = run_cli("search", str(store), "Marley", "--limit", "0", env=env)
+    run = run_cli("search", str(store), "Harrow", "--limit", "0", env=env)
     assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: --limit must be a positive integer, got '0'\n")
 
 
 def test_the_index_is_reused_then_rebuilt_when_the_store_changes(store: Path, env: dict[str, str]) -> None:
     before = sha256(store)
-    assert run_cli("search", str(store), "goose", env=env).code == 0
+    assert run_cli("search", str(store), "pie", env=env).code == 0
     (index,) = index_files(env)
     stat = index.stat()
-    second = run_cli("search", str(store), "goose", env=env)
+    second = run_cli("search", str(store), "pie", env=env)
     assert second.code == 0 and "building" not in second.stderr
     assert (index.stat().st_mtime_ns, index.stat().st_ino) == (stat.st_mtime_ns, stat.st_ino)  # never rewritten
     assert sha256(store) == before and not list(store.parent.glob("carol.db-*"))  # byte-identical, no side files
     os.utime(store, ns=(stat.st_atime_ns, os.stat(store).st_mtime_ns + 10_000_000_000))
-    third = run_cli("search", str(store), "goose", env=env)
+    third = run_cli("search", str(store), "pie", env=env)
     assert third.code == 0 and "building the search index" in third.stderr
     assert index_files(env) == [index] and index.stat().st_ino != stat.st_ino  # replaced in place
     assert sha256(store) == before
@@ -108,20 +108,20 @@ def test_show_takes_the_first_kind_and_names_the_others(store: Path, env: dict[s
                           "(use --kind or KIND:ID)\n")
     shown = run.json
     assert shown["kind"] == "community"
-    assert (shown["id"], shown["name"], shown["level"], shown["is_leaf"]) == ("carol/89", "Christmas dinner", 0, True)
+    assert (shown["id"], shown["name"], shown["level"], shown["is_leaf"]) == ("carol/89", "Crew dinner", 0, True)
     assert [c["id"] for c in shown["claims"]] == ["carol/c3"]
     assert [c["id"] for c in shown["chunks"]] == ["carol/k2"]
 
 
 def test_show_entity_by_prefix_and_by_kind(store: Path, env: dict[str, str]) -> None:
     expected = {
-        "kind": "entity", "id": "carol/89", "namespace": "carol", "name": "JACOB MARLEY",
-        "description": "Scrooge's late partner, dead seven years",
-        "communities": [{"id": "carol/0", "name": "Ghosts", "level": 0},
-                        {"id": "carol/1", "name": "Marley's visit", "level": 1}],
-        "claims": [{"id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JACOB MARLEY",
-                    "object_id": "carol/e2", "object": "EBENEZER SCROOGE",
-                    "description": "Marley warns Scrooge of three spirits", "community_id": "carol/1",
+        "kind": "entity", "id": "carol/89", "namespace": "carol", "name": "JONAS HARROW",
+        "description": "Quill's old partner, away seven years",
+        "communities": [{"id": "carol/0", "name": "Guards", "level": 0},
+                        {"id": "carol/1", "name": "Harrow's visit", "level": 1}],
+        "claims": [{"id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JONAS HARROW",
+                    "object_id": "carol/e2", "object": "ELIAS QUILL",
+                    "description": "Harrow warns Quill of three inspectors", "community_id": "carol/1",
                     "chunk_id": "carol/k1", "document_id": "carol/d1"}],
     }
     by_prefix = run_cli("show", str(store), "entity:carol/89", "--json", env=env)
@@ -133,18 +133,18 @@ def test_show_entity_by_prefix_and_by_kind(store: Path, env: dict[str, str]) -> 
 def test_show_claim_and_chunk(store: Path, env: dict[str, str]) -> None:
     claim = run_cli("show", str(store), "claim:carol/89", "--json", env=env).json
     assert claim == {
-        "kind": "claim", "id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JACOB MARLEY",
-        "object_id": "carol/e2", "object": "EBENEZER SCROOGE", "description": "Marley warns Scrooge of three spirits",
+        "kind": "claim", "id": "carol/89", "namespace": "carol", "subject_id": "carol/89", "subject": "JONAS HARROW",
+        "object_id": "carol/e2", "object": "ELIAS QUILL", "description": "Harrow warns Quill of three inspectors",
         "community_id": "carol/1", "chunk_id": "carol/k1", "document_id": "carol/d1",
-        "chunk": {"id": "carol/k1", "namespace": "carol", "content": "Marley was dead, to begin with.",
-                  "document_id": "carol/d1", "document_title": "A Christmas Carol"},
+        "chunk": {"id": "carol/k1", "namespace": "carol", "content": "Harrow was away, to begin with.",
+                  "document_id": "carol/d1", "document_title": "A Harbour Ledger"},
     }
     chunk = run_cli("show", str(store), "carol/k2", "--json", env=env).json
     assert chunk == {
-        "kind": "chunk", "id": "carol/k2", "namespace": "carol", "content": "The goose was carved at last.",
-        "document_id": "carol/d1", "document_title": "A Christmas Carol",
-        "claims": [{"id": "carol/c3", "namespace": "carol", "subject_id": "carol/e3", "subject": "BOB CRATCHIT",
-                    "object_id": None, "object": None, "description": "Cratchit carves the goose",
+        "kind": "chunk", "id": "carol/k2", "namespace": "carol", "content": "The pie was carved at last.",
+        "document_id": "carol/d1", "document_title": "A Harbour Ledger",
+        "claims": [{"id": "carol/c3", "namespace": "carol", "subject_id": "carol/e3", "subject": "TOM PENROSE",
+                    "object_id": None, "object": None, "description": "Penrose carves the pie",
                     "community_id": "carol/89", "chunk_id": "carol/k2", "document_id": None}],
     }
 
@@ -172,9 +172,9 @@ def test_tree_json(store: Path, env: dict[str, str]) -> None:
     run = run_cli("tree", str(store), "--json", env=env)
     assert run.code == 0
     assert run.json == {"namespace": "carol", "roots": [
-        node("carol/0", "Ghosts", 0, 2, 2, [node("carol/1", "Marley's visit", 1, 1, 1, []),
+        node("carol/0", "Guards", 0, 2, 2, [node("carol/1", "Harrow's visit", 1, 1, 1, []),
                                              node("carol/2", "The counting house", 1, 1, 1, [])]),
-        node("carol/89", "Christmas dinner", 0, 1, 1, []),
+        node("carol/89", "Crew dinner", 0, 1, 1, []),
     ]}
     roots = run_cli("tree", str(store), "--depth", "1", "--json", env=env).json["roots"]
     assert [(r["id"], r["child_count"], r["children"]) for r in roots] == [("carol/0", 2, []), ("carol/89", 0, [])]

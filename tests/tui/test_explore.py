@@ -16,14 +16,14 @@ from graphrag_tui.tui.screens.community import CommunityScreen
 from graphrag_tui.tui.screens.explore import MARK_STYLE, ExploreScreen
 from graphrag_tui.tui.screens.overview import OverviewScreen
 from graphrag_tui.tui.screens.record import RecordScreen
-from tests.explore_stores import ghosts
+from tests.explore_stores import guards
 
 from .conftest import make_app, wait_community, wait_until
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    return ghosts(tmp_path / "carol.db")
+    return guards(tmp_path / "carol.db")
 
 
 def explore_app(store: Path, tmp_path: Path) -> GraphRAGApp:
@@ -63,30 +63,30 @@ async def test_tree_loads_children_lazily_sorts_filters_and_opens(store: Path, t
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_explore(pilot)
         assert isinstance(pilot.app.focused, Input)  # the search box has focus
-        assert labels(screen) == ["Ghosts  L0 · 2 leaves · 2 claims", "Christmas dinner  L0 · 1 leaf · 1 claim"]
-        ghosts_item = screen.tree.root.children[0]
-        assert len(ghosts_item.children) == 0 and ghosts_item.allow_expand  # not loaded until expanded
+        assert labels(screen) == ["Guards  L0 · 2 leaves · 2 claims", "Crew dinner  L0 · 1 leaf · 1 claim"]
+        guards_item = screen.tree.root.children[0]
+        assert len(guards_item.children) == 0 and guards_item.allow_expand  # not loaded until expanded
         await pilot.press("down")  # from the box into the tree
         assert isinstance(pilot.app.focused, Tree)
         await pilot.press("space")
         await pilot.pause()
-        assert labels(screen, ghosts_item) == ["Marley's visit  L1 · 1 leaf · 1 claim",
+        assert labels(screen, guards_item) == ["Harrow's visit  L1 · 1 leaf · 1 claim",
                                                "The counting house  L1 · 1 leaf · 1 claim"]
         await pilot.press("s")  # size -> name
         assert screen.sort == "name"
-        assert [label.split("  ")[0] for label in labels(screen)] == ["Christmas dinner", "Ghosts"]
+        assert [label.split("  ")[0] for label in labels(screen)] == ["Crew dinner", "Guards"]
         await pilot.press("s")  # rank: this store has none, so on to size
         assert screen.sort == "size"
         await pilot.press("l")  # level 0 only
-        assert screen.level == 0 and [lb.split("  ")[0] for lb in labels(screen)] == ["Ghosts", "Christmas dinner"]
+        assert screen.level == 0 and [lb.split("  ")[0] for lb in labels(screen)] == ["Guards", "Crew dinner"]
         await pilot.press("l")
         assert screen.level == 1
-        assert [lb.split("  ")[0] for lb in labels(screen)] == ["Marley's visit", "The counting house"]
+        assert [lb.split("  ")[0] for lb in labels(screen)] == ["Harrow's visit", "The counting house"]
         assert str(screen.query_one("#explore-status", Static).render()).endswith("level 1 only   2 communities")
         await pilot.press("l")
         assert screen.level is None
         screen.tree.move_cursor(screen.tree.root.children[0])
-        await pilot.press("asterisk")  # expand all below Ghosts
+        await pilot.press("asterisk")  # expand all below Guards
         assert screen.tree.root.children[0].is_expanded
         await pilot.press("enter")
         await wait_community(pilot)
@@ -112,20 +112,20 @@ async def test_search_groups_marks_and_opens_each_kind(store: Path, tmp_path: Pa
     app = explore_app(store, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_explore(pilot)
-        await search(pilot, screen, "Marley")
+        await search(pilot, screen, "Harrow")
         results = screen.query_one("#search-results", OptionList)
         prompts = [results.get_option_at_index(i).prompt for i in range(results.option_count)]
         assert [p.plain.split("\n")[0] for p in prompts] == [
-            "Communities (1)", "Marley's visit  carol/1",
-            "Entities (1)", "JACOB MARLEY  carol/89",
-            "Claims (1)", "JACOB MARLEY -> EBENEZER SCROOGE  carol/89",
-            "Chunks (1)", "A Christmas Carol  carol/k1",
+            "Communities (1)", "Harrow's visit  carol/1",
+            "Entities (1)", "JONAS HARROW  carol/89",
+            "Claims (1)", "JONAS HARROW -> ELIAS QUILL  carol/89",
+            "Chunks (1)", "A Harbour Ledger  carol/k1",
         ]
         chunk = prompts[7]
         marked = [chunk.plain[span.start:span.end] for span in chunk.spans if span.style == MARK_STYLE]
-        assert marked == ["Marley"]
+        assert marked == ["Harrow"]
         assert str(screen.query_one("#explore-status", Static).render()) == (
-            "Search Marley: 1 communities, 1 entities, 1 claims, 1 chunks")
+            "Search Harrow: 1 communities, 1 entities, 1 claims, 1 chunks")
         await pilot.press("down")  # from the box into the results
         assert pilot.app.focused is results
         # A claim opens the claim view (its passage highlighted), the entity and the chunk their record views.
@@ -160,11 +160,11 @@ async def test_entity_view(store: Path, tmp_path: Path) -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="entity")
         screen = app.screen
         assert str(screen.query_one("#record-text", Static).render()) == (
-            "Entity JACOB MARLEY\nId carol/89   Namespace carol\n\nScrooge's late partner, dead seven years")
+            "Entity JONAS HARROW\nId carol/89   Namespace carol\n\nQuill's old partner, away seven years")
         links = screen.query_one("#record-links", OptionList)
         assert [links.get_option_at_index(i).prompt.plain for i in range(links.option_count)] == [
-            "Communities whose members include it (2)", "L0 Ghosts  carol/0", "L1 Marley's visit  carol/1",
-            "Claims with it as subject or object (1)", "JACOB MARLEY -> EBENEZER SCROOGE: Marley warns Scrooge of three spirits",
+            "Communities whose members include it (2)", "L0 Guards  carol/0", "L1 Harrow's visit  carol/1",
+            "Claims with it as subject or object (1)", "JONAS HARROW -> ELIAS QUILL: Harrow warns Quill of three inspectors",
         ]
         links.highlighted = 2
         await pilot.press("enter")
@@ -178,8 +178,8 @@ async def test_entity_view(store: Path, tmp_path: Path) -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, ClaimScreen) and app.screen.loaded, what="the claim")
         assert app.screen.claim_id == "carol/89"
         assert [str(o.prompt) for o in app.screen.query_one("#claim-entities", OptionList).options] == [
-            "Subject  JACOB MARLEY   Enter: its communities and claims",
-            "Object   EBENEZER SCROOGE   Enter: its communities and claims",
+            "Subject  JONAS HARROW   Enter: its communities and claims",
+            "Object   ELIAS QUILL   Enter: its communities and claims",
         ]
 
 
@@ -204,7 +204,7 @@ async def test_overview(store: Path, tmp_path: Path) -> None:
             "      0            2        1             3",
             "      1            2        2             2", "",
             "Largest communities (by leaves below)",
-            "       2 leaves  L0 Ghosts  carol/0",
+            "       2 leaves  L0 Guards  carol/0",
         ]
         assert screen.batches == {"leaf": (3, 1), 0: (2, 1), 1: (2, 1)}
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
@@ -230,13 +230,13 @@ async def test_the_first_search_builds_the_index_with_progress_and_the_next_reus
             return original(message)
 
         screen.post_message = spy  # type: ignore[method-assign]
-        await search(pilot, screen, "goose")
+        await search(pilot, screen, "pie")
         assert seen[0] == (0, 13) and seen[-1] == (13, 13) and len(seen) >= 7  # 4+3+4+2 rows, 2 at a time
         bar = screen.query_one("#index-progress", ProgressBar)
         assert (bar.total, bar.progress, bar.display) == (13, 13, False)  # hidden once built
         index = screen.explore.text_search.path  # type: ignore[attr-defined]
         built = index.stat().st_mtime_ns
-        await search(pilot, screen, "Scrooge")
+        await search(pilot, screen, "Quill")
         assert not screen.building and index.stat().st_mtime_ns == built
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
 
@@ -251,7 +251,7 @@ async def test_a_communitys_members_open_their_entities(store: Path, tmp_path: P
         await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="members")
         links = app.screen.query_one("#record-links", OptionList)
         assert [links.get_option_at_index(i).prompt.plain for i in range(links.option_count)] == [
-            "Members (2)", "JACOB MARLEY  carol/89", "EBENEZER SCROOGE  carol/e2",
+            "Members (2)", "JONAS HARROW  carol/89", "ELIAS QUILL  carol/e2",
         ]
         links.highlighted = 1
         await pilot.press("enter")

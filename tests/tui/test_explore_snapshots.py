@@ -14,7 +14,7 @@ from textual.widgets import Input
 from graphrag_tui.tui.messages import OpenRecord
 from graphrag_tui.tui.screens.overview import OverviewScreen
 from graphrag_tui.tui.screens.record import RecordScreen
-from tests.explore_stores import ghosts
+from tests.explore_stores import guards
 
 from .conftest import make_app, wait_until
 from .test_explore import open_explore, search
@@ -25,7 +25,7 @@ NEVER = 3600.0
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    return ghosts(tmp_path / "carol.db")
+    return guards(tmp_path / "carol.db")
 
 
 def app_for(store: Path, tmp_path: Path):
@@ -53,7 +53,7 @@ def test_explore_tree(snap_compare, store: Path, tmp_path: Path, size: tuple[int
 def test_explore_search(snap_compare, store: Path, tmp_path: Path, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot) -> None:
         screen = await open_explore(pilot)
-        await search(pilot, screen, "Scrooge")
+        await search(pilot, screen, "Quill")
         await no_blink(pilot)
 
     assert snap_compare(app_for(store, tmp_path), terminal_size=size, run_before=run_before)

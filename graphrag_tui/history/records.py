@@ -8,7 +8,7 @@ import contextlib
 import json
 import sqlite3
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -166,6 +166,28 @@ class RunHistory:
                         found.append(summary)
                         if limit is not None and len(found) >= limit:
                             break
+            finally:
+                connection.close()
+        return found
+
+    def succeeded_batches(self, run_ids: Iterable[str]) -> dict[str, int]:
+        """run id -> batches that succeeded (0 for a run with none, or unknown): the Runs
+        screen's "ok" column (a run's summary counts only the failed ones)."""
+        wanted = list(dict.fromkeys(run_ids))
+        found = dict.fromkeys(wanted, 0)
+        if not wanted or not self.path.exists():
+            return found
+        with errors_named(self.path):
+            connection = self._connect()
+            try:
+                for start in range(0, len(wanted), 500):  # under SQLite's limit of bound parameters
+                    chunk = wanted[start:start + 500]
+                    marks = ", ".join("?" * len(chunk))
+                    for run_id, count in connection.execute(
+                        f"SELECT run_id, count(*) FROM batches WHERE status = 'succeeded' AND run_id IN ({marks}) "
+                        "GROUP BY run_id", chunk,
+                    ):
+                        found[run_id] = count
             finally:
                 connection.close()
         return found

@@ -5,16 +5,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, ProgressBar, TabbedContent, TabPane
+from textual.widgets import Input, ProgressBar, TabbedContent
 
 from ..run_state import RunState
-from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
-from ..widgets.reduce_panel import ReducePanel
-from ..widgets.retries_panel import RetriesPanel
-from ..widgets.scores_panel import ScoresPanel
+from ..widgets.run_tabs import run_tabs
 from ..widgets.setup_form import SetupForm
 from ..widgets.status_line import StatusLine
 from ..widgets.workers_panel import WorkersPanel
@@ -57,15 +54,7 @@ class MainScreen(TabbedScreen):
                     workers = WorkersPanel(id="workers-panel", classes="panel")
                     workers.border_title = "Workers"
                     yield workers
-                with TabbedContent(id="tabs"):
-                    with TabPane("Answer", id="tab-answer"):
-                        yield AnswerPanel(id="answer-panel")
-                    with TabPane("Reduce", id="tab-reduce"):
-                        yield ReducePanel(id="reduce-panel")
-                    with TabPane("Scores", id="tab-scores"):
-                        yield ScoresPanel(id="scores-panel")
-                    with TabPane("Retries", id="tab-retries"):
-                        yield RetriesPanel(id="retries-panel")
+                yield from run_tabs()
         yield KeyFooter()
 
     def on_mount(self) -> None:

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
@@ -28,12 +28,9 @@ from ..messages import OpenBatch, OpenCommunity
 from ..run_state import RunState
 from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of, scope_text, started_text, tokens_text
-from ..widgets.answer_panel import AnswerPanel
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.footer import KeyFooter
-from ..widgets.reduce_panel import ReducePanel
-from ..widgets.retries_panel import RetriesPanel
-from ..widgets.scores_panel import ScoresPanel
+from ..widgets.run_tabs import run_tabs
 from .batch import BatchScreen
 from .community import CommunityScreen
 from .goto import GoToCommunityScreen
@@ -199,15 +196,7 @@ class RunViewScreen(TabbedScreen):
                     batches.border_title = "Batches"
                     yield Static(id="batch-counts")
                     yield BatchGrid(id="batch-grid")
-            with TabbedContent(id="tabs", initial="tab-answer"):
-                with TabPane("Answer", id="tab-answer"):
-                    yield AnswerPanel(id="answer-panel")
-                with TabPane("Reduce", id="tab-reduce"):
-                    yield ReducePanel(id="reduce-panel")
-                with TabPane("Scores", id="tab-scores"):
-                    yield ScoresPanel(id="scores-panel")
-                with TabPane("Retries", id="tab-retries"):
-                    yield RetriesPanel(id="retries-panel")
+            yield from run_tabs()
         yield KeyFooter()
 
     # -- drill-down ----------------------------------------------------------------------------

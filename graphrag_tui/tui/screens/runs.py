@@ -21,7 +21,6 @@ from textual.widgets import DataTable, Input, Static
 
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, RunSummary
-from ...history.progress import succeeded_batches
 from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, scope_text, started_text, tokens_text
 from ..widgets.footer import KeyFooter
@@ -117,8 +116,9 @@ class RunsScreen(Screen[None]):
             self.post_message(self.Listed([], {}, "Runs are not recorded in this session (no run history).", request))
             return
         try:
-            runs = RunHistory(self.history).list_runs(limit=SHOWN_RUNS + 1, text=text or None)
-            succeeded = succeeded_batches(self.history, [r.run_id for r in runs[:SHOWN_RUNS]])
+            history = RunHistory(self.history)
+            runs = history.list_runs(limit=SHOWN_RUNS + 1, text=text or None)
+            succeeded = history.succeeded_batches([r.run_id for r in runs[:SHOWN_RUNS]])
         except InputError as error:
             self.post_message(self.Listed([], {}, str(error), request))
             return

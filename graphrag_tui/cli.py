@@ -632,9 +632,10 @@ def check_app_scope(namespace: str | None, level: Level, namespaces: list[Namesp
 def _positive(flag_name: str, value: str | None, default: int | None) -> int | None:
     if value is None:
         return default
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+    number = ascii_integer(value)
+    if number is None or number < 1:
         raise InputError(f"{flag_name} must be a positive integer, got {one_line(value, 40)!r}")
-    return int(value)
+    return number
 
 
 def add_explore_parsers(commands: Any) -> None:

@@ -83,6 +83,13 @@ def test_bad_queries_are_one_line_exit_2(store: Path, env: dict[str, str], query
 def test_limit_must_be_positive(store: Path, env: dict[str, str]) -> None:
     run = run_cli("search", str(store), "Harrow", "--limit", "0", env=env)
     assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: --limit must be a positive integer, got '0'\n")
+    huge = "9" * 5000  # more digits than int() converts
+    for args, quoted in ((["search", str(store), "Harrow", "--limit", huge], "9" * 39 + "…"),
+                         (["tree", str(store), "--depth", huge], "9" * 39 + "…"),
+                         (["search", str(store), "Harrow", "--limit", "²"], "²")):
+        refused = run_cli(*args, env=env)
+        assert (refused.code, refused.stdout) == (2, "")
+        assert refused.stderr == f"graphrag-tui: error: {args[-2]} must be a positive integer, got {quoted!r}\n"
 
 
 def test_the_index_is_reused_then_rebuilt_when_the_store_changes(store: Path, env: dict[str, str]) -> None:

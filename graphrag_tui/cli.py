@@ -176,6 +176,16 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
+    select = parser.add_argument_group("community selection (GraphRAG's)")
+    select.add_argument("--select", metavar="MODE",
+                        help="level (the default: --level's communities), rollup (GraphRAG's static selection "
+                             "at --level N) or dynamic (the model rates communities from the top down)")
+    select.add_argument("--min-rank", metavar="X", help="only communities whose rank is at least X (every mode)")
+    select.add_argument("--rate-threshold", metavar="N", help="dynamic: keep a community rated at least N (0-5; default 1)")
+    select.add_argument("--keep-parent", action="store_true", help="dynamic: keep a parent whose children are kept")
+    select.add_argument("--max-level", metavar="N",
+                        help="dynamic: when a level keeps nothing, rate the whole next level down to N (default 2)")
+    select.add_argument("--rate-repeats", metavar="N", help="dynamic: ratings per community, majority vote (default 1)")
     if not with_model:
         return
     _add_model_options(parser, "model (default: the built-in extractive model)")
@@ -264,6 +274,10 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
+    selection = resolved.selection.options
+    if selection.mode == "dynamic" and args.level is not None:
+        raise InputError("--level does not apply to --select dynamic: it rates from the shallowest level down "
+                         "(--max-level bounds how deep it rates a whole level)")
     return SearchRequest(
         query=args.question,
         namespace=args.namespace,
@@ -271,12 +285,20 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
         options=resolved.options.options,
         seed=seed,
         shuffle=not args.no_shuffle,
+        selection=selection,
     )
 
 
-def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
-    with CommunityStore.open(args.store) as store:
+def _prepared(
+    args: argparse.Namespace, request: SearchRequest, history: Path | None = None, store: CommunityStore | None = None
+) -> RunSession:
+    """The run, planned; `store` stays open when given (dynamic selection plans again after rating)."""
+    if store is not None:
         run = RunSession(store, history=history, on_warning=_warn)
+        run.prepare(request)
+        return run
+    with CommunityStore.open(args.store) as opened:
+        run = RunSession(opened, history=history, on_warning=_warn)
         run.prepare(request)
     return run
 
@@ -296,15 +318,22 @@ def history_of(args: argparse.Namespace) -> HistoryChoice:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
-    plan = _prepared(args, search_request(args, resolved, seed)).plan
+    if resolved.selection.options.mode == "dynamic":
+        raise InputError("plan cannot show --select dynamic's batches: they depend on the model's ratings "
+                         "(plan --select level or rollup, or run query)")
+    run = _prepared(args, search_request(args, resolved, seed))
+    plan = run.plan
     assert plan is not None
     report = plan_report(plan)
     report["estimated_cost"] = estimated_map_cost(report, resolved)
+    selection = run.selected.report if run.selected is not None else None
+    report["selection"] = selection.model_dump(mode="json") if selection is not None else None
     if args.json:
         _say_json(report)
         return 0
+    mode = f", {selection.mode} selection" if selection is not None else ""
     _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
-         f"level {plan.level}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
+         f"level {plan.level}{mode}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
     if report["estimated_cost"] is not None:
         cost = report["estimated_cost"]
         _say(f"estimated cost of the Map prompts: ${cost['input']:.4f} ({cost['prompt_tokens']} tokens of "
@@ -354,9 +383,11 @@ def cmd_query(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None and resolved.history is not None
     max_cost = parse_max_cost(args.max_cost)
-    run = _prepared(args, search_request(args, resolved, seed), resolved.history.recording)
-    events = EventsFile.open(args.events, inputs=input_files(args))
-    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
+    request = search_request(args, resolved, seed)
+    with CommunityStore.open(args.store) as store:  # open while the run goes: dynamic selection plans again
+        run = _prepared(args, request, resolved.history.recording, store)
+        events = EventsFile.open(args.events, inputs=input_files(args))
+        return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
 
 
 def run_and_print(

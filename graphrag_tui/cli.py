@@ -562,6 +562,10 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
         f"{result.summary_count} summaries, {result.batch_count} Map batches ({result.failed_batch_count} failed), "
         f"{selected} answers selected for Reduce, seed {result.seed}"
     )
+    selection = result.selection
+    if selection is not None:
+        rated = f"{len(selection.ratings)} rated, " if selection.mode == "dynamic" else ""
+        _say(f"selection: {selection.mode}, {rated}{len(selection.selected)} communities selected")
     if result.failed_batch_count:
         _say("failed batches:")
         for line in failed_batch_lines(result.batches):

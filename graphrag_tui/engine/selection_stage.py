@@ -45,7 +45,8 @@ class _Vote:
 
 class DynamicSelection:
     """Rates `nodes` (one namespace; blank texts already left out) for `query`. `ratings`
-    holds every rating so far, in the order they finished; `run` returns the selected ids."""
+    holds every rating so far (a finished wave in its order: by level, then id); `run`
+    returns the selected ids."""
 
     def __init__(
         self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
@@ -111,7 +112,9 @@ class DynamicSelection:
         async with asyncio.TaskGroup() as group:
             for number in range(1, min(self.concurrency, len(calls)) + 1):
                 group.create_task(worker(number))
-        return [done[cid] for cid in ids]
+        wave = [done[cid] for cid in ids]
+        self.ratings[len(self.ratings) - len(wave):] = wave  # recorded in the wave's order, not as they finished
+        return wave
 
     async def _vote(self, cid: str, worker: int) -> _Vote:
         try:

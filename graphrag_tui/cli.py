@@ -646,6 +646,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             prices=defaults.prices,
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
+            selection=resolved.selection.options,
         )
     )
     app.run()

@@ -38,7 +38,7 @@ def select_communities(
     without ranks)."""
     mode = selection.mode
     if mode == "rollup" and level == "leaf":
-        raise InputError("--select rollup needs a numeric --level (the deepest level it rolls up to), not 'leaf'")
+        raise InputError("rollup selection needs a level number, not 'leaf': --level sets the deepest level it rolls up to")
     if mode == "level" and selection.min_rank is None:
         return Selected(level)
     nodes = store.selection_nodes(namespace)

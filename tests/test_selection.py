@@ -21,6 +21,7 @@ from tests.stores import build_store
 CAROL = Path("/work/shared/graphrag-sample-data/msgraphrag-v3-christmas-carol")
 QUESTION = "Who haunts the counting house?"
 MARKER = "Marley"
+ROLLUP_AT_LEAF = "rollup selection needs a level number, not 'leaf': --level sets the deepest level it rolls up to"
 
 
 def text(words: str) -> str:
@@ -273,9 +274,8 @@ def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
         (("--select", "rollup", "--level", "1"),
          "--select rollup gives each entity to the deepest community whose members name it, and no community of "
          "namespace 'ns' lists members (its members column is empty)"),
-        (("--select", "rollup"), "--select rollup needs a numeric --level (the deepest level it rolls up to), not 'leaf'"),
-        (("--select", "rollup", "--level", "leaf"),
-         "--select rollup needs a numeric --level (the deepest level it rolls up to), not 'leaf'"),
+        (("--select", "rollup"), ROLLUP_AT_LEAF),
+        (("--select", "rollup", "--level", "leaf"), ROLLUP_AT_LEAF),
         (("--select", "dynamic"), "plan cannot show --select dynamic's batches: they depend on the model's ratings "
                                   "(plan --select level or rollup, or run query)"),
         (("--min-rank", "3"), "--min-rank needs each community's rank, and namespace 'ns' has none (import the "

@@ -14,6 +14,7 @@ from .events import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    CommunityRated,
     ConcurrencyChanged,
     Event,
     Finished,
@@ -23,6 +24,7 @@ from .events import (
     ReduceStarted,
     RequestAdapted,
     RetryWaiting,
+    SelectionFinished,
     UsageReported,
 )
 from .failures import failed_batch_lines
@@ -128,6 +130,7 @@ __all__ = [
     "BatchFailed",
     "BatchStarted",
     "BatchSucceeded",
+    "CommunityRated",
     "ConcurrencyChanged",
     "Event",
     "Finished",
@@ -137,6 +140,7 @@ __all__ = [
     "ReduceStarted",
     "RequestAdapted",
     "RetryWaiting",
+    "SelectionFinished",
     "UsageReported",
     # the result
     "Attempt",

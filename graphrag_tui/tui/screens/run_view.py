@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
@@ -30,14 +30,14 @@ from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of, scope_text, started_text, tokens_text
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.footer import KeyFooter
-from ..widgets.run_tabs import run_tabs
+from ..widgets.run_tabs import run_tabs, show_selection_tab
 from .batch import BatchScreen
 from .community import CommunityScreen
 from .goto import GoToCommunityScreen
 from .tabbed import TabbedScreen
 
 PANELS = {"tab-answer": "#answer-panel", "tab-reduce": "#reduce-panel", "tab-scores": "#scores-panel",
-          "tab-retries": "#retries-panel"}
+          "tab-retries": "#retries-panel", "tab-selection": "#selection-panel"}
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,7 @@ class RunViewScreen(TabbedScreen):
         self.call_after_refresh(self._show_state, self.state)
 
     def _show_state(self, state: RunState) -> None:
+        show_selection_tab(self.query_one(TabbedContent), state)
         self.query_one("#batch-counts", Static).update(counts_text(state))
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         for panel in PANELS.values():

@@ -339,3 +339,18 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
         ("ns/a", 3, [3]), ("ns/b", 0, [0]), ("ns/a1", 3, [3]), ("ns/a2", 0, [0]), ("ns/a1x", 3, [3]), ("ns/a1y", 0, [0]),
     ]
     assert [b["community_ids"] for b in shown.json["batches"]] == [["ns/a1x"]]
+    exported = run_cli("runs", "export", run_id, str(tmp_path / "report"), "--history", str(history), "--no-config")
+    assert exported.code == 0, exported.stderr
+    markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Selection\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section.splitlines() == [
+        "- Mode: dynamic",
+        "- Selected (1): ns/a1x",
+        "- ns/a (level 0): rating 3 (votes 3), kept: by the rule",
+        "- ns/b (level 0): rating 0 (votes 0), not kept: by the rule",
+        "- ns/a1 (level 1): rating 3 (votes 3), kept: by the rule",
+        "- ns/a2 (level 1): rating 0 (votes 0), not kept: by the rule",
+        "- ns/a1x (level 2): rating 3 (votes 3), kept: by the rule",
+        "- ns/a1y (level 2): rating 0 (votes 0), not kept: by the rule",
+    ]
+    assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["selection"]["selected"] == ["ns/a1x"]

@@ -354,3 +354,12 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
         "- ns/a1y (level 2): rating 0 (votes 0), not kept: by the rule",
     ]
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["selection"]["selected"] == ["ns/a1x"]
+    # a re-run sends the recorded selection's batches again: no community is rated again
+    with ScriptedChatServer(RatingServer()) as server:
+        again = run_cli("rerun", run_id, "--all", "--base-url", server.base_url, "--model", "m", "--no-config",
+                        "--history", str(history), "--json")
+        stages = [r.stage for r in server.chat_requests()]
+    assert again.code == 0, again.stderr
+    assert stages == ["map", "reduce"]
+    assert [b["community_ids"] for b in again.json["batches"]] == [["ns/a1x"]]
+    assert again.json["selection"] == selection

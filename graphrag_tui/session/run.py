@@ -39,7 +39,7 @@ from ..engine import (
 from ..engine.events import Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
-from ..engine.selection import SelectionOptions
+from ..engine.selection import SelectionOptions, SelectionReport
 from ..history import HistoryError, RunRecorder
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
@@ -62,6 +62,9 @@ class SearchRequest:
     shuffle: bool = True
     #: How the communities are chosen (issue 15): `level` by default.
     selection: SelectionOptions = SelectionOptions()
+    #: A re-run's or a resume's recorded selection: its communities are planned again as
+    #: they were chosen (dynamic selection is not rated again), and the result keeps it.
+    recorded_selection: SelectionReport | None = None
 
 
 class RunSession:
@@ -108,6 +111,14 @@ class RunSession:
     def prepare(self, request: SearchRequest) -> SearchPlan:
         """The plan: reads the store (call it off an event loop for a large store)."""
         self.request = request
+        recorded = request.recorded_selection
+        if recorded is not None:
+            self.plan = prepare_plan(
+                self.store, request.query, namespace=request.namespace, level=request.level, options=request.options,
+                seed=request.seed, shuffle=request.shuffle, ids=list(recorded.selected),
+            )
+            self.selected = Selected(request.level, recorded, list(recorded.selected))
+            return self.plan
         self.plan, self.selected = prepare_selected_plan(
             self.store,
             request.query,

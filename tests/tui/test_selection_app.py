@@ -3,6 +3,7 @@ tab live during dynamic selection's rating wave, against the scripted server."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from textual.widgets import Select, TabbedContent
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.tui.screens.community import CommunityScreen
 from tests.chat_server import Received, Reply, ScriptedChatServer
+from tests.stores import build_store
 from tests.test_selection import RatingServer, rating, walk_store
 from tests.tui.conftest import ask, make_app, rows, text_of, wait_community, wait_finished, wait_until
 
@@ -99,3 +101,25 @@ async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> N
                 "rollup selection needs a level number, not 'leaf': the Level field sets the deepest level it rolls up to"
             )
             assert server.chat_requests() == []
+
+
+async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp_path: Path) -> None:
+    store = build_store(tmp_path / "ranked.db", [
+        {"id": "ns/1", "summary_content": "Scrooge's counting house.", "rank": 7.5,
+         "rating_explanation": "Central to the [bold]story[/].",
+         "findings": json.dumps([{"summary": "Marley's ghost", "explanation": "It warns Scrooge."},
+                                 {"summary": "Bob Cratchit", "explanation": ""}])},
+        {"id": "ns/2", "summary_content": "The baker."},
+    ])
+    app = make_app(store, display_path="ranked.db")
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_community("ns/1")
+        await wait_community(pilot)
+        assert text_of(pilot, "#report") == (
+            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• Marley's ghost\n  It warns Scrooge.\n"
+            "• Bob Cratchit"
+        )
+        await pilot.press("escape")
+        app.open_community("ns/2")
+        await wait_community(pilot)
+        assert not app.screen.query("#report")  # nothing to say: no section

@@ -363,3 +363,19 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
     assert stages == ["map", "reduce"]
     assert [b["community_ids"] for b in again.json["batches"]] == [["ns/a1x"]]
     assert again.json["selection"] == selection
+
+
+def test_a_rating_call_is_rate_limited_and_reports_usage_like_map(tmp_path: Path) -> None:
+    store = walk_store(tmp_path / "walk.db")
+    busy = Reply({"error": {"message": "slow down"}}, status=429, headers={"retry-after-ms": "20"})
+    votes = {"The baker": [busy, Reply(completion(json.dumps({"reason": "no", "rating": 0}),
+                                                   usage={"prompt_tokens": 70, "completion_tokens": 4,
+                                                          "total_tokens": 74}))]}
+    with ScriptedChatServer(RatingServer(votes)) as server:
+        result, events = query(store, server, tmp_path, "--select", "dynamic")
+    assert rated(result)["ns/b"] == (0, [0])
+    limited = [e for e in events if e["type"] == "rate_limited"]
+    assert [(e["community_id"], e["batch_index"], e["source"]) for e in limited] == [("ns/b", None, "retry-after-ms")]
+    used = [e for e in events if e["type"] == "usage"]
+    assert [(e["community_id"], e["usage"]["prompt_tokens"]) for e in used] == [("ns/b", 70)]
+    assert result["usage_total"]["prompt_tokens"] == 70

@@ -76,6 +76,7 @@ from .screens.main import MainScreen
 from .screens.overview import OverviewScreen
 from .screens.record import RecordScreen
 from .widgets.batch_grid import BatchGrid
+from .widgets.run_tabs import SELECTION_TAB, show_selection_tab
 from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
 
@@ -470,6 +471,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan, self.clock())
         self._show_run()
+        if self.run_state.selection_mode == "dynamic" and not message.plan.batches:  # the rating wave comes first
+            tabs = self.main_screen.query_one(TabbedContent)
+            show_selection_tab(tabs, self.run_state)
+            tabs.active = SELECTION_TAB
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
     def on_run_events(self, message: RunEvents) -> None:

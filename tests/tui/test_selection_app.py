@@ -50,7 +50,7 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
                 await ask(pilot, QUESTION)
                 await wait_until(pilot, lambda: len(app.run_state.ratings) == 3, what="three ratings")
                 assert app.run_state.running
-                tabs.active = "tab-selection"
+                assert tabs.active == "tab-selection"  # the rating wave is what happens first
                 app.repaint()
                 await pilot.pause()
                 assert tabs.get_tab("tab-selection").display is True

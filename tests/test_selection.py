@@ -329,7 +329,7 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
         run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
                       "--history", str(history), "--select", "dynamic")
     assert run.code == 0, run.stderr
-    assert "selection: dynamic, 6 rated, 1 communities selected\n" in run.stdout
+    assert "selection: dynamic, 6 rated, 1 community selected\n" in run.stdout
     run_id = run.stdout.strip().splitlines()[-1].removeprefix("run ")
     shown = run_cli("runs", "show", run_id, "--history", str(history), "--no-config", "--json")
     assert shown.code == 0, shown.stderr

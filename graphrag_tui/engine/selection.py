@@ -80,6 +80,12 @@ class SelectionReport(BaseModel):
     ratings: list[Rating] = []
     selected: list[str] = []
 
+    @property
+    def selected_words(self) -> str:
+        """"1 community selected", "7 communities selected"."""
+        count = len(self.selected)
+        return f"{count} {'community' if count == 1 else 'communities'} selected"
+
 
 def parse_select(value: object, label: str = "--select") -> SelectMode:
     from .request import shown  # request -> result -> selection: imported late

@@ -38,8 +38,8 @@ SEARCH_DEBOUNCE = 0.25
 #: "Expand all below" stops after this many nodes (a root can stand for thousands).
 EXPAND_ALL_LIMIT = 2000
 #: Nodes added to a level of the tree at a time; a last "more" line adds the next page.
-#: Textual's Tree measures every line again on each expansion, so thousands of lines
-#: would make every expansion slow.
+#: Textual's Tree walks every line again on each expansion (LazyTree makes each line
+#: cheap, not free), so thousands of lines would make every expansion slow.
 PAGE = 200
 KIND_TITLES: dict[Kind, str] = {"community": "Communities", "entity": "Entities", "claim": "Claims",
                                 "chunk": "Chunks"}
@@ -209,8 +209,8 @@ class ExploreScreen(Screen):
             self.pending_select = None
 
     @property
-    def tree(self) -> Tree[TreeNode | None]:
-        return self.query_one("#explore-tree", Tree)
+    def tree(self) -> LazyTree[TreeNode | None]:
+        return self.query_one("#explore-tree", LazyTree)
 
     def _fill_tree(self) -> None:
         tree, hierarchy = self.tree, self.hierarchy
@@ -220,11 +220,11 @@ class ExploreScreen(Screen):
         if hierarchy is not None:
             nodes = hierarchy.children_of(None, self.sort) if self.level is None else hierarchy.at_level(
                 self.level, self.sort)
-            self._add_children(tree.root, nodes)
+            self._add_nodes(tree.root, nodes)
             tree.cursor_line = 0
         self._refresh_status()
 
-    def _add_children(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
+    def _add_nodes(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
         """The first PAGE nodes under `item`, then a "more" line for the rest."""
         for node in nodes[:PAGE]:
             item.add(node_label(node), node, allow_expand=node.child_count > 0)
@@ -238,13 +238,13 @@ class ExploreScreen(Screen):
     def _show_more(self, more: TreeItem[TreeNode | None]) -> None:
         parent, rest = self._more.pop(more.id)
         more.remove()
-        self._add_children(parent, rest)
+        self._add_nodes(parent, rest)
 
     def populate(self, item: TreeItem[TreeNode | None]) -> None:
         """Add the item's children (once): from the hierarchy in memory, no store read."""
         if item.id in self._populated or item.data is None or self.hierarchy is None:
             return
-        self._add_children(item, self.hierarchy.children_of(item.data.id, self.sort))
+        self._add_nodes(item, self.hierarchy.children_of(item.data.id, self.sort))
 
     @on(Tree.NodeExpanded, "#explore-tree")
     def _expanded(self, event: Tree.NodeExpanded[TreeNode | None]) -> None:

@@ -105,6 +105,14 @@ class Frames:
         return times
 
 
+def verdict(wall: float, cpu: float, target: float) -> str:
+    """ok on wall time; when only the wall time misses, says so (the cores may be shared:
+    see the load row)."""
+    if wall < target:
+        return "ok"
+    return "wall MISSED, CPU ok" if cpu < target else "MISSED"
+
+
 def spread(times: list[tuple[float, float]]) -> str:
     """Median and max, wall and CPU."""
     walls, cpus = [t[0] for t in times], [t[1] for t in times]
@@ -156,14 +164,13 @@ async def measure(store: Path, cache: Path, *, with_index: bool = True) -> list[
         screen = app.screen
         assert isinstance(screen, ExploreScreen) and screen.hierarchy is not None
         rows.append(("Explore: first paint (`x` pressed to the frame with the search box)",
-                     f"{ms(paint[0])} wall, {ms(paint[1])} CPU", "< 200 ms", "ok" if paint[0] < 0.2 else "MISSED"))
+                     f"{ms(paint[0])} wall, {ms(paint[1])} CPU", "< 200 ms", verdict(paint[0], paint[1], 0.2)))
         rows.append((f"Explore: `x` pressed to the frame with the first of {len(screen.hierarchy.roots):,} roots "
                      "(hierarchy read in a worker; CPU of all threads)", f"{ms(roots[0])} wall, {ms(roots[1])} CPU", "", ""))
         await pilot.pause()
         times = await expand_times(pilot, screen, frames)
-        worst = max(t[0] for t in times)
         rows.append((f"expanding a node with 10 children: Space pressed to the frame showing them ({len(times)} nodes)",
-                     spread(times), "< 50 ms", "ok" if worst < 0.05 else "MISSED"))
+                     spread(times), "< 50 ms", verdict(max(t[0] for t in times), max(t[1] for t in times), 0.05)))
 
         if not with_index:
             return rows

@@ -5,18 +5,23 @@ may be shared).
     python -m tests.benchmarks.bench_explore                 # builds the store in a temp dir
     python -m tests.benchmarks.bench_explore --store S.db    # an existing synthetic store
     python -m tests.benchmarks.bench --only explore          # the same, from the main benchmark
+    python -m tests.benchmarks.bench_explore --store S.db --no-index   # the tree only
 
-Measured in the real app under Pilot (headless): the Explore screen's first paint (from
-the key to the first frame with the search box) and until the roots are shown; expanding
-a node with 10 children (children added and the frame drawn); the index build (from the
-first search, with its progress bar) and its size; each search's first page; and how long
-a keypress in the tree takes to be handled while the index builds.
+Measured in the real app under Pilot (headless), each key pressed through Pilot and timed
+to the first frame that shows its result, turned into the bytes a terminal would get
+(`Frames`; Pilot's idle waits after the key do not count): `x` to the Explore screen's
+first frame (the search box), and to the frame with the first root; Space on a root with
+10 children never expanded before (its children are added on that press) to the frame
+that shows all ten, on 15 such roots, median and max of wall and CPU time. Then the index
+build (from the first search, with its progress bar) and its size; each search's first
+page; and how long a keypress in the tree takes to be handled while the index builds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import tempfile
@@ -100,6 +105,14 @@ class Frames:
         return times
 
 
+def verdict(wall: float, cpu: float, target: float) -> str:
+    """ok on wall time; when only the wall time misses, says so (the cores may be shared:
+    see the load row)."""
+    if wall < target:
+        return "ok"
+    return "wall MISSED, CPU ok" if cpu < target else "MISSED"
+
+
 def spread(times: list[tuple[float, float]]) -> str:
     """Median and max, wall and CPU."""
     walls, cpus = [t[0] for t in times], [t[1] for t in times]
@@ -151,14 +164,13 @@ async def measure(store: Path, cache: Path, *, with_index: bool = True) -> list[
         screen = app.screen
         assert isinstance(screen, ExploreScreen) and screen.hierarchy is not None
         rows.append(("Explore: first paint (`x` pressed to the frame with the search box)",
-                     f"{ms(paint[0])} wall, {ms(paint[1])} CPU", "< 200 ms", "ok" if paint[0] < 0.2 else "MISSED"))
+                     f"{ms(paint[0])} wall, {ms(paint[1])} CPU", "< 200 ms", verdict(paint[0], paint[1], 0.2)))
         rows.append((f"Explore: `x` pressed to the frame with the first of {len(screen.hierarchy.roots):,} roots "
                      "(hierarchy read in a worker; CPU of all threads)", f"{ms(roots[0])} wall, {ms(roots[1])} CPU", "", ""))
         await pilot.pause()
         times = await expand_times(pilot, screen, frames)
-        worst = max(t[0] for t in times)
         rows.append((f"expanding a node with 10 children: Space pressed to the frame showing them ({len(times)} nodes)",
-                     spread(times), "< 50 ms", "ok" if worst < 0.05 else "MISSED"))
+                     spread(times), "< 50 ms", verdict(max(t[0] for t in times), max(t[1] for t in times), 0.05)))
 
         if not with_index:
             return rows
@@ -233,7 +245,14 @@ def run(store: Path | None, communities: int = 100_000, *, with_index: bool = Tr
             store = build_synthetic_store(Path(tmp) / "synthetic.db", communities)
         print("| measure | result | target | |")
         print("|---|---|---|---|")
-        return asyncio.run(measure(store, Path(tmp) / "cache", with_index=with_index))
+        before = load()
+        rows = asyncio.run(measure(store, Path(tmp) / "cache", with_index=with_index))
+        return [*rows, ("machine load (1-minute load average, before / after)",
+                        f"{before} / {load()} on {os.cpu_count()} cores", "", "")]
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +112,40 @@ def icu_graphrag_ts_database(postgres_cluster: PostgresCluster) -> Iterator[PgDa
         yield database
     finally:
         postgres_cluster.drop_database(database.name)
+
+
+#: open_as(sqlite_path, indexes=True) -> an open store with that file's rows.
+OpenAs = Callable[..., Any]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_as(request: pytest.FixtureRequest) -> Iterator[OpenAs]:
+    """The store-level tests on both backends: the test builds an SQLite file; on
+    "postgres" its rows are copied into a fresh database (graphrag-ts's columns without
+    its constraints: tests/pg_stores.py) and the store is opened from there."""
+    from graphrag_tui.store import CommunityStore
+    from graphrag_tui.store.opening import open_store
+
+    opened: list[Any] = []
+    databases: list[PgDatabase] = []
+
+    def open_(path: Path, *, indexes: bool = True) -> Any:
+        if request.param == "sqlite":
+            store = CommunityStore.open(path)
+        else:
+            from tests.pg_stores import copy_sqlite_to_postgres
+
+            database = _fresh_database(request.getfixturevalue("postgres_cluster"))
+            databases.append(database)
+            copy_sqlite_to_postgres(path, database, strict=False, indexes=indexes)
+            store = open_store(database.url)
+        opened.append(store)
+        return store
+
+    try:
+        yield open_
+    finally:
+        for store in opened:
+            store.close()
+        for database in databases:
+            database.cluster.drop_database(database.name)

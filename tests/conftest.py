@@ -104,15 +104,14 @@ def graphrag_ts_database(pg_database: PgDatabase) -> PgDatabase:
 
 
 @pytest.fixture
-def icu_graphrag_ts_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
-    """Like graphrag_ts_database, in a database whose default collation is ICU's en-US."""
+def icu_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
+    """Like pg_database, in a database whose default collation is ICU's en-US (where "a" < "B"
+    and "_x" < "10", unlike code point order)."""
     database = _fresh_database(postgres_cluster, icu_locale="en-US")
     try:
-        create_graphrag_ts_tables(database)
         yield database
     finally:
         postgres_cluster.drop_database(database.name)
-
 
 #: open_as(sqlite_path, indexes=True) -> an open store with that file's rows.
 OpenAs = Callable[..., Any]

@@ -104,6 +104,15 @@ def graphrag_ts_database(pg_database: PgDatabase) -> PgDatabase:
 
 
 @pytest.fixture
+def sample_pg(pg_database: PgDatabase) -> PgDatabase:
+    """The bundled sample store copied into graphrag-ts's tables (with all their constraints)."""
+    from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres
+
+    copy_sqlite_to_postgres(SAMPLE, pg_database, strict=True)
+    return pg_database
+
+
+@pytest.fixture
 def icu_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
     """Like pg_database, in a database whose default collation is ICU's en-US (where "a" < "B"
     and "_x" < "10", unlike code point order)."""

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL
 from tests.conftest import PgDatabase, create_graphrag_ts_tables
 
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 _NOT_NULL_EMPTY = {("rag_parents", "content"), ("rag_community_summaries", "community_name"),
                    ("rag_children", "parent_id")}
 
@@ -111,3 +113,21 @@ def copy_sqlite_to_postgres(sqlite_path: Path, database: PgDatabase, *, strict: 
         cur.executemany("UPDATE rag_community_summaries SET parent_community_id = %s WHERE id = %s", parents)
     source.close()
     return counts
+
+
+def settled_writes(database: PgDatabase) -> dict[str, tuple[int, int, int]]:
+    """Rows inserted, updated and deleted per rag_ table, once every finished session's
+    statistics are in: a canary row is written and closed, then awaited in the statistics."""
+    with database.admin_connect() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS stats_canary (n int)")
+        conn.execute("INSERT INTO stats_canary VALUES (1)")
+        (wanted,) = conn.execute("SELECT count(*) FROM stats_canary").fetchone()
+    deadline = time.monotonic() + 15
+    while True:
+        with database.admin_connect() as conn:
+            rows = conn.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables").fetchall()
+        stats = {name: (ins, upd, dele) for name, ins, upd, dele in rows}
+        if stats.get("stats_canary", (0, 0, 0))[0] >= wanted:
+            return {name: figures for name, figures in stats.items() if name.startswith("rag_")}
+        assert time.monotonic() < deadline, "the statistics never showed the canary row"
+        time.sleep(0.2)

@@ -4,7 +4,6 @@ collation, the faults, and the password that is never shown."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,10 @@ from graphrag_tui.store.opening import open_store
 from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, map_reply, reduce_reply
 from tests.cli_runner import run_cli
 from tests.conftest import PgDatabase
-from tests.pg_stores import copy_sqlite_to_postgres
+from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres, settled_writes
 from tests.postgres_cluster import PostgresCluster
 from tests.stores import build_store
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 QUESTION = "Who pays for the harbour?"
 #: Fields of a run's JSON that differ from run to run whatever the store.
 VOLATILE = ("run_id", "started_at", "finished_at", "duration_s", "elapsed_s")
@@ -32,13 +30,6 @@ def by_community(request: Received) -> Reply:
         return reduce_reply("The port authority pays.")
     community = community_of(request)
     return map_reply(f"Notes on {community}.", sum(map(ord, community)) % 100)
-
-
-@pytest.fixture
-def sample_pg(pg_database: PgDatabase) -> PgDatabase:
-    """The bundled sample store copied into graphrag-ts's tables (with all their constraints)."""
-    copy_sqlite_to_postgres(SAMPLE, pg_database, strict=True)
-    return pg_database
 
 
 def _stable(document: Any) -> Any:
@@ -145,24 +136,6 @@ def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sa
         assert "***" in str(refused.value)
         assert store._pg_query("SHOW statement_timeout") == [("1min",)]
         assert store._pg_query("SHOW default_transaction_read_only") == [("on",)]
-
-
-def settled_writes(database: PgDatabase) -> dict[str, tuple[int, int, int]]:
-    """Rows inserted, updated and deleted per rag_ table, once every finished session's
-    statistics are in: a canary row is written and closed, then awaited in the statistics."""
-    with database.admin_connect() as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS stats_canary (n int)")
-        conn.execute("INSERT INTO stats_canary VALUES (1)")
-        (wanted,) = conn.execute("SELECT count(*) FROM stats_canary").fetchone()
-    deadline = time.monotonic() + 15
-    while True:
-        with database.admin_connect() as conn:
-            rows = conn.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables").fetchall()
-        stats = {name: (ins, upd, dele) for name, ins, upd, dele in rows}
-        if stats.get("stats_canary", (0, 0, 0))[0] >= wanted:
-            return {name: figures for name, figures in stats.items() if name.startswith("rag_")}
-        assert time.monotonic() < deadline, "the statistics never showed the canary row"
-        time.sleep(0.2)
 
 
 def test_cli_commands_write_nothing(sample_pg: PgDatabase, tmp_path: Path) -> None:

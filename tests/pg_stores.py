@@ -73,8 +73,9 @@ def _relax(conn: Any, *, members_as_text: bool, indexes: bool) -> None:
 def copy_sqlite_to_postgres(sqlite_path: Path, database: PgDatabase, *, strict: bool = True,
                             indexes: bool = True) -> dict[str, int]:
     """Every row of every table of `sqlite_path` into `database`, graphrag-ts's tables
-    created first (module doc). Parents of communities are set after all rows are in, so
-    the self-reference holds whatever the row order. Returns rows per table."""
+    created first (module doc), one COPY per table in one transaction (the foreign keys,
+    the communities' own parent link included, are checked at the end of each COPY, so row
+    order does not matter), then ANALYZE. Returns rows per table."""
     create_graphrag_ts_tables(database)
     source = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     source.row_factory = sqlite3.Row
@@ -84,33 +85,21 @@ def copy_sqlite_to_postgres(sqlite_path: Path, database: PgDatabase, *, strict: 
         with database.admin_connect() as conn:
             _relax(conn, members_as_text=members_as_text, indexes=indexes)
     counts: dict[str, int] = {}
-    parents: list[tuple[str, str]] = []
-    with database.admin_connect() as conn, conn.transaction(), conn.cursor() as cur:
-        for table, columns in COLUMNS.items():
-            present = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
-            extras = [c for c in OPTIONAL.get(table, ()) if c in present]  # read where present, as in SQLite
-            for column in extras:
-                cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-            rows = [_adapt(table, dict(row), strict=strict, members_as_text=members_as_text)
-                    for row in source.execute(f"SELECT {', '.join((*columns, *extras))} FROM {table}")]
-            if table == "rag_community_summaries":
-                parents = [(r["parent_community_id"], r["id"]) for r in rows if r["parent_community_id"] is not None]
-                for row in rows:
-                    row["parent_community_id"] = None
-            if table == "rag_children" and strict:  # graphrag-ts: every chunk has a document
-                missing = {r["parent_id"] for r in rows} - {p[0] for p in cur.execute("SELECT id FROM rag_parents")}
-                if missing:
-                    raise AssertionError(f"chunks of documents that are not in the store: {sorted(missing)[:3]}")
-            if not rows:
+    with database.admin_connect() as conn:
+        with conn.transaction(), conn.cursor() as cur:
+            for table, columns in COLUMNS.items():
+                present = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
+                extras = [c for c in OPTIONAL.get(table, ()) if c in present]  # read where present, as in SQLite
+                for column in extras:
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+                names = [*columns, *extras] + (["description_hash"] if table == "rag_claims" else [])
                 counts[table] = 0
-                continue
-            names = list(rows[0])
-            cur.executemany(
-                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})",
-                [[row[n] for n in names] for row in rows],
-            )
-            counts[table] = len(rows)
-        cur.executemany("UPDATE rag_community_summaries SET parent_community_id = %s WHERE id = %s", parents)
+                with cur.copy(f"COPY {table} ({', '.join(names)}) FROM STDIN") as copy:
+                    for row in source.execute(f"SELECT {', '.join((*columns, *extras))} FROM {table}"):
+                        adapted = _adapt(table, dict(row), strict=strict, members_as_text=members_as_text)
+                        copy.write_row([adapted[n] for n in names])
+                        counts[table] += 1
+        conn.execute("ANALYZE")
     source.close()
     return counts
 

@@ -65,9 +65,10 @@ from .session.continuation import model_settings_for, prepare_rerun, prepare_res
 from .session.explore import ExploreSession, find_in_store, view_of
 from .session.options import cost_limit_prices, parse_max_cost
 from .session.recording import stored_document
-from .store import CommunityStore, NamespaceInfo
+from .store import NamespaceInfo
 from .store.explore import KINDS, tree_json
-from .store.location import parse_location
+from .store.location import display_location, mask_urls, parse_location, store_files, store_identity
+from .store.opening import open_store
 from .store.search_index import check_query
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
@@ -117,10 +118,18 @@ class _OneLineFormatter(logging.Formatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Errors in one line, exit status 2."""
+    """Errors in one line, exit status 2; a database password in an echoed argument masked."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{message} (see {self.prog} --help)")
+        raise InputError(f"{mask_urls(message)} (see {self.prog} --help)")
+
+
+def store_argument(text: str) -> Path | Any:
+    """STORE: an SQLite file's path or a postgresql:// URL (`store.location`)."""
+    try:
+        return parse_location(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_cost_limit_option(parser: argparse.ArgumentParser) -> None:
@@ -185,7 +194,8 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     app = _Parser(prog="graphrag-tui", description="GraphRAG global search, live in the terminal.")
-    app.add_argument("store", nargs="?", type=Path, help="community store (default: the bundled sample)")
+    app.add_argument("store", nargs="?", type=store_argument,
+                     help="community store: an SQLite file or a postgresql:// URL (default: the bundled sample)")
     app.add_argument("--version", action="version", version=f"graphrag-tui {__version__}")
     _add_search_options(app)
     _add_history_options(app, recording=True)
@@ -195,7 +205,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     commands = tool.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_text in (("query", "run global search headless"), ("plan", "show the Map batches; no model calls")):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("store", type=Path)
+        sub.add_argument("store", type=store_argument)
         sub.add_argument("question")
         _add_search_options(sub)
         sub.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
@@ -206,7 +216,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
             _add_history_options(sub, recording=True)
     _add_history_parsers(commands)
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
-    info.add_argument("store", type=Path)
+    info.add_argument("store", type=store_argument)
     info.add_argument("--json", action="store_true")
     add_explore_parsers(commands)
     imp = commands.add_parser("import-graphrag", help="import Microsoft GraphRAG Parquet output")
@@ -233,7 +243,7 @@ def _add_history_parsers(commands: Any) -> None:
     listing = verbs.add_parser("list", help="recorded runs, newest first (the default)")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--limit", metavar="N", help=f"at most N runs (default {DEFAULT_RUNS_LIMIT}; 0: all)")
-    listing.add_argument("--store", type=Path, metavar="S", help="only the runs of this store")
+    listing.add_argument("--store", type=store_argument, metavar="S", help="only the runs of this store")
     listing.add_argument("--status", choices=RUN_STATUSES, help="only the runs with this status")
     show = verbs.add_parser("show", help="one run: its result, as query prints it")
     show.add_argument("run", metavar="RUN")
@@ -287,7 +297,7 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
 
 
 def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         run = RunSession(store, history=history, on_warning=_warn)
         run.prepare(request)
     return run
@@ -452,9 +462,7 @@ class AnswerPrinter:
 def input_files(args: argparse.Namespace) -> list[Path]:
     """What an output file must never be: the store with its SQLite companions (a WAL holds
     committed rows) and the config file."""
-    store = args.store
-    companions = [store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-    return [store, *companions, args.config or default_config_path()]
+    return [*store_files(args.store), args.config or default_config_path()]
 
 
 class EventsFile:
@@ -559,12 +567,12 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         namespaces = store.namespaces()
     if args.json:
-        _say_json({"store": str(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
+        _say_json({"store": display_location(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
         return 0
-    _say(f"{one_line(str(args.store))}: {len(namespaces)} namespace(s)")
+    _say(f"{one_line(display_location(args.store))}: {len(namespaces)} namespace(s)")
     for n in namespaces:
         levels = ", ".join(f"level {level}: {count}" for level, count in n.levels.items())
         _say(f"  {one_line(n.name)}: {n.community_count} communities ({n.leaf_count} leaves; {levels}), "
@@ -626,7 +634,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     assert resolved.model is not None
     level = parse_level(args.level)
     store_path = args.store or SAMPLE_STORE
-    with CommunityStore.open(store_path) as store:  # a bad store is an input error before the app starts
+    with open_store(store_path) as store:  # a bad store is an input error before the app starts
         check_app_scope(args.namespace, level, store.namespaces())
     from .tui.app import AppSettings, GraphRAGApp
     from .tui.keymap import check_keymap
@@ -677,20 +685,20 @@ def _positive(flag_name: str, value: str | None, default: int | None) -> int | N
 
 def add_explore_parsers(commands: Any) -> None:
     search = commands.add_parser("search", help="full-text search of a namespace (communities, entities, claims, chunks)")
-    search.add_argument("store", type=Path)
+    search.add_argument("store", type=store_argument)
     search.add_argument("query", help='FTS5 syntax: words, "a phrase", prefix*')
     search.add_argument("--namespace")
     search.add_argument("--kind", choices=KINDS, help="search one kind only")
     search.add_argument("--limit", metavar="N", help="results per kind (default 20)")
     search.add_argument("--json", action="store_true")
     show = commands.add_parser("show", help="a community, entity, claim or chunk by id")
-    show.add_argument("store", type=Path)
+    show.add_argument("store", type=store_argument)
     show.add_argument("id", help="an id, kind:ID, or a bare GraphRAG community number")
     show.add_argument("--namespace", help="for a bare community number (optional when the store has one)")
     show.add_argument("--kind", choices=KINDS)
     show.add_argument("--json", action="store_true")
     tree = commands.add_parser("tree", help="the community hierarchy with leaf and claim counts")
-    tree.add_argument("store", type=Path)
+    tree.add_argument("store", type=store_argument)
     tree.add_argument("--namespace")
     tree.add_argument("--depth", metavar="N", help="levels to show (1: the roots only; default all)")
     tree.add_argument("--json", action="store_true")
@@ -701,7 +709,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     assert limit is not None
     check_query(args.query)  # before anything is built
     kinds = (args.kind,) if args.kind else KINDS
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         explore = ExploreSession(store, args.namespace)
         if not explore.text_search.ready():
             _warn("note: building the search index of this store (once, until the store changes)")
@@ -720,7 +728,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         found = find_in_store(store, args.namespace, args.id, args.kind)
         view = view_of(store, found)
     if found.others:
@@ -757,7 +765,7 @@ def show_json(kind: str, view: Any) -> dict[str, Any]:
 
 def cmd_tree(args: argparse.Namespace) -> int:
     depth = _positive("--depth", args.depth, None)
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         hierarchy = ExploreSession(store, args.namespace).hierarchy()
     tree = tree_json(hierarchy, depth)
     if args.json:
@@ -794,7 +802,7 @@ def _runs_limit(value: str | None) -> int | None:
 def cmd_runs(args: argparse.Namespace) -> int:
     history = RunHistory(history_of(args).path)
     if args.runs_command == "list":
-        store = str(Path(os.path.abspath(args.store))) if args.store is not None else None
+        store = store_identity(args.store) if args.store is not None else None
         runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
         if args.json:
             _say_json({"runs": [r.as_json() for r in runs]})
@@ -814,10 +822,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
-    store_path = Path(stored.summary.store)
-    with CommunityStore.open(store_path) as store:
-        inputs = [store_path, *(store_path.with_name(store_path.name + x) for x in ("-wal", "-shm", "-journal")),
-                  history.path, *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
+    store_location = parse_location(stored.summary.store)
+    with open_store(store_location) as store:
+        inputs = [*store_files(store_location), history.path,
+                  *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
         json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
     _say(f"wrote {json_path} and {md_path}")
     return 0
@@ -840,7 +848,7 @@ def cmd_continue(args: argparse.Namespace) -> int:
     max_cost = parse_max_cost(args.max_cost)
     stored = RunHistory(history).load(args.run)
     settings = model_settings_for(stored, vars(args), configured=resolver.defaults.model)
-    with CommunityStore.open(Path(stored.summary.store)) as store:
+    with open_store(parse_location(stored.summary.store)) as store:
         if args.command == "rerun":
             run = prepare_rerun(stored, store, history=history, mode=args.mode or "failed", replan=args.replan,
                                 on_warning=_warn)
@@ -895,7 +903,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
     except InputError as error:
-        _warn(f"graphrag-tui: error: {error}")
+        _warn(f"graphrag-tui: error: {mask_urls(str(error))}")
         code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
@@ -903,7 +911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug: one line, the traceback only on request
         if os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
-        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {error} "
+        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "
               "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
         code = 1
     if as_program:  # the work is done: a late Ctrl+C must not print a traceback from the exit

@@ -203,9 +203,12 @@ def _claim_detail(claim: Claim, source_parent_id: Any, extras: Mapping[str, str 
 
 
 def _parse_members(raw: Any) -> list[str]:
-    """The `members` JSON array as strings; anything unparsable or not a list gives []."""
+    """The `members` JSON array as strings; anything unparsable or not a list gives [].
+    A list (PostgreSQL's TEXT[] or json) is taken as the parsed array."""
     if raw is None:
         return []
+    if isinstance(raw, list):
+        return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for item in raw]
     try:
         value = json.loads(raw)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep
@@ -356,6 +359,10 @@ class CommunityStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def column_names(self, table: str) -> set[str]:
+        """The (lower-case) column names of one of the store's tables."""
+        return {row[1].lower() for row in self._query(f"PRAGMA table_info({table})")}
 
     def __enter__(self) -> CommunityStore:
         return self
@@ -725,4 +732,4 @@ class CommunityStore:
     def find_communities(self, namespace: str, text: str) -> list[GoToMatch]:
         """Communities of the namespace named by `text`: fuzzily by community name, or
         through an entity of that name among their members."""
-        return provenance.find_communities(self._query, namespace, text.strip())
+        return provenance.find_communities(self._query, namespace, text.strip(), self.entity_communities)

@@ -24,6 +24,8 @@ from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
 from ...store import CommunityStore
+from ...store.location import PostgresLocation, display_location, parse_location
+from ...store.opening import open_store
 from ..messages import OpenBatch, OpenCommunity
 from ..run_state import RunState
 from ..safe_text import one_line
@@ -53,7 +55,10 @@ class StoreAtHand:
 def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> StoreAtHand:
     """The run's store: the app's own when it is the same file, else opened now. Blocks:
     call it off the UI thread."""
-    path = Path(stored.summary.store)
+    location = parse_location(stored.summary.store)
+    if isinstance(location, PostgresLocation):
+        return _database_store(location, app_store)
+    path = location
     note = None
     try:
         stat = path.stat()
@@ -62,10 +67,22 @@ def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> Store
     except OSError as error:
         return StoreAtHand(None, f"The store {path} is not at hand ({error.strerror or error}): the batches, "
                                  "prompts and answers come from the run history; communities cannot be opened.", False)
-    if app_store is not None and os.path.abspath(app_store.path) == str(path):
+    if app_store is not None and isinstance(app_store.path, Path) and os.path.abspath(app_store.path) == str(path):
         return StoreAtHand(app_store, note, False)
     try:
-        return StoreAtHand(CommunityStore.open(path), note, True)
+        return StoreAtHand(open_store(path), note, True)
+    except InputError as error:
+        return StoreAtHand(None, f"The store of this run cannot be opened ({one_line(str(error))}): communities "
+                                 "cannot be opened.", False)
+
+
+def _database_store(location: PostgresLocation, app_store: CommunityStore | None) -> StoreAtHand:
+    """A run on a database: the app's own connection when it is the same database, else a
+    new read-only one (a database has no size or time to tell a change by)."""
+    if app_store is not None and display_location(app_store.path) == location.masked:
+        return StoreAtHand(app_store, None, False)
+    try:
+        return StoreAtHand(open_store(location), None, True)
     except InputError as error:
         return StoreAtHand(None, f"The store of this run cannot be opened ({one_line(str(error))}): communities "
                                  "cannot be opened.", False)

@@ -263,3 +263,54 @@ def test_import_the_christmas_carol_into_postgres(graphrag_ts_database: PgDataba
                         r"shortened to 200: .*; nothing was written \(without --strict the row is adapted or "
                         r"skipped and reported\)\n", run.stderr)
     assert sum(pg_counts(database).values()) == 1169
+
+
+def test_postgres_to_postgres_and_sqlite_to_sqlite(postgres_cluster: Any, pg_database: PgDatabase,
+                                                    tmp_path: Path) -> None:
+    from tests.conftest import _fresh_database
+
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url).code == 0
+    other = _fresh_database(postgres_cluster)
+    try:
+        run = cli(other, "copy", pg_database.url, other.admin_url, "--namespace", "tea-history-zh", "--json")
+        assert run.code == 0, run.stderr
+        assert run.json["rows"] == 288 and run.json["adaptations"]["adapted"] == 0
+        columns = "id, namespace, subject_entity_id, object_entity_id, description, description_hash, " \
+                  "source_parent_id, source_chunk_id, community_summary_id"
+        query = f"SELECT {columns} FROM rag_claims WHERE namespace = 'tea-history-zh' ORDER BY id"
+        assert pg_rows(other, query) == pg_rows(pg_database, query)
+        query = "SELECT id, namespace, community_name, summary_content, level, parent_community_id, members " \
+                "FROM rag_community_summaries WHERE namespace = 'tea-history-zh' ORDER BY id"
+        assert pg_rows(other, query) == pg_rows(pg_database, query)
+    finally:
+        postgres_cluster.drop_database(other.name)
+    copied = tmp_path / "copy.db"
+    run = run_cli("copy", str(SAMPLE), str(copied))
+    assert run.code == 0, run.stderr
+    assert sqlite_rows(copied) == sqlite_rows(SAMPLE)
+
+
+def test_a_database_with_part_of_graphrag_ts_tables_is_refused(pg_database: PgDatabase) -> None:
+    with pg_database.admin_connect() as conn:
+        conn.execute("CREATE TABLE rag_parents (id TEXT PRIMARY KEY, namespace TEXT NOT NULL, title TEXT, content TEXT)")
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url)
+    assert run.code == 2
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: it has some of graphrag-ts's "
+                          "tables but not rag_children, rag_entities, rag_community_summaries, rag_claims; "
+                          "nothing was written\n")
+    with pg_database.admin_connect() as conn:
+        conn.execute("DROP TABLE rag_parents")
+        for statement in ("CREATE TABLE rag_parents (id TEXT PRIMARY KEY, namespace TEXT, title TEXT, content TEXT)",
+                          "CREATE TABLE rag_children (id TEXT PRIMARY KEY, namespace TEXT, parent_id TEXT, content TEXT)",
+                          "CREATE TABLE rag_entities (id TEXT PRIMARY KEY, namespace TEXT, name TEXT, description TEXT)",
+                          "CREATE TABLE rag_community_summaries (id TEXT PRIMARY KEY, namespace TEXT, "
+                          "community_name TEXT, summary_content TEXT)",
+                          "CREATE TABLE rag_claims (id TEXT PRIMARY KEY, namespace TEXT, subject_entity_id TEXT, "
+                          "object_entity_id TEXT, description TEXT, description_hash TEXT, source_parent_id TEXT, "
+                          "source_chunk_id TEXT, community_summary_id TEXT)"):
+            conn.execute(statement)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url)
+    assert run.code == 2
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: table rag_community_summaries "
+                          "has no column(s) level, parent_community_id, members (graphrag-ts's migrations are not all "
+                          "applied); nothing was written\n")

@@ -4,10 +4,11 @@
 The tables are graphrag-ts's own (`graphrag_ts_schema.sql`), created when the database has
 none of them. Each table's rows go through `pg_adapt` (row by row), are streamed with
 COPY into a temporary table, and the rules that need the other rows are applied there in
-SQL before one INSERT ... SELECT moves them in, in the order read (id order):
+SQL before one INSERT ... SELECT moves them in:
 
 - a row whose id, or whose key graphrag-ts makes unique (an entity's name, a claim's
-  subject and description hash), repeats an earlier row's is skipped: the first is kept,
+  subject and description hash), repeats an earlier row's (in the order read: id order
+  for `copy`) is skipped: the first is kept,
   as graphrag-ts's own `createMany(skipDuplicates)` does;
 - a child chunk whose document is not there, or a claim whose subject entity is not
   there, is skipped (graphrag-ts deletes those with their parent: ON DELETE CASCADE);
@@ -199,8 +200,8 @@ class PgWriter:
             for column, target in OPTIONAL_REFERENCES.get(table, ()):
                 self._unlink_dangling(table, column, target)
             names = ", ".join(columns)
-            written = self._conn.execute(
-                f"INSERT INTO {table} ({names}) SELECT {names} FROM {_STAGE} ORDER BY seq").rowcount
+            # the order no longer matters: the rows that repeat a key are already gone
+            written = self._conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_STAGE}").rowcount
             self._conn.execute(f"DROP TABLE {_STAGE}")
             if self._interrupted():
                 raise WriteInterrupted

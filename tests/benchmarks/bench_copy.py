@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import shutil
 import sqlite3
 import subprocess
 import tempfile
@@ -65,6 +66,7 @@ def main() -> None:
     print(f"Store: {rows(store, 'rag_community_summaries'):,} communities, {rows(store, 'rag_claims'):,} claims, "
           f"{sum(rows(store, t) for t in TABLES):,} rows; into PostgreSQL: {summary}; "
           f"back in SQLite: {sum(rows(back, t) for t in TABLES):,} rows\n")
+    shutil.rmtree(folder)
     print("| copy | seconds | peak RSS (MiB) |")
     print("|---|---:|---:|")
     print(f"| SQLite -> PostgreSQL | {to_pg[0]:.1f} | {to_pg[1]:.0f} |")

@@ -71,7 +71,8 @@ from .store.location import display_location, mask_urls, parse_location, store_f
 from .store.opening import open_store
 from .store.search_index import check_query
 
-SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "search", "show", "tree", "runs", "rerun", "resume")
+SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
+               "resume")
 RUNS_SUBCOMMANDS = ("list", "show", "export", "delete")
 #: How many runs `runs list` shows unless told (--limit 0: all).
 DEFAULT_RUNS_LIMIT = 20
@@ -221,9 +222,19 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     add_explore_parsers(commands)
     imp = commands.add_parser("import-graphrag", help="import Microsoft GraphRAG Parquet output")
     imp.add_argument("source", type=Path, metavar="DIR")
-    imp.add_argument("store", type=Path, metavar="STORE")
+    imp.add_argument("store", metavar="STORE", help="a SQLite file, or a postgresql:// URL")
     imp.add_argument("--namespace", required=True)
     imp.add_argument("--text", choices=("summary", "full_content"), default="summary")
+    imp.add_argument("--strict", action="store_true",
+                     help="PostgreSQL: refuse rows that graphrag-ts's constraints would change or skip")
+    copy = commands.add_parser("copy", help="copy namespaces between stores (SQLite or PostgreSQL)")
+    copy.add_argument("source", metavar="SRC", help="a SQLite file, or a postgresql:// URL")
+    copy.add_argument("destination", metavar="DST", help="a SQLite file (created if absent), or a postgresql:// URL")
+    copy.add_argument("--namespace", help="copy this namespace only (default: every namespace)")
+    copy.add_argument("--replace", action="store_true", help="replace namespaces the destination already has")
+    copy.add_argument("--strict", action="store_true",
+                      help="refuse rows that graphrag-ts's constraints would change or skip")
+    copy.add_argument("--json", action="store_true")
     return app, tool
 
 
@@ -580,8 +591,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
         try:
-            report = import_graphrag(args.source, args.store, args.namespace, args.text,
-                                     interrupted=interrupted.is_set)
+            report = import_graphrag(args.source, parse_location(args.store), args.namespace, args.text,
+                                     interrupted=interrupted.is_set, strict=args.strict)
         except ImportInterrupted:
             _warn("graphrag-tui: interrupted: nothing was written")
             return 130
@@ -589,6 +600,31 @@ def cmd_import(args: argparse.Namespace) -> int:
         if interrupted.is_set():
             _warn(f"note: the interrupt came after the import was committed: namespace "
                   f"'{report.namespace}' was imported in full")
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    """`copy SRC DST`: one transaction; Ctrl+C before the commit writes nothing (exit 130)."""
+    from .store.namespace_write import WriteInterrupted
+    from .store.transfer import copy_store
+
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        try:
+            report = copy_store(parse_location(args.source), parse_location(args.destination),
+                                namespace=args.namespace, replace=args.replace, strict=args.strict,
+                                interrupted=interrupted.is_set)
+        except WriteInterrupted:
+            _warn("graphrag-tui: interrupted: nothing was written")
+            return 130
+        if args.json:
+            _say_json(report.to_json())
+        else:
+            for line in report.lines():
+                _say(line)
         return 0
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -823,7 +859,7 @@ def cmd_continue(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
-    "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
+    "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import, "copy": cmd_copy,
     "search": cmd_search, "show": cmd_show, "tree": cmd_tree,
     "runs": cmd_runs, "rerun": cmd_continue, "resume": cmd_continue,
 }

@@ -33,7 +33,7 @@ from typing import Any
 
 from graphrag_tui.engine import MapTextParts
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store import map_parts
+from graphrag_tui.store import map_parts, table_rows
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
 from graphrag_tui.store.pg_dialect import to_postgres
@@ -256,6 +256,24 @@ class PostgresStore(CommunityStore):
             yield second
         finally:
             second.close()
+
+    def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A namespace's rows of one table (`CommunityStore.iter_table_rows`), streamed
+        through a server-side cursor on a read-only session of its own: `copy`'s read."""
+        sql = to_postgres(table_rows.select_sql(table, extras))
+        convert = table_rows.row_converter(table, extras)
+        psycopg = driver()
+        conn = connect(self.location)
+        try:
+            with conn.transaction(), conn.cursor(name="graphrag_tui_copy") as cur:
+                cur.itersize = STREAM_ROWS
+                cur.execute(sql, (namespace,))
+                while batch := cur.fetchmany(STREAM_ROWS):
+                    yield from map(convert, batch)
+        except psycopg.Error as error:
+            raise query_failure(self.location, error) from None
+        finally:
+            conn.close()
 
     def entity_communities(self, namespace: str, entity: str) -> list[CommunityRef]:
         """As in SQLite (`provenance.entity_communities`): the communities of the namespace

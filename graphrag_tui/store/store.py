@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store import map_parts, provenance
+from graphrag_tui.store import map_parts, provenance, table_rows
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
@@ -415,6 +415,11 @@ class CommunityStore:
                     return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
+
+    def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A namespace's rows of one table as stored (`COLUMNS[table]` order, then the
+        optional `extras`), in id order, a page at a time (`table_rows`): what `copy` reads."""
+        return table_rows.iter_table_rows(self._query, table, namespace, extras)
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every namespace found in any table, sorted by name, with its counts."""

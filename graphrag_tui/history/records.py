@@ -19,7 +19,7 @@ from ..safe_text import one_line
 from .database import HistoryError, connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
-from .recorder import messages_json, unpack_text
+from .recorder import batch_from_row, messages_json, read_plan, unpack_text
 
 #: Statuses a run can have in the history: the engine's, and `running` / `interrupted`.
 RUN_STATUSES = ("running", "interrupted", "completed", "partial", "no_results", "failed", "cancelled")
@@ -267,7 +267,7 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     summary = _summary(row[:14])
     store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text = row[14:]
     options = SearchOptions.model_validate_json(options_text)
-    planned = json.loads(plan_text) if plan_text else []
+    planned = read_plan(plan_text)
 
     rows = {row[0]: row[1:] for row in connection.execute(
         "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))}
@@ -275,7 +275,7 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     def batch(index: int) -> RecordedBatch:
         if index in rows:
             digest, status, model, text = rows[index]
-            return RecordedBatch(index, digest, status, model, BatchResult.model_validate_json(text))
+            return RecordedBatch(index, digest, status, model, batch_from_row(index, text, planned))
         ids, parts, tokens, digest = planned[index]  # never finished: as planned
         result = BatchResult(index=index, community_ids=tuple(ids), prompt_tokens=tokens,
                              parts=tuple(PartRef(community_id=c, part=p) for c, p in parts))

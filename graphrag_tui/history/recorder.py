@@ -26,7 +26,6 @@ import queue
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .ids import new_run_id
 from .owner import is_alive, this_process
+from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
 FLUSH_INTERVAL = 0.25
@@ -65,22 +65,6 @@ def _sha256(content: str) -> str:
 def content_hash(batch: MapBatch) -> str:
     """The SHA-256 of a batch's content: what says whether the store still plans it so."""
     return _sha256(batch.content)
-
-
-#: Shorter texts are stored as they are: zlib allocates some 256 KiB of state per call, which
-#: costs more than a short text saves.
-COMPRESS_FROM = 2048
-
-
-def pack_text(text: str) -> str | bytes:
-    """`text` as stored: itself (SQLite TEXT) when short, else zlib (a BLOB)."""
-    if len(text) < COMPRESS_FROM:
-        return text
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
-
-
-def unpack_text(data: str | bytes) -> str:
-    return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")
 
 
 def messages_json(query: str, content: str) -> str:

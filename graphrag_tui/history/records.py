@@ -65,9 +65,10 @@ class RunSummary(NamedTuple):
         return self._asdict()
 
 
+#: A run's line of `runs list` (a finished run's owner is not read: only a running run's matters).
 SUMMARY_COLUMNS = (
     "run_id, parent_run_id, started_at, finished_at, question, store_path, namespace, level, model_name, status, "
-    "batch_count, failed_batch_count, usage_total, owner"
+    "batch_count, failed_batch_count, usage_total, CASE WHEN status = 'running' THEN owner END"
 )
 
 

@@ -26,50 +26,29 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
 
 # The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse
-import asyncio
 import logging
 import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
+# Only what every command needs: each command imports what it uses (the engine, pydantic,
+# httpx, the settings, the store, the app), so that `runs list` starts without them.
 from . import __version__
-from .config import UserDefaults, default_config_path
-from .engine import (
-    FALLBACK_DEFAULTS,
-    AnswerDelta,
-    Event,
-    Level,
-    SearchPlan,
-    SearchResult,
-    ascii_integer,
-    check_level,
-    choose_namespace,
-    estimated_input_cost,
-    failed_batch_lines,
-    flag,
-    has_surrogates,
-    parse_level,
-    parse_seed,
-    shown,
-)
+from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
-from .export import write_export
-from .history import RUN_STATUSES, RunHistory, RunSummary
-from .models.factory import ModelSettings, model_name
-from .output_paths import check_not_input
+from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line
-from .session import HistoryChoice, ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
-from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
-from .session.explore import ExploreSession, find_in_store, view_of
-from .session.options import cost_limit_prices, parse_max_cost
-from .session.recording import stored_document
-from .store import NamespaceInfo
-from .store.explore import KINDS, tree_json
-from .store.location import display_location, mask_urls, parse_location, store_files, store_identity
-from .store.opening import open_store
-from .store.search_index import check_query
+from .user_files import default_config_path, default_history_path, has_user_settings
+
+if TYPE_CHECKING:
+    from .config import UserDefaults
+    from .engine import Event, Level, SearchPlan, SearchResult
+    from .history import RunSummary
+    from .models.factory import ModelSettings
+    from .session import HistoryChoice, Resolved, RunSession, SearchRequest, SettingsResolver
+    from .store import NamespaceInfo
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
                "resume")
@@ -115,6 +94,8 @@ class _OneLineFormatter(logging.Formatter):
     database URL's password masked."""
 
     def format(self, record: logging.LogRecord) -> str:
+        from .store.location import mask_urls
+
         return one_line(mask_urls(super().format(record)))
 
 
@@ -122,11 +103,15 @@ class _Parser(argparse.ArgumentParser):
     """Errors in one line, exit status 2; a database password in an echoed argument masked."""
 
     def error(self, message: str) -> NoReturn:
+        from .store.location import mask_urls
+
         raise InputError(f"{mask_urls(message)} (see {self.prog} --help)")
 
 
 def store_argument(text: str) -> Path | Any:
     """STORE: an SQLite file's path or a postgresql:// URL (`store.location`)."""
+    from .store.location import parse_location
+
     try:
         return parse_location(text)
     except InputError as error:
@@ -180,6 +165,8 @@ def _add_model_options(parser: argparse.ArgumentParser, title: str) -> None:
 
 
 def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = True) -> None:
+    from .engine import FALLBACK_DEFAULTS
+
     search = parser.add_argument_group("search")
     search.add_argument("--namespace", help="namespace to search (optional when the store has one)")
     search.add_argument("--level", default=None, help="'leaf' (default) or a community level number")
@@ -194,6 +181,10 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    return build_app_parser(), build_tool_parser()
+
+
+def build_app_parser() -> argparse.ArgumentParser:
     app = _Parser(prog="graphrag-tui", description="GraphRAG global search, live in the terminal.")
     app.add_argument("store", nargs="?", type=store_argument,
                      help="community store: an SQLite file or a postgresql:// URL (default: the bundled sample)")
@@ -201,9 +192,17 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     _add_search_options(app)
     _add_history_options(app, recording=True)
     app.epilog = "commands: " + ", ".join(SUBCOMMANDS) + " (graphrag-tui COMMAND --help)"
+    return app
 
+
+def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
+    """The commands' parser; with `runs_only`, `runs` alone (its subcommands need neither the
+    engine's defaults nor the store's kinds, which the other commands' options list)."""
     tool = _Parser(prog="graphrag-tui")
     commands = tool.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    if runs_only:
+        _add_runs_parsers(commands)
+        return tool
     for name, help_text in (("query", "run global search headless"), ("plan", "show the Map batches; no model calls")):
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("store", type=store_argument)
@@ -215,7 +214,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
             sub.add_argument("--events", type=Path, metavar="FILE", help="write every event as a JSON line")
             _add_cost_limit_option(sub)
             _add_history_options(sub, recording=True)
-    _add_history_parsers(commands)
+    _add_runs_parsers(commands)
+    _add_continue_parsers(commands)
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
     info.add_argument("store", type=store_argument)
     info.add_argument("--json", action="store_true")
@@ -235,10 +235,10 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     copy.add_argument("--strict", action="store_true",
                       help="refuse rows that graphrag-ts's constraints would change or skip")
     copy.add_argument("--json", action="store_true")
-    return app, tool
+    return tool
 
 
-def _add_history_parsers(commands: Any) -> None:
+def _add_runs_parsers(commands: Any) -> None:
     runs = commands.add_parser("runs", help="the run history: list, show, export, delete")
     verbs = runs.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
     listing = verbs.add_parser("list", help="recorded runs, newest first (the default)")
@@ -257,6 +257,9 @@ def _add_history_parsers(commands: Any) -> None:
     for verb in (listing, show, export, delete):
         _add_config_options(verb)
         _add_history_options(verb, recording=False)
+
+
+def _add_continue_parsers(commands: Any) -> None:
     rerun = commands.add_parser("rerun", help="a new run from a recorded one: its failed batches again, or all")
     rerun.add_argument("run", metavar="RUN")
     which = rerun.add_mutually_exclusive_group()
@@ -280,6 +283,8 @@ def _add_history_parsers(commands: Any) -> None:
 
 def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]:
     """The options and model settings of a search command (the config file read once)."""
+    from .engine import parse_seed
+
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
@@ -287,6 +292,9 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
+    from .engine import parse_level
+    from .session import SearchRequest
+
     return SearchRequest(
         query=args.question,
         namespace=args.namespace,
@@ -298,6 +306,9 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
 
 
 def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
+    from .session import RunSession
+    from .store.opening import open_store
+
     with open_store(args.store) as store:
         run = RunSession(store, history=history, on_warning=_warn)
         run.prepare(request)
@@ -306,6 +317,8 @@ def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | 
 
 def settings_resolver(args: argparse.Namespace) -> SettingsResolver:
     """The config file and environment of a command, read once."""
+    from .session import SettingsResolver
+
     return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
 
 
@@ -365,6 +378,9 @@ def plan_report(plan: SearchPlan) -> dict[str, Any]:
 def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, Any] | None:
     """What the Map prompts cost at the model's input price, by the token estimate; None
     when no `[prices."model"]` table applies (or the model is named only by its server)."""
+    from .engine import estimated_input_cost
+    from .models.factory import model_name
+
     name = model_name(resolved.model) if resolved.model is not None else None
     prices = resolved.user_defaults.prices.get(name) if name else None
     if prices is None:
@@ -374,6 +390,8 @@ def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, 
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from .session.options import parse_max_cost
+
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None and resolved.history is not None
     max_cost = parse_max_cost(args.max_cost)
@@ -392,6 +410,8 @@ def run_and_print(
 ) -> int:
     """query, rerun and resume: the prepared run on its model (its rate limits, the prices
     of the config, the cost limit), the answer printed as it streams, then the run."""
+    import asyncio
+
     printer = None if args.json else AnswerPrinter()
     listeners = [listener.write for listener in (events, printer) if listener is not None]
 
@@ -431,6 +451,8 @@ class AnswerPrinter:
         self.failed = False
 
     def write(self, event: Event) -> None:  # type: ignore[valid-type]
+        from .engine import AnswerDelta
+
         if not isinstance(event, AnswerDelta) or self.failed:
             return
         piece = event.text
@@ -463,6 +485,8 @@ class AnswerPrinter:
 def input_files(args: argparse.Namespace) -> list[Path]:
     """What an output file must never be: the store with its SQLite companions (a WAL holds
     committed rows) and the config file."""
+    from .store.location import store_files
+
     return [*store_files(args.store), args.config or default_config_path()]
 
 
@@ -477,6 +501,8 @@ class EventsFile:
 
     @classmethod
     def open(cls, path: Path | None, *, inputs: list[Path]) -> EventsFile | None:
+        from .output_paths import check_not_input
+
         if path is None:
             return None
         check_not_input(path, inputs, "--events")
@@ -510,6 +536,11 @@ class EventsFile:
 async def _run_query(
     run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None
 ) -> SearchResult:
+    import asyncio
+
+    from .session import ModelSession
+    from .session.options import cost_limit_prices
+
     models = ModelSession(os.environ)
     model = await models.open(settings)
     try:
@@ -540,6 +571,8 @@ def model_answered(result: SearchResult) -> bool:
 def print_result(result: SearchResult, streamed: str | None = None) -> None:
     """The result in words. When the answer was printed as it streamed, it is not repeated
     (unless the final answer differs from what streamed)."""
+    from .engine import failed_batch_lines
+
     _say(f"status: {result.status}")
     if result.answer and result.answer != streamed:
         _say()
@@ -568,6 +601,9 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from .store.location import display_location
+    from .store.opening import open_store
+
     with open_store(args.store) as store:
         namespaces = store.namespaces()
     if args.json:
@@ -586,6 +622,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     the commit the import stops and nothing is written (exit 130); after it, the import is
     complete (exit 0, with a note)."""
     from .importer import ImportInterrupted, format_report, import_graphrag
+    from .store.location import parse_location
 
     interrupted = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
@@ -607,6 +644,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_copy(args: argparse.Namespace) -> int:
     """`copy SRC DST`: one transaction; Ctrl+C before the commit writes nothing (exit 130)."""
+    from .store.location import parse_location
     from .store.namespace_write import WriteInterrupted
     from .store.transfer import copy_store
 
@@ -631,6 +669,9 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
+    from .engine import parse_level
+    from .store.opening import open_store
+
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None
     level = parse_level(args.level)
@@ -666,6 +707,8 @@ def cmd_app(args: argparse.Namespace) -> int:
 def check_app_scope(namespace: str | None, level: Level, namespaces: list[NamespaceInfo]) -> None:
     """A namespace or level given on the command line must exist, as `query` requires: the
     app refuses it before it opens rather than showing another one."""
+    from .engine import check_level, choose_namespace
+
     if namespace is None:
         return
     chosen = choose_namespace(namespace, [n.name for n in namespaces])
@@ -685,6 +728,8 @@ def _positive(flag_name: str, value: str | None, default: int | None) -> int | N
 
 
 def add_explore_parsers(commands: Any) -> None:
+    from .store.explore import KINDS
+
     search = commands.add_parser("search", help="full-text search of a namespace (communities, entities, claims, chunks)")
     search.add_argument("store", type=store_argument)
     search.add_argument("query", help='FTS5 syntax: words, "a phrase", prefix*')
@@ -706,6 +751,11 @@ def add_explore_parsers(commands: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .session.explore import ExploreSession
+    from .store.explore import KINDS
+    from .store.opening import open_store
+    from .store.search_index import check_query
+
     limit = _positive("--limit", args.limit, 20)
     assert limit is not None
     check_query(args.query)  # before anything is built
@@ -729,6 +779,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from .session.explore import find_in_store, view_of
+    from .store.opening import open_store
+
     with open_store(args.store) as store:
         found = find_in_store(store, args.namespace, args.id, args.kind)
         view = view_of(store, found)
@@ -765,6 +818,10 @@ def show_json(kind: str, view: Any) -> dict[str, Any]:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
+    from .session.explore import ExploreSession
+    from .store.explore import tree_json
+    from .store.opening import open_store
+
     depth = _positive("--depth", args.depth, None)
     with open_store(args.store) as store:
         hierarchy = ExploreSession(store, args.namespace).hierarchy()
@@ -800,9 +857,20 @@ def _runs_limit(value: str | None) -> int | None:
     return number or None
 
 
+def runs_history_path(args: argparse.Namespace) -> Path:
+    """The history the `runs` commands read: `history_of(args).path`. Without a config file
+    or a GRAPHRAG_TUI_* variable (or with --no-config) nothing can change it but --history,
+    and the settings are not loaded (pydantic-settings, the models): `runs list` starts fast."""
+    if args.no_config or not has_user_settings(args.config, os.environ):
+        return Path(args.history).expanduser() if args.history is not None else default_history_path()
+    return history_of(args).path
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    history = RunHistory(history_of(args).path)
+    history = RunHistory(runs_history_path(args))
     if args.runs_command == "list":
+        from .store.location import store_identity
+
         store = store_identity(args.store) if args.store is not None else None
         runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
         if args.json:
@@ -815,6 +883,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     stored = history.load(args.run)
     if args.runs_command == "show":
+        from .session.recording import stored_document
+
         if args.json:
             _say_json(stored_document(stored))
         else:
@@ -823,6 +893,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
+    from .export import write_export
+    from .store.location import parse_location, store_files
+    from .store.opening import open_store
+
     store_location = parse_location(stored.summary.store)
     with open_store(store_location) as store:
         inputs = [*store_files(store_location), history.path,
@@ -844,6 +918,11 @@ def print_runs(runs: list[RunSummary]) -> None:
 
 def cmd_continue(args: argparse.Namespace) -> int:
     """`rerun` (a child run) and `resume` (the same run) of a recorded run."""
+    from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
+    from .session.options import parse_max_cost
+    from .store.location import parse_location
+    from .store.opening import open_store
+
     resolver = settings_resolver(args)
     history = resolver.history(vars(args)).path
     max_cost = parse_max_cost(args.max_cost)
@@ -874,18 +953,17 @@ def check_text_arguments(args: argparse.Namespace) -> None:
 
 
 def _run(argv: list[str]) -> int:
-    app_parser, tool_parser = build_parsers()
     if argv and argv[0] in SUBCOMMANDS:
         if argv[0] == "runs" and (len(argv) == 1 or argv[1] not in (*RUNS_SUBCOMMANDS, "-h", "--help")):
             argv = ["runs", "list", *argv[1:]]  # `runs` alone lists
-        args = tool_parser.parse_args(argv)
+        args = build_tool_parser(runs_only=argv[0] == "runs").parse_args(argv)
         check_text_arguments(args)
         if getattr(args, "verbose", False):
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(_OneLineFormatter("%(name)s: %(message)s"))
             logging.basicConfig(level=logging.INFO, handlers=[handler])
         return COMMANDS[args.command](args)
-    args = app_parser.parse_args(argv)
+    args = build_app_parser().parse_args(argv)
     check_text_arguments(args)
     return cmd_app(args)
 
@@ -904,12 +982,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
     except InputError as error:
+        from .store.location import mask_urls
+
         _warn(f"graphrag-tui: error: {mask_urls(str(error))}")
         code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
         code = 130
     except Exception as error:  # a bug: one line, the traceback only on request
+        from .store.location import mask_urls
+
         if os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
         _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "

@@ -31,6 +31,7 @@ from ..run_state import RunState
 from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of, scope_text, started_text, tokens_text
 from ..widgets.batch_grid import BatchGrid
+from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
 from ..widgets.run_tabs import run_tabs
 from .batch import BatchScreen
@@ -183,7 +184,9 @@ class RunViewScreen(TabbedScreen):
         self.call_after_refresh(self._show_state, self.state)
 
     def _show_state(self, state: RunState) -> None:
-        self.query_one("#batch-counts", Static).update(counts_text(state))
+        counts = state.cell_counts()  # drawn as the live run draws them
+        self.query_one("#run-clock", RunClock).show(state, state.finished_at or 0.0, counts)
+        self.query_one("#batch-counts", BatchCounts).show(counts, usage_texts(state))
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         for panel in PANELS.values():
             self.query_one(panel).update_from(state)  # type: ignore[attr-defined]
@@ -211,7 +214,8 @@ class RunViewScreen(TabbedScreen):
             with Horizontal(id="top-row"):
                 with Vertical(id="batches-panel", classes="panel") as batches:
                     batches.border_title = "Batches"
-                    yield Static(id="batch-counts")
+                    yield RunClock(id="run-clock")
+                    yield BatchCounts(id="batch-counts")
                     yield BatchGrid(id="batch-grid")
             yield from run_tabs()
         yield KeyFooter()
@@ -309,10 +313,3 @@ class RunViewScreen(TabbedScreen):
         if self.stored is not None:
             self.app.delete_stored_run(self.stored.summary)  # type: ignore[attr-defined]
 
-
-def counts_text(state: RunState) -> Text:
-    counts = state.cell_counts()
-    text = Text()
-    for name, style in (("succeeded", "#40b95f"), ("failed", "#ff4d5e"), ("cancelled", "#8a8f98")):
-        text.append(f"{name} {counts[name]}  ", style=style)  # type: ignore[index]
-    return text

@@ -255,7 +255,7 @@ def build_batches(
         if tokens_of(whole_ascii + id_ascii + text_size[0], fixed_other + id_other + text_size[1]) <= budget:
             if not text:
                 continue
-            parts: Iterable[Part] = ((part_ref(community_id, 1), text, text_size),)
+            parts: Iterable[Part] = (Part(part_ref(community_id, 1), text, text_size),)
         else:
             parts = split_community(community, skeleton_size, budget)
         for ref, segment, segment_size in parts:

@@ -40,6 +40,7 @@ from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
 from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line
+from .url_mask import mask_urls
 from .user_files import default_config_path, default_history_path, has_user_settings
 
 if TYPE_CHECKING:
@@ -94,8 +95,6 @@ class _OneLineFormatter(logging.Formatter):
     database URL's password masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from .store.location import mask_urls
-
         return one_line(mask_urls(super().format(record)))
 
 
@@ -103,8 +102,6 @@ class _Parser(argparse.ArgumentParser):
     """Errors in one line, exit status 2; a database password in an echoed argument masked."""
 
     def error(self, message: str) -> NoReturn:
-        from .store.location import mask_urls
-
         raise InputError(f"{mask_urls(message)} (see {self.prog} --help)")
 
 
@@ -869,9 +866,11 @@ def runs_history_path(args: argparse.Namespace) -> Path:
 def cmd_runs(args: argparse.Namespace) -> int:
     history = RunHistory(runs_history_path(args))
     if args.runs_command == "list":
-        from .store.location import store_identity
+        store = None
+        if args.store is not None:
+            from .store.location import store_identity
 
-        store = store_identity(args.store) if args.store is not None else None
+            store = store_identity(args.store)
         runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
         if args.json:
             _say_json({"runs": [r.as_json() for r in runs]})
@@ -982,16 +981,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
     except InputError as error:
-        from .store.location import mask_urls
-
         _warn(f"graphrag-tui: error: {mask_urls(str(error))}")
         code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
         code = 130
     except Exception as error:  # a bug: one line, the traceback only on request
-        from .store.location import mask_urls
-
         if os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
         _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "

@@ -20,17 +20,12 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from graphrag_tui.errors import InputError
+from graphrag_tui.url_mask import MASK, SECRET_PARAMETERS, mask_urls
 
 SCHEMES = ("postgresql://", "postgres://")
-#: Query parameters of a libpq URL whose values are secret.
-_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
-MASK = "***"
 
-# A PostgreSQL URL's user-info password (up to the last "@" before the host) and the
-# secret query parameters, anywhere in a text.
-_URL_USERINFO = re.compile(r"(?i)(postgres(?:ql)?://)([^\s/?#]*)@")
+# A URL whose password was masked, as the run history records it.
 _MASKED_PASSWORD = re.compile(r"(?i)^(postgres(?:ql)?://[^\s/?#:@]*):\*\*\*@")
-_PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password=)[^&\s'\"]*")
 
 
 def is_postgres_url(text: str) -> bool:
@@ -68,13 +63,13 @@ def _masked_url(url: str) -> tuple[str, str]:
         raise InputError(f"Not a PostgreSQL URL: {mask_urls(url)}") from None
     database = unquote(parts.path.lstrip("/"))
     user = user or next((v for k, v in query if k == "user"), "")
-    has_password = has_password or any(k.lower() in _SECRET_PARAMETERS for k, _ in query)
+    has_password = has_password or any(k.lower() in SECRET_PARAMETERS for k, _ in query)
     host = host or next((v for k, v in query if k == "host"), "")
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address
     userinfo = (user + (f":{MASK}" if has_password else "") + "@") if user or has_password else ""
     netloc = userinfo + host + (f":{port}" if port is not None else "")
-    shown = [f"{k}={MASK if k.lower() in _SECRET_PARAMETERS else v}" for k, v in query
+    shown = [f"{k}={MASK if k.lower() in SECRET_PARAMETERS else v}" for k, v in query
              if k not in ("user", "host")]
     masked = f"postgresql://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
     return mask_urls(masked), database
@@ -98,16 +93,6 @@ def display_location(location: StoreLocation | str) -> str:
     if isinstance(location, str) and is_postgres_url(location):
         return _masked_url(location)[0]
     return str(location)
-
-
-def mask_urls(text: str) -> str:
-    """`text` with the password of every PostgreSQL URL in it (and every `password=`
-    parameter) replaced by ***."""
-    def userinfo(match: re.Match[str]) -> str:
-        user, colon, _ = match.group(2).partition(":")
-        return f"{match.group(1)}{user}{':' + MASK if colon else ''}@"
-
-    return _PARAMETER.sub(rf"\g<1>{MASK}", _URL_USERINFO.sub(userinfo, text))
 
 
 def store_identity(location: StoreLocation) -> str:

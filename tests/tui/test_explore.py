@@ -301,3 +301,23 @@ async def test_a_communitys_members_open_their_entities(store: Path, tmp_path: P
         await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.kind == "entity"
                          and app.screen.loaded, what="the entity")
         assert app.screen.record_id == "carol/89"
+
+
+async def test_the_members_listed_in_the_community_view_open_their_entities(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(app.screen.query("#run")), what="the main screen")
+        app.open_community("carol/2")
+        await wait_community(pilot)
+        community = app.screen
+        links = community.query_one("#hierarchy", OptionList)
+        prompts = [str(links.get_option_at_index(i).prompt) for i in range(links.option_count)]
+        assert prompts[-3:] == ["Members (2)", "ELIAS QUILL  carol/e2", "TOM PENROSE  carol/e3"]
+        links.highlighted = links.option_count - 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="the entity")
+        assert app.screen.kind == "entity" and app.screen.record_id == "carol/e3"
+        assert "Quill's clerk" in str(app.screen.query_one("#record-text", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is community

@@ -245,3 +245,26 @@ def test_libpq_environment_supplies_what_the_url_leaves_out(sample_pg: PgDatabas
     assert run.json["store"] == f"postgresql:///{sample_pg.name}"
     assert [n["name"] for n in run.json["namespaces"]] == ["harbor-city", "tea-history-zh"]
     assert cluster.reader_password not in run.stdout + run.stderr
+
+
+def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(sample_pg: PgDatabase, tmp_path: Path) -> None:
+    from tests.cli_runner import clean_env
+
+    history = str(tmp_path / "runs.db")
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    with ScriptedChatServer(by_community) as server:
+        first = run_cli("query", sample_pg.url, QUESTION, "--namespace", "harbor-city", "--base-url", server.base_url,
+                        "--model", "m1", "--seed", "7", "--history", history, "--json", "--no-config")
+        assert first.code == 0, first.stderr
+        run_id = first.json["run_id"]
+        # The history keeps the URL masked: the password comes from libpq's environment (or ~/.pgpass).
+        refused = run_cli("rerun", run_id, "--all", "--history", history, "--json", "--no-config")
+        line = _one_line_error(refused, *sample_pg.passwords)
+        assert line.startswith(f"graphrag-tui: error: Cannot open store {masked}: the server refused the login ("), line
+        env = clean_env(PGPASSWORD=sample_pg.cluster.reader_password)
+        again = run_cli("rerun", run_id, "--all", "--history", history, "--json", "--no-config", env=env)
+        assert again.code == 0, again.stderr
+    assert again.json["parent_run_id"] == run_id
+    assert _stable(again.json)["batches"] == _stable(first.json)["batches"]
+    for password in sample_pg.passwords:
+        assert password not in again.stdout + again.stderr

@@ -111,10 +111,11 @@ def _warn(text: str) -> None:
 
 
 class _OneLineFormatter(logging.Formatter):
-    """--verbose log lines name communities and models from outside: one inert line each."""
+    """--verbose log lines name communities and models from outside: one inert line each, a
+    database URL's password masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return one_line(super().format(record))
+        return one_line(mask_urls(super().format(record)))
 
 
 class _Parser(argparse.ArgumentParser):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,11 +104,56 @@ def graphrag_ts_database(pg_database: PgDatabase) -> PgDatabase:
 
 
 @pytest.fixture
-def icu_graphrag_ts_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
-    """Like graphrag_ts_database, in a database whose default collation is ICU's en-US."""
+def sample_pg(pg_database: PgDatabase) -> PgDatabase:
+    """The bundled sample store copied into graphrag-ts's tables (with all their constraints)."""
+    from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres
+
+    copy_sqlite_to_postgres(SAMPLE, pg_database, strict=True)
+    return pg_database
+
+
+@pytest.fixture
+def icu_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
+    """Like pg_database, in a database whose default collation is ICU's en-US (where "a" < "B"
+    and "_x" < "10", unlike code point order)."""
     database = _fresh_database(postgres_cluster, icu_locale="en-US")
     try:
-        create_graphrag_ts_tables(database)
         yield database
     finally:
         postgres_cluster.drop_database(database.name)
+
+#: open_as(sqlite_path, indexes=True) -> an open store with that file's rows.
+OpenAs = Callable[..., Any]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_as(request: pytest.FixtureRequest) -> Iterator[OpenAs]:
+    """The store-level tests on both backends: the test builds an SQLite file; on
+    "postgres" its rows are copied into a fresh database (graphrag-ts's columns without
+    its constraints: tests/pg_stores.py) and the store is opened from there."""
+    from graphrag_tui.store import CommunityStore
+    from graphrag_tui.store.opening import open_store
+
+    opened: list[Any] = []
+    databases: list[PgDatabase] = []
+
+    def open_(path: Path, *, indexes: bool = True) -> Any:
+        if request.param == "sqlite":
+            store = CommunityStore.open(path)
+        else:
+            from tests.pg_stores import copy_sqlite_to_postgres
+
+            database = _fresh_database(request.getfixturevalue("postgres_cluster"))
+            databases.append(database)
+            copy_sqlite_to_postgres(path, database, strict=False, indexes=indexes)
+            store = open_store(database.url)
+        opened.append(store)
+        return store
+
+    try:
+        yield open_
+    finally:
+        for store in opened:
+            store.close()
+        for database in databases:
+            database.cluster.drop_database(database.name)

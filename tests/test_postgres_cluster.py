@@ -51,8 +51,8 @@ def test_reader_role_reads_and_cannot_write(graphrag_ts_database: PgDatabase) ->
             conn.execute("INSERT INTO rag_parents (id, namespace, content) VALUES ('p', 'ns', '')")
 
 
-def test_icu_database_sorts_differently_unless_collate_c(icu_graphrag_ts_database: PgDatabase) -> None:
-    with psycopg.connect(icu_graphrag_ts_database.url) as conn:
+def test_icu_database_sorts_differently_unless_collate_c(icu_database: PgDatabase) -> None:
+    with psycopg.connect(icu_database.url) as conn:
         values = "(VALUES ('b'), ('A'), ('a'), ('B'), ('10'), ('9'), ('_x'))"
         natural = [r[0] for r in conn.execute(f"SELECT v FROM {values} AS t(v) ORDER BY v")]
         code_point = [r[0] for r in conn.execute(f'SELECT v FROM {values} AS t(v) ORDER BY v COLLATE "C"')]

@@ -50,15 +50,23 @@ def driver_text(error: BaseException) -> str:
     return mask_urls(one_line(first, 300))
 
 
-def _failure(location: PostgresLocation, error: BaseException) -> StoreError:
+class ConnectFailed(StoreError):
+    """No session could be opened; `reason` is the driver's masked one-line text."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
     text = driver_text(error)
     lowered = str(error).lower()
     if "password authentication failed" in lowered or "authentication failed" in lowered \
             or "no password supplied" in lowered or "no pg_hba.conf entry" in lowered:
-        return StoreError(f"Cannot open store {location}: the server refused the login ({text})")
+        return ConnectFailed(f"Cannot open store {location}: the server refused the login ({text})", text)
     if "does not exist" in lowered and "database" in lowered:
-        return StoreError(f"Cannot open store {location}: {text}")
-    return StoreError(f"Cannot reach the database server of store {location}: {text}")
+        return ConnectFailed(f"Cannot open store {location}: {text}", text)
+    return ConnectFailed(f"Cannot reach the database server of store {location}: {text}", text)
 
 
 def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Connection[Any]:

@@ -35,7 +35,7 @@ from graphrag_tui.engine import MapTextParts
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store import map_parts, table_rows
 from graphrag_tui.store.location import PostgresLocation
-from graphrag_tui.store.pg_connection import connect, driver, query_failure
+from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
 from graphrag_tui.store.pg_dialect import to_postgres
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import CommunityRef
@@ -140,13 +140,13 @@ class PostgresStore(CommunityStore):
                 try:
                     return work(self._conn)
                 except psycopg.OperationalError as error:
-                    if attempt == 2 or not self._conn.broken:
+                    if attempt == 2 or not (self._conn.broken or self._conn.closed):
                         raise query_failure(self.location, error) from None
+                    self._conn.close()
                     try:
-                        self._conn.close()
                         self._conn = connect(self.location)
-                    except StoreError:
-                        raise query_failure(self.location, error) from None
+                    except ConnectFailed as again:
+                        raise StoreError(f"{query_failure(self.location, error)}; connecting again: {again.reason}") from None
                 except psycopg.Error as error:
                     raise query_failure(self.location, error) from None
                 except UnicodeError as error:

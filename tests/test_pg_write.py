@@ -314,3 +314,23 @@ def test_a_database_with_part_of_graphrag_ts_tables_is_refused(pg_database: PgDa
     assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: table rag_community_summaries "
                           "has no column(s) level, parent_community_id, members (graphrag-ts's migrations are not all "
                           "applied); nothing was written\n")
+
+
+def test_bad_sqlite_sources_and_destinations_are_one_line(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a store")
+    cases = [
+        (("copy", str(tmp_path / "missing.db"), str(tmp_path / "out.db")),
+         f"Store not found: {tmp_path / 'missing.db'}"),
+        (("copy", str(SAMPLE), str(tmp_path / "no" / "out.db")),
+         f"copy: the destination's folder does not exist: {tmp_path / 'no'}"),
+        (("copy", str(SAMPLE), str(tmp_path)), f"copy: the destination is a folder: {tmp_path}"),
+        (("copy", str(SAMPLE), str(text)), f"copy: the destination is not a SQLite store: {text}"),
+        (("copy", str(SAMPLE), str(tmp_path / "out.db"), "--namespace", "nope"),
+         f"copy: namespace 'nope' is not in {SAMPLE} (it has: 'harbor-city', 'tea-history-zh')"),
+    ]
+    for args, message in cases:
+        run = run_cli(*args)
+        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert text.read_text() == "not a store"

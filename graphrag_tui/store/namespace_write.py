@@ -86,6 +86,11 @@ class SqliteWriter:
                 conn.execute(statement)
         return writer
 
+    @property
+    def new_store(self) -> bool:
+        """Whether this write creates the store."""
+        return self.new_file
+
     def __enter__(self) -> SqliteWriter:
         return self
 

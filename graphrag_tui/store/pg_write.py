@@ -85,6 +85,11 @@ class PgWriter:
             writer._ensure_schema()
         return writer
 
+    @property
+    def new_store(self) -> bool:
+        """Whether this write creates graphrag-ts's tables."""
+        return self.created_schema
+
     def __enter__(self) -> PgWriter:
         return self
 

@@ -123,7 +123,7 @@ def copy_store(
                 writer.add_optional({"rag_claims": extras})
             report = CopyReport(
                 source=display_location(source), destination=display_location(destination),
-                new_store=_is_new(writer), adaptations=adaptations,
+                new_store=writer.new_store, adaptations=adaptations,
             )
             for name in chosen:
                 copied = NamespaceCopy(name, replaced_rows=writer.delete_namespace(name))
@@ -134,10 +134,6 @@ def copy_store(
                 report.namespaces.append(copied)
             writer.commit()
     return report
-
-
-def _is_new(writer: Any) -> bool:
-    return bool(getattr(writer, "new_file", False) or getattr(writer, "created_schema", False))
 
 
 def _begin(destination: StoreLocation, adaptations: Adaptations, interrupted: Callable[[], bool]) -> Any:
@@ -159,8 +155,11 @@ def check_destination(path: Path) -> bool:
         raise InputError(f"copy: the destination's folder does not exist: {path.parent}")
     if not path.exists():
         return True
-    with path.open("rb") as handle:
-        header = handle.read(16)
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except OSError as error:
+        raise InputError(f"copy: cannot read the destination {path}: {error.strerror or error}") from None
     if header and header != b"SQLite format 3\x00":
         raise InputError(f"copy: the destination is not a SQLite store: {path}")
     return False

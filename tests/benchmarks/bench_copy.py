@@ -5,7 +5,7 @@
 
 Starts a throwaway PostgreSQL cluster (tests/postgres_cluster.py, loopback TCP), builds the
 synthetic store (synthetic_store.py), then runs the real CLI, each in a fresh process timed
-with its peak RSS (resource.getrusage of the child): SQLite -> PostgreSQL (graphrag-ts's
+with its peak RSS (os.wait4: the CLI process itself): SQLite -> PostgreSQL (graphrag-ts's
 tables created, every row adapted and checked), then PostgreSQL -> a new SQLite file. The
 synthetic store has rows graphrag-ts's constraints change (documents without content, claims
 of one subject with the same description), so the report's adaptation summary is printed
@@ -15,7 +15,7 @@ and the rows that came back are counted. Prints one Markdown table.
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -30,16 +30,18 @@ from tests.postgres_cluster import start_cluster
 
 
 def timed(*args: str) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB of the child, stdout) of one CLI run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(wall seconds, peak RSS MiB of the CLI's process, stdout) of one CLI run."""
     start = time.perf_counter()
-    done = subprocess.run([EXECUTABLE, *args], capture_output=True, text=True, env=clean_env(), check=False)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"failed: {done.stderr.strip()}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: runs go smallest first
-    return wall, max(peak, before) / 1024, done.stdout
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen([EXECUTABLE, *args], stdout=out, stderr=err, env=clean_env())
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise SystemExit(f"failed: {err.read().strip()}")
+        return wall, usage.ru_maxrss / 1024, out.read()
 
 
 def rows(path: Path, table: str) -> int:

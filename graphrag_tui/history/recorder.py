@@ -305,11 +305,13 @@ class RunRecorder:
         if self.error is not None:
             return
         try:
+            writers = {"plan": self._write_plan, "attempt": self._write_attempt, "batch": self._write_batch,
+                       "finish": self._write_finish, "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
-                for item in items:
-                    if item[0] == "finish":
+                for kind, *values in items:
+                    if kind == "finish":
                         self._flush_rows(connection)
-                    getattr(self, "_write_" + item[0])(connection, *item[1:])
+                    writers[kind](connection, *values)
                 self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))

@@ -42,6 +42,8 @@ from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
 FLUSH_INTERVAL = 0.25
+#: WAL pages (4 KiB) past which a commit checkpoints.
+WAL_CHECKPOINT_PAGES = 4096
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,9 @@ class RunRecorder:
         self._finished: set[int] = set()
         self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
         self._connection = connection
-        connection.execute("PRAGMA wal_autocheckpoint = 0")
+        # A commit copies the WAL into the file only past 16 MiB of it (SQLite's default: 4 MiB):
+        # most runs' commits never wait for a checkpoint, closing the connection does it.
+        connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self.error: str | None = None
         self._done = False
@@ -301,11 +305,13 @@ class RunRecorder:
         if self.error is not None:
             return
         try:
+            writers = {"plan": self._write_plan, "attempt": self._write_attempt, "batch": self._write_batch,
+                       "finish": self._write_finish, "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
-                for item in items:
-                    if item[0] == "finish":
+                for kind, *values in items:
+                    if kind == "finish":
                         self._flush_rows(connection)
-                    getattr(self, "_write_" + item[0])(connection, *item[1:])
+                    writers[kind](connection, *values)
                 self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))

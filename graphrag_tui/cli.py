@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .history import RunSummary
     from .models.factory import ModelSettings
     from .session import HistoryChoice, Resolved, RunSession, SearchRequest, SettingsResolver
-    from .store import NamespaceInfo
+    from .store import CommunityStore, NamespaceInfo
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
                "resume")
@@ -172,6 +172,16 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
+    select = parser.add_argument_group("community selection (GraphRAG's)")
+    select.add_argument("--select", metavar="MODE",
+                        help="level (the default: --level's communities), rollup (GraphRAG's static selection "
+                             "at --level N) or dynamic (the model rates communities from the top down)")
+    select.add_argument("--min-rank", metavar="X", help="only communities whose rank is at least X (every mode)")
+    select.add_argument("--rate-threshold", metavar="N", help="dynamic: keep a community rated at least N (0-5; default 1)")
+    select.add_argument("--keep-parent", action="store_true", help="dynamic: keep a parent whose children are kept")
+    select.add_argument("--max-level", metavar="N",
+                        help="dynamic: when a level keeps nothing, rate the whole next level down to N (default 2)")
+    select.add_argument("--rate-repeats", metavar="N", help="dynamic: ratings per community, majority vote (default 1)")
     if not with_model:
         return
     _add_model_options(parser, "model (default: the built-in extractive model)")
@@ -292,6 +302,10 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
     from .engine import parse_level
     from .session import SearchRequest
 
+    selection = resolved.selection.options
+    if selection.mode == "dynamic" and args.level is not None:
+        raise InputError("--level does not apply to --select dynamic: it rates from the shallowest level down "
+                         "(--max-level bounds how deep it rates a whole level)")
     return SearchRequest(
         query=args.question,
         namespace=args.namespace,
@@ -299,15 +313,23 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
         options=resolved.options.options,
         seed=seed,
         shuffle=not args.no_shuffle,
+        selection=selection,
     )
 
 
-def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
+def _prepared(
+    args: argparse.Namespace, request: SearchRequest, history: Path | None = None, store: CommunityStore | None = None
+) -> RunSession:
+    """The run, planned; `store` stays open when given (dynamic selection plans again after rating)."""
     from .session import RunSession
     from .store.opening import open_store
 
-    with open_store(args.store) as store:
+    if store is not None:
         run = RunSession(store, history=history, on_warning=_warn)
+        run.prepare(request)
+        return run
+    with open_store(args.store) as opened:
+        run = RunSession(opened, history=history, on_warning=_warn)
         run.prepare(request)
     return run
 
@@ -329,15 +351,22 @@ def history_of(args: argparse.Namespace) -> HistoryChoice:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
-    plan = _prepared(args, search_request(args, resolved, seed)).plan
+    if resolved.selection.options.mode == "dynamic":
+        raise InputError("plan cannot show --select dynamic's batches: they depend on the model's ratings "
+                         "(plan --select level or rollup, or run query)")
+    run = _prepared(args, search_request(args, resolved, seed))
+    plan = run.plan
     assert plan is not None
     report = plan_report(plan)
     report["estimated_cost"] = estimated_map_cost(report, resolved)
+    selection = run.selected.report if run.selected is not None else None
+    report["selection"] = selection.model_dump(mode="json") if selection is not None else None
     if args.json:
         _say_json(report)
         return 0
+    mode = f", {selection.mode} selection" if selection is not None else ""
     _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
-         f"level {plan.level}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
+         f"level {plan.level}{mode}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
     if report["estimated_cost"] is not None:
         cost = report["estimated_cost"]
         _say(f"estimated cost of the Map prompts: ${cost['input']:.4f} ({cost['prompt_tokens']} tokens of "
@@ -388,13 +417,16 @@ def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, 
 
 def cmd_query(args: argparse.Namespace) -> int:
     from .session.options import parse_max_cost
+    from .store.opening import open_store
 
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None and resolved.history is not None
     max_cost = parse_max_cost(args.max_cost)
-    run = _prepared(args, search_request(args, resolved, seed), resolved.history.recording)
-    events = EventsFile.open(args.events, inputs=input_files(args))
-    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
+    request = search_request(args, resolved, seed)
+    with open_store(args.store) as store:  # open while the run goes: dynamic selection plans again
+        run = _prepared(args, request, resolved.history.recording, store)
+        events = EventsFile.open(args.events, inputs=input_files(args))
+        return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
 
 
 def run_and_print(
@@ -582,6 +614,10 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
         f"{result.summary_count} summaries, {result.batch_count} Map batches ({result.failed_batch_count} failed), "
         f"{selected} answers selected for Reduce, seed {result.seed}"
     )
+    selection = result.selection
+    if selection is not None:
+        rated = f"{len(selection.ratings)} rated, " if selection.mode == "dynamic" else ""
+        _say(f"selection: {selection.mode}, {rated}{len(selection.selected)} communities selected")
     if result.failed_batch_count:
         _say("failed batches:")
         for line in failed_batch_lines(result.batches):
@@ -695,6 +731,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             prices=defaults.prices,
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
+            selection=resolved.selection.options,
         )
     )
     app.run()

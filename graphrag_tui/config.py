@@ -39,6 +39,14 @@ export = "e,ctrl+e"
 [history]  # the run history (GRAPHRAG_TUI_HISTORY, GRAPHRAG_TUI_HISTORY_ENABLED)
 path = "~/runs/history.db"
 enabled = true
+
+[selection]  # community selection (issue 15): level, rollup or dynamic
+select = "dynamic"
+rate_threshold = 1   # dynamic: keep a community rated at least this (0..5)
+keep_parent = false
+max_level = 2        # dynamic: rate a whole next level at most down to this one
+rate_repeats = 1     # dynamic: ratings per community, majority vote
+min_rank = 5.0       # every mode: only communities of at least this rank
 ```
 
 pydantic-settings reads both sources and merges them; pydantic checks the values. Each source
@@ -73,6 +81,7 @@ from pydantic_settings import (
 )
 
 from .engine import Prices, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
+from .engine.selection import check_selection
 from .errors import InputError
 from .models.factory import (
     parse_api_key_header,
@@ -194,6 +203,24 @@ class HistoryConfig(BaseModel):
     enabled: Annotated[bool | None, BeforeValidator(_checked_by(_enabled))] = None
 
 
+class SelectionConfig(BaseModel):
+    """[selection]: how the communities are chosen (engine/selection.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    select: str | None = None
+    rate_threshold: int | None = None
+    keep_parent: bool | None = None
+    max_level: int | None = None
+    rate_repeats: int | None = None
+    min_rank: float | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _setting(cls, value: Any, info: ValidationInfo) -> Any:
+        return _checked_by(partial(check_selection, str(info.field_name)))(value)
+
+
 class Settings(BaseSettings):
     """The whole file; the sources are given when it is built (`_build_sources`)."""
 
@@ -204,6 +231,7 @@ class Settings(BaseSettings):
     #: Model name -> its prices in dollars per million tokens (the file only).
     prices: dict[str, Prices] = Field(default_factory=dict)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
@@ -213,6 +241,7 @@ SECTIONS = {
     "retrieval": tuple(RetrievalConfig.model_fields),
     "model": tuple(ModelConfig.model_fields),
     "history": tuple(HistoryConfig.model_fields),
+    "selection": tuple(SelectionConfig.model_fields),
 }
 #: Variables not named GRAPHRAG_TUI_<KEY>.
 ENV_NAMES = {"path": ENV_PREFIX + "HISTORY", "enabled": ENV_PREFIX + "HISTORY_ENABLED"}
@@ -226,6 +255,7 @@ class UserDefaults(BaseModel):
     retrieval: dict[str, Any] = {}
     model: dict[str, Any] = {}
     history: dict[str, Any] = {}
+    selection: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
     #: Model name -> prices, from the file's [prices."model"] tables.
@@ -326,6 +356,7 @@ def load_user_defaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
         history=settings.history.model_dump(exclude_unset=True),
+        selection=settings.selection.model_dump(exclude_unset=True),
         keymap=settings.keymap,
         prices=settings.prices,
         labels=labels,

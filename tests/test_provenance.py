@@ -203,7 +203,7 @@ def test_the_christmas_carol_claims_mostly_quote_their_chunks(tmp_path: Path) ->
 def test_the_schema_names_the_optional_claim_columns_and_their_sql() -> None:
     from graphrag_tui.store.schema import OPTIONAL, add_column_sql, insert_sql
 
-    assert OPTIONAL == {"rag_claims": EXTRAS}
+    assert OPTIONAL == {"rag_claims": EXTRAS, "rag_community_summaries": ("rank", "rating_explanation", "findings")}
     assert insert_sql("rag_claims", ("source_text", "type")) == (
         "INSERT INTO rag_claims (id, namespace, subject_entity_id, object_entity_id, description, "
         "source_parent_id, source_chunk_id, community_summary_id, source_text, type) "

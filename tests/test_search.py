@@ -258,7 +258,9 @@ async def test_result_json_has_the_spec_fields() -> None:
         "usage_total",
         "estimated_prompt_tokens",
         "cost",
+        "selection",  # issue 15: None for --select level
     }
+    assert data["selection"] is None
     # a model that reports no usage: none is made up
     assert (data["usage_total"], data["estimated_prompt_tokens"], data["cost"]) == (None, None, None)
     heading = (data["query"], data["namespace"], data["level"], data["seed"], data["status"])

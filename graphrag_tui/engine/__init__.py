@@ -15,6 +15,7 @@ from .events import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    CommunityRated,
     ConcurrencyChanged,
     Event,
     Finished,
@@ -24,6 +25,7 @@ from .events import (
     ReduceStarted,
     RequestAdapted,
     RetryWaiting,
+    SelectionFinished,
     UsageReported,
 )
 from .failures import failed_batch_lines
@@ -120,6 +122,7 @@ __all__ = [
     "BatchFailed",
     "BatchStarted",
     "BatchSucceeded",
+    "CommunityRated",
     "ConcurrencyChanged",
     "Event",
     "Finished",
@@ -129,6 +132,7 @@ __all__ = [
     "ReduceStarted",
     "RequestAdapted",
     "RetryWaiting",
+    "SelectionFinished",
     "UsageReported",
     # the result
     "Attempt",

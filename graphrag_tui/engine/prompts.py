@@ -25,6 +25,34 @@ PLACEHOLDER_ANSWERS = frozenset(
 )
 
 
+#: GraphRAG's dynamic community selection prompt (query/context_builder/rate_prompt.py), in
+#: this project's words: the model rates one community's own text against the question on
+#: 0 to 5 and answers {"reason", "rating"}. Placeholders: {query}, {description}.
+RATE_TEMPLATE = """---Role---
+You are an assistant who decides whether the information given below helps to answer a question, even when it helps only in part.
+---Goal---
+Rate, on a scale from 0 to 5, how relevant or helpful the information is for answering the question.
+---Information---
+{description}
+---Question---
+{query}
+---Response format---
+Reply with a JSON object of two fields:
+- "reason": why you gave the rating, naming the information you weighed.
+- "rating": the relevance as an integer from 0 (not relevant at all) to 5 (directly answers the question).
+{{"reason": "...", "rating": 0}}"""
+
+
+def rate_prompt(query: str, text: str) -> str:
+    """The rating prompt for one community's text (`RATE_TEMPLATE` filled in)."""
+    return RATE_TEMPLATE.format(query=query, description=text)
+
+
+def rate_messages(query: str, text: str) -> tuple[ChatMessage, ...]:
+    """As GraphRAG sends it: the filled prompt as the system message, the question as the user's."""
+    return (ChatMessage(role="system", content=rate_prompt(query, text)), ChatMessage(role="user", content=query))
+
+
 def map_messages(query: str, content: str) -> tuple[ChatMessage, ...]:
     return (
         ChatMessage(role="system", content=MAP_INSTRUCTIONS),

@@ -120,6 +120,28 @@ def parse_reduce_reply(raw: str) -> str:
     return answer
 
 
+#: The rating scale of dynamic community selection.
+MAX_RATING = 5
+
+
+def parse_rate_reply(raw: str) -> tuple[int, str]:
+    """(rating, reason) of a valid rating reply: `rating` an integer 0..5 (3.0 counts as 3),
+    `reason` a string (trimmed and repaired; missing counts as empty)."""
+    parsed = extract_json(raw)
+    if not isinstance(parsed, dict) or "rating" not in parsed:
+        raise ReplyError("invalid_fields", "rating reply must be an object with `rating`")
+    rating, reason = parsed["rating"], parsed.get("reason", "")
+    if isinstance(rating, float) and rating.is_integer():
+        rating = int(rating)
+    if not isinstance(rating, int) or isinstance(rating, bool) or not 0 <= rating <= MAX_RATING:
+        raise ReplyError("invalid_fields", f"`rating` must be an integer within 0..{MAX_RATING}, got {_describe(rating)}")
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str):
+        raise ReplyError("invalid_fields", f"`reason` must be a string, got {type(reason).__name__}")
+    return rating, repair_text(reason.strip())
+
+
 def js_number(value: int | float) -> str:
     """A number as JavaScript prints it: 80, 33.5, 1e-7."""
     if isinstance(value, int):

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from .batcher import PartRef
 from .ports import ErrorKind
+from .selection import SelectionReport
 from .usage import Cost, Usage
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
@@ -96,6 +97,8 @@ class SearchResult(BaseModel):
     estimated_prompt_tokens: int | None = None
     #: usage_total priced by the `[prices."model"]` table; None without one.
     cost: Cost | None = None
+    #: How the communities were chosen (issue 15): None for `--select level`.
+    selection: SelectionReport | None = None
 
     @property
     def cited_community_ids(self) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def write_namespace(
     try:
         replaced = replace_namespace(
             store_path, namespace, by_table, new_file=new_file, interrupted=interrupted,
-            optional={"rag_claims": rows.claim_extras} if rows.claim_extras else None,
+            optional={"rag_claims": rows.claim_extras, "rag_community_summaries": rows.summary_extras},
         )
     except WriteInterrupted:
         raise ImportInterrupted from None

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
+from graphrag_tui.engine.selection import SelectionNode
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store import map_parts, provenance, table_rows
@@ -131,6 +132,15 @@ class NamespaceInfo(BaseModel):
     entity_count: int = 0
 
 
+class Finding(BaseModel):
+    """One finding of a GraphRAG community report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary: str
+    explanation: str
+
+
 class CommunityDetail(BaseModel):
     """Everything the drill-down shows about one community.
 
@@ -154,6 +164,35 @@ class CommunityDetail(BaseModel):
     members: list[str] = []
     claims: list[ClaimDetail] = []
     chunks: list[ChunkDetail] = []
+    #: What a GraphRAG report says beyond its text (None, []: the store does not say).
+    rank: float | None = None
+    rating_explanation: str | None = None
+    findings: list[Finding] = []
+
+
+def _rank(value: Any) -> float | None:
+    """A rank as a finite float; anything else (text, NaN, infinities) is no rank."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < float("inf"):
+        return float(value)
+    return None
+
+
+def _findings(raw: Any) -> list[Finding]:
+    """The `findings` JSON array; items that are not objects are left out, fields that are
+    not text are written out."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (str, bytes)) else None
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(value, list):
+        return []
+
+    def field(item: dict[str, Any], key: str) -> str:
+        got = item.get(key)
+        return got if isinstance(got, str) else ("" if got is None else json.dumps(got, ensure_ascii=False))
+
+    return [Finding(summary=field(i, "summary"), explanation=field(i, "explanation"))
+            for i in value if isinstance(i, dict)]
 
 
 def _group_leaves(group: list[tuple], leaves_of: Mapping[str, list[str]]) -> str:
@@ -305,6 +344,10 @@ class CommunityStore:
         claim_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_claims)")}
         #: The optional `rag_claims` columns this store has (`schema.OPTIONAL`), read where present.
         self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in claim_columns)
+        summary_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_community_summaries)")}
+        #: The optional `rag_community_summaries` columns this store has (rank, rating
+        #: explanation, findings), read where present.
+        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summary_columns)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -396,6 +439,8 @@ class CommunityStore:
             self._conn.executemany(insert_sql(table, optional), ([row.get(col) for col in columns] for row in rows))
         if table == "rag_claims" and optional:
             self.claim_extras = tuple(dict.fromkeys((*self.claim_extras, *optional)))
+        if table == "rag_community_summaries" and optional:
+            self.summary_extras = tuple(dict.fromkeys((*self.summary_extras, *optional)))
         return len(rows)
 
     # -- reading -------------------------------------------------------------------------
@@ -513,13 +558,16 @@ class CommunityStore:
                 excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no chunk id, or no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
-    def iter_map_parts(self, namespace: str, level: int | None) -> Iterator[MapTextParts]:
+    def iter_map_parts(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> Iterator[MapTextParts]:
         """What planning reads: the communities of `iter_communities`, in the same order and
         with the same selection and tolerated damage, as their Map text's lines (`map_text`
         of either gives the same text), rendered by SQLite (`map_parts`): one string per
         leaf's claims and one per cited chunk, no record per claim. Groups are read ahead on
-        two connections (`read_ahead`) while the caller builds Map texts."""
-        selected, leaves_of = self._selection(namespace, level)
+        two connections (`read_ahead`) while the caller builds Map texts. `ids`: exactly
+        these communities of the namespace (a selection mode chose them), not a level."""
+        selected, leaves_of = self._selection(namespace, level, ids)
         if not selected:
             return
         grouped = self._claims_grouped_in_order()
@@ -585,11 +633,15 @@ class CommunityStore:
                            {**map_parts.LINE_PIECES, "leaves": "[]"})
         return map_parts.grouped_in_claim_order(plan, indexes)
 
-    def _selection(self, namespace: str, level: int | None) -> tuple[list[tuple], Mapping[str, list[str]]]:
-        """The selected (id, summary) rows of `iter_communities`, ordered by id, and each
-        one's descendant leaves, ordered by id."""
-        params: dict[str, Any] = {"ns": namespace, "level": level}
+    def _selection(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> tuple[list[tuple], Mapping[str, list[str]]]:
+        """The selected (id, summary) rows of `iter_communities` (or those of `ids`), ordered
+        by id, and each one's descendant leaves, ordered by id."""
+        params: dict[str, Any] = {"ns": namespace, "level": level, "ids": json.dumps(ids or [])}
         condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
+        if ids is not None:
+            condition = "id IN (SELECT value FROM json_each(:ids))"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
             f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
@@ -597,10 +649,10 @@ class CommunityStore:
         )
         if not selected:
             return selected, {}
-        if level is None:  # a leaf is its own single descendant: no walk needed
+        if level is None and ids is None:  # a leaf is its own single descendant: no walk needed
             return selected, {cid: [cid] for cid, _ in selected}
-        roots = ("roots(id) AS (SELECT id FROM ns "
-                 "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
+        roots = (f"roots(id) AS (SELECT id FROM ns "
+                 f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)))")
         leaves_of: defaultdict[str, list[str]] = defaultdict(list)
         for root, leaf in self._descendant_leaves(roots, params):
             leaves_of[root].append(leaf)
@@ -636,6 +688,22 @@ class CommunityStore:
         """Entity id -> name, for every entity of the store."""
         return dict(self._query(_ENTITY_NAMES_SELECT))
 
+    def selection_nodes(self, namespace: str) -> list[SelectionNode]:
+        """Every community of the namespace as selection reads it (engine.selection): level,
+        parent, its own text (U+FFFD for bad bytes), members and rank (None without the
+        column, or when not a finite number), ordered by id."""
+        rank = "rank" if "rank" in self.summary_extras else "NULL"
+        rows = self._query(
+            f"SELECT id, level, parent_community_id, summary_content, members, {rank} FROM rag_community_summaries "
+            "WHERE namespace = ? ORDER BY id COLLATE BINARY",
+            (namespace,),
+        )
+        return [
+            SelectionNode(str(cid), int(level), None if parent is None else str(parent), _text(text) or "",
+                          tuple(_parse_members(members)), _rank(value))
+            for cid, level, parent, text, members, value in rows
+        ]
+
     def community(self, community_id: str) -> CommunityDetail | None:
         """The drill-down view of one community (any namespace), or None if no such id.
 
@@ -649,6 +717,13 @@ class CommunityStore:
         if not rows:
             return None
         cid, namespace, name, level, parent, summary, members = rows[0]
+        report: dict[str, Any] = {}
+        if self.summary_extras:
+            values = self._query(
+                f"SELECT {', '.join(self.summary_extras)} FROM rag_community_summaries WHERE id = ?", (cid,))[0]
+            given = dict(zip(self.summary_extras, values, strict=True))
+            report = {"rank": _rank(given.get("rank")), "rating_explanation": _text(given.get("rating_explanation")),
+                      "findings": _findings(given.get("findings"))}
         params = {"ns": namespace, "id": cid, "parent": parent}
         parent_dangling = parent is not None and not self._query(
             "SELECT 1 FROM rag_community_summaries WHERE id = :parent AND namespace = :ns",
@@ -686,6 +761,7 @@ class CommunityStore:
             is_leaf=not children, summary=_text(summary) or "", members=_parse_members(members),
             claims=[_claim_detail(claim, documents.get(claim.id), extras.get(claim.id, {})) for claim in claims],
             chunks=[found[c] for c in cited if c in found],
+            **report,
         )
 
     def resolve_community(self, namespace: str, text: str) -> str | None:

@@ -30,12 +30,14 @@ from ..engine import (
     Level,
     Prices,
     SearchOptions,
+    SearchPlan,
     SearchResult,
     map_messages,
     prompt_text,
     resolve_options,
     utc_now,
 )
+from ..engine.selection import SelectionOptions
 from ..errors import InputError
 from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
@@ -75,6 +77,7 @@ from .screens.main import MainScreen
 from .screens.overview import OverviewScreen
 from .screens.record import RecordScreen
 from .widgets.batch_grid import BatchGrid
+from .widgets.run_tabs import SELECTION_TAB, show_selection_tab
 from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
 
@@ -126,6 +129,8 @@ class AppSettings(BaseModel):
     #: The run history the Runs screen reads, re-runs and resumes write (recording on or
     #: off); None: `history`.
     history_path: Path | None = None
+    #: How the communities are chosen (--select and its settings); the form picks the mode.
+    selection: SelectionOptions = SelectionOptions()
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -227,6 +232,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             shuffle=s.shuffle,
             models=self.model_choices(),
             model=self.model_kind,
+            select=s.selection.mode,
             id="setup",
         )
         return MainScreen(setup)
@@ -375,15 +381,17 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         if self.run_state.running:
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
-        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock())  # painted by _show_run
+        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock(),  # painted by _show_run
+                                  selection_mode=request.select)
         #: What the export says about the run beyond its result: when it started, with which model.
         self._run_started, self._run_model = self.wall_clock(), self.model_text(self.model_kind)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
+        poster = self._event_poster()
         self.run_session = run = RunSession(
             self.store,
-            on_event=self._event_poster(),
+            on_event=poster,
             on_long_response=self.spill.add,
             cancel=self.cancel_event,
             clock=self.clock,
@@ -391,6 +399,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             history=self.settings.history,
             on_warning=self._history_warning,
         )
+        run.on_plan = poster  # dynamic selection's plan, in order with the events around it
         self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
@@ -410,11 +419,12 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self.setup_form.lock_model(True)
         self.main_screen.query_one(BatchGrid).focus()
 
-    def _event_poster(self) -> Callable[[Event], None]:  # type: ignore[valid-type]
-        """Engine events to the App as RunEvents messages, coalesced."""
-        pending: list[Event] = []  # type: ignore[valid-type]
+    def _event_poster(self) -> Callable[[Event | SearchPlan], None]:  # type: ignore[valid-type]
+        """Engine events to the App as RunEvents messages, coalesced; a plan made during the
+        run (dynamic selection's) travels among them, so it is shown before its batches' events."""
+        pending: list[Event | SearchPlan] = []  # type: ignore[valid-type]
 
-        def on_event(event: Event) -> None:  # type: ignore[valid-type]
+        def on_event(event: Event | SearchPlan) -> None:  # type: ignore[valid-type]
             pending.append(event)
             if len(pending) == 1:  # the first since the App took the last batch: post it
                 self.post_message(RunEvents(pending))
@@ -425,7 +435,8 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         """The run, from planning to the result; it only posts messages. Whatever goes wrong
         ends it: bad input as a rejected run, anything unexpected as a `failed` result that
         keeps what finished."""
-        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle)
+        selection = self.settings.selection.model_copy(update={"mode": form.select})
+        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle, selection)
         try:
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
@@ -461,6 +472,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan, self.clock())
         self._show_run()
+        if self.run_state.selection_mode == "dynamic" and not message.plan.batches:  # the rating wave comes first
+            tabs = self.main_screen.query_one(TabbedContent)
+            show_selection_tab(tabs, self.run_state)
+            tabs.active = SELECTION_TAB
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
     def on_run_events(self, message: RunEvents) -> None:
@@ -471,7 +486,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             return
         try:
             for event in events:
-                self.run_state.apply(event, now)
+                if isinstance(event, SearchPlan):
+                    self.run_state.planned(event, now)
+                else:
+                    self.run_state.apply(event, now)
         except Exception as error:
             self._break_run(error)
 

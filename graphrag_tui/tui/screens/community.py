@@ -81,6 +81,28 @@ def claim_text(claim: ClaimDetail) -> Text:
     return text
 
 
+def report_text(detail: CommunityDetail) -> Text | None:
+    """What a GraphRAG report says beyond its text: its rank and why, then its findings
+    (issue 15); None when the store keeps none of them. Store text, shown literally."""
+    if detail.rank is None and not detail.rating_explanation and not detail.findings:
+        return None
+    text = Text()
+    text.append("Rank ", style="dim")
+    text.append(f"{detail.rank:g}" if detail.rank is not None else "—", style="bold")
+    if detail.rating_explanation:
+        text.append("\n")
+        text.append_text(safe(detail.rating_explanation))
+    if detail.findings:
+        text.append(f"\n\nFindings ({len(detail.findings)})", style="dim")
+    for finding in detail.findings:
+        text.append("\n• ")
+        text.append_text(safe_line(finding.summary, style="bold"))
+        if finding.explanation:
+            text.append("\n  ")
+            text.append_text(safe(finding.explanation))
+    return text
+
+
 class CommunityScreen(Findable, TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`; Enter on
     a claim posts `OpenRecord("claim", id)`."""
@@ -199,6 +221,10 @@ class CommunityScreen(Findable, TabbedScreen):
                         yield Static(Text(f"Members ({len(detail.members)})"),
                                      classes="section-title")
                         yield MarkableStatic(self._members_text(detail), id="members")
+                        report = report_text(detail)
+                        if report is not None:  # GraphRAG's rank, its reason and the findings
+                            yield Static(Text("Report"), classes="section-title")
+                            yield MarkableStatic(report, id="report")
             with TabPane(f"Claims ({_count(len(detail.claims))})", id="tab-claims"):
                 with Vertical():
                     yield DataTable(id="claims", cursor_type="row", zebra_stripes=True)

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
@@ -33,14 +33,14 @@ from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
-from ..widgets.run_tabs import run_tabs
+from ..widgets.run_tabs import run_tabs, show_selection_tab
 from .batch import BatchScreen
 from .community import CommunityScreen
 from .goto import GoToCommunityScreen
 from .tabbed import TabbedScreen
 
 PANELS = {"tab-answer": "#answer-panel", "tab-reduce": "#reduce-panel", "tab-scores": "#scores-panel",
-          "tab-retries": "#retries-panel"}
+          "tab-retries": "#retries-panel", "tab-selection": "#selection-panel"}
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,7 @@ class RunViewScreen(TabbedScreen):
         counts = state.cell_counts()  # drawn as the live run draws them
         self.query_one("#run-clock", RunClock).show(state, state.finished_at or 0.0, counts)
         self.query_one("#batch-counts", BatchCounts).show(counts, usage_texts(state))
+        show_selection_tab(self.query_one(TabbedContent), state)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         for panel in PANELS.values():
             self.query_one(panel).update_from(state)  # type: ignore[attr-defined]

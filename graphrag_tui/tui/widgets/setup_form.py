@@ -22,6 +22,7 @@ from ...engine import (
     parse_seed,
     resolve_options,
 )
+from ...engine.selection import SELECT_MODES, SelectMode
 from ...errors import InputError
 from ...store import NamespaceInfo
 from ..safe_text import one_line
@@ -38,8 +39,10 @@ OPTION_LABELS = {
 #: The form's fields by the command-line flags that messages from below name.
 FIELD_OF_FLAG = {
     **{"--" + name.replace("_", "-"): label for name, label in OPTION_LABELS.items()},
-    "--seed": "Seed", "--namespace": "Namespace", "--level": "Level",
+    "--seed": "Seed", "--namespace": "Namespace", "--level": "Level", "--select": "Selection",
 }
+#: The selection picker's choices (issue 15), as GraphRAG names them.
+SELECT_CHOICES: list[tuple[Text, SelectMode]] = [(Text(mode), mode) for mode in SELECT_MODES]
 _FLAG = re.compile("(?:" + "|".join(sorted(map(re.escape, FIELD_OF_FLAG), key=len, reverse=True)) + r")(?![\w-])")
 
 
@@ -60,6 +63,8 @@ class RunRequest:
     #: Every option field's text, and which of them the user edited (the rest show defaults).
     raw_options: Mapping[str, str] = field(default_factory=dict)
     edited: frozenset[str] = frozenset()
+    #: How the communities are chosen: level, rollup (at the level) or dynamic.
+    select: SelectMode = "level"
 
 
 def level_options(info: NamespaceInfo) -> list[tuple[Text, Level]]:
@@ -98,6 +103,7 @@ class SetupForm(VerticalScroll):
         shuffle: bool,
         models: list[tuple[Text, str]] | None = None,
         model: str = "extractive",
+        select: SelectMode = "level",
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -110,6 +116,7 @@ class SetupForm(VerticalScroll):
         self.initial_shuffle = shuffle
         self.models = models or [(Text("Built-in extractive"), "extractive")]
         self.initial_model = model if any(v == model for _, v in self.models) else self.models[0][1]
+        self.initial_select: SelectMode = select if select in SELECT_MODES else "level"
         #: The text each option field shows by default (a field showing other text was edited).
         self._default_texts = {name: str(getattr(options, name)) for name in FALLBACK_DEFAULTS}
 
@@ -133,6 +140,12 @@ class SetupForm(VerticalScroll):
         levels = level_options(info) if info else [(Text("leaf"), "leaf")]
         initial_level = self.initial_level if any(v == self.initial_level for _, v in levels) else "leaf"
         yield Select(levels, value=initial_level, allow_blank=False, id="level")
+        with Horizontal(classes="option-row", id="select-row"):
+            yield Label("Selection", classes="option-label")
+            select = Select(SELECT_CHOICES, value=self.initial_select, allow_blank=False, compact=True, id="select")
+            select.tooltip = ("level: the level's communities · rollup: GraphRAG's static selection at the level · "
+                              "dynamic: the model rates communities from the top down")
+            yield select
         for name in FALLBACK_DEFAULTS:
             with Horizontal(classes="option-row"):
                 yield Label(OPTION_LABELS[name], classes="option-label")
@@ -165,6 +178,11 @@ class SetupForm(VerticalScroll):
     def level(self) -> Level:
         value = self.query_one("#level", Select).value
         return value if isinstance(value, int) or value == "leaf" else "leaf"  # type: ignore[return-value]
+
+    @property
+    def select(self) -> SelectMode:
+        value = self.query_one("#select", Select).value
+        return value if value in SELECT_MODES else "level"  # type: ignore[return-value]
 
     @property
     def model(self) -> str:
@@ -311,6 +329,7 @@ class SetupForm(VerticalScroll):
                     shuffle=self.query_one("#shuffle", Checkbox).value,
                     raw_options=raw,
                     edited=self.edited_options(),
+                    select=self.select,
                 )
             )
         )

@@ -64,7 +64,6 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-import platformdirs
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -97,9 +96,7 @@ from .models.factory import (
     parse_top_p,
 )
 from .models.openai_http import RESPONSE_FORMATS
-
-APP_NAME = "graphrag-tui"
-ENV_PREFIX = "GRAPHRAG_TUI_"
+from .user_files import ENV_PREFIX, default_config_path
 
 #: Stands for the setting in a check's message: pydantic reports the reason alone, at the
 #: value's location, and `_one_line` names the setting from the source the value came from.
@@ -266,14 +263,6 @@ class UserDefaults(BaseModel):
     labels: dict[str, str] = {}
     #: The config file path, if one was read.
     config_file: str | None = None
-
-
-def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def default_history_path() -> Path:
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
 
 
 def file_label(path: Path | str, section: str, key: str) -> str:

@@ -6,6 +6,7 @@ events and a `SearchResult`. The names below are its public API; the faces impor
 from here.
 """
 
+from ..arguments import ascii_integer, flag, has_surrogates, shown
 from .batcher import MapBatch, PartRef
 from .corpus import Claim, CommunityContext, Excerpt, MapTextParts
 from .events import (
@@ -29,7 +30,7 @@ from .events import (
 )
 from .failures import failed_batch_lines
 from .maptext import claim_lines, excerpt_line, map_text
-from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
+from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, parse_option, resolve_options
 from .plan import SearchPlan, draw_seed, plan_search
 from .ports import (
     ChatMessage,
@@ -45,16 +46,7 @@ from .ports import (
 from .prompts import map_messages, prompt_text, reduce_messages
 from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
-from .request import (
-    ascii_integer,
-    check_level,
-    choose_namespace,
-    has_surrogates,
-    normalize_query,
-    parse_level,
-    parse_seed,
-    shown,
-)
+from .request import check_level, choose_namespace, normalize_query, parse_level, parse_seed
 from .result import (
     RAW_RESPONSE_CAP,
     Attempt,

@@ -19,6 +19,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from ..arguments import ascii_integer, shown
 from ..errors import InputError
 
 SelectMode = Literal["level", "rollup", "dynamic"]
@@ -88,8 +89,6 @@ class SelectionReport(BaseModel):
 
 
 def parse_select(value: object, label: str = "--select") -> SelectMode:
-    from .request import shown  # request -> result -> selection: imported late
-
     if isinstance(value, str) and value.strip().lower() in SELECT_MODES:
         return value.strip().lower()  # type: ignore[return-value]
     raise InputError(f"{label} must be one of {', '.join(SELECT_MODES)}, got {shown(value)}")
@@ -97,7 +96,6 @@ def parse_select(value: object, label: str = "--select") -> SelectMode:
 
 def parse_count(value: object, label: str, *, least: int, most: int | None = None) -> int:
     """An integer in ASCII digits, at least `least` (and at most `most`)."""
-    from .request import ascii_integer, shown  # request -> result -> selection: imported late
 
     number = value if isinstance(value, int) and not isinstance(value, bool) else (
         ascii_integer(value) if isinstance(value, str) else None)
@@ -109,7 +107,6 @@ def parse_count(value: object, label: str, *, least: int, most: int | None = Non
 
 def parse_rank(value: object, label: str = "--min-rank") -> float | None:
     """A finite number (GraphRAG ranks are floats, 0..10 by its prompt), or None."""
-    from .request import shown  # request -> result -> selection: imported late
 
     if value is None:
         return None
@@ -129,8 +126,6 @@ def parse_rank(value: object, label: str = "--min-rank") -> float | None:
 
 
 def parse_flag(value: object, label: str) -> bool:
-    from .request import shown  # request -> result -> selection: imported late
-
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..config import ENV_PREFIX, UserDefaults, default_history_path, load_user_defaults
+from ..config import UserDefaults, load_user_defaults
 from ..engine import ChatModel, Prices, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
+from ..user_files import ENV_PREFIX, default_history_path
 
 Source = Literal["default", "config", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).

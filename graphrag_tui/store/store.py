@@ -24,7 +24,7 @@ from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
 from graphrag_tui.engine.selection import SelectionNode
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store import map_parts, provenance
+from graphrag_tui.store import map_parts, provenance, table_rows
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
@@ -242,9 +242,12 @@ def _claim_detail(claim: Claim, source_parent_id: Any, extras: Mapping[str, str 
 
 
 def _parse_members(raw: Any) -> list[str]:
-    """The `members` JSON array as strings; anything unparsable or not a list gives []."""
+    """The `members` JSON array as strings; anything unparsable or not a list gives [].
+    A list (PostgreSQL's TEXT[] or json) is taken as the parsed array."""
     if raw is None:
         return []
+    if isinstance(raw, list):
+        return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for item in raw]
     try:
         value = json.loads(raw)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep
@@ -400,6 +403,10 @@ class CommunityStore:
         with self._lock:
             self._conn.close()
 
+    def column_names(self, table: str) -> set[str]:
+        """The (lower-case) column names of one of the store's tables."""
+        return {row[1].lower() for row in self._query(f"PRAGMA table_info({table})")}
+
     def __enter__(self) -> CommunityStore:
         return self
 
@@ -453,6 +460,11 @@ class CommunityStore:
                     return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
+
+    def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A namespace's rows of one table as stored (`COLUMNS[table]` order, then the
+        optional `extras`), in id order, a page at a time (`table_rows`): what `copy` reads."""
+        return table_rows.iter_table_rows(self._query, table, namespace, extras)
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every namespace found in any table, sorted by name, with its counts."""
@@ -796,4 +808,4 @@ class CommunityStore:
     def find_communities(self, namespace: str, text: str) -> list[GoToMatch]:
         """Communities of the namespace named by `text`: fuzzily by community name, or
         through an entity of that name among their members."""
-        return provenance.find_communities(self._query, namespace, text.strip())
+        return provenance.find_communities(self._query, namespace, text.strip(), self.entity_communities)

@@ -46,7 +46,8 @@ from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setti
 from ..session.explore import ExploreSession
 from ..session.options import form_defaults, prices_for, resolve_retrieval
 from ..session.run_failure import error_words
-from ..store import CommunityStore
+from ..store.location import StoreLocation, display_location, store_files
+from ..store.opening import open_store
 from .commands import GraphRAGCommands
 from .copying import copy_text
 from .history_actions import RunHistoryActions
@@ -103,8 +104,8 @@ LOCAL_MODEL_LIMITS = (
 class AppSettings(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    store_path: Path
-    #: What the header shows for the store (tests fix it; defaults to the path as given).
+    store_path: StoreLocation
+    #: What the header shows for the store (tests fix it; defaults to the path as given, a URL masked).
     display_path: str | None = None
     #: What the header shows for the model (tests fix it: a scripted server's port varies).
     display_model: str | None = None
@@ -186,7 +187,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self.wall_clock = wall_clock
         self.environ = os.environ if environ is None else environ
         self.repaint_interval = repaint_interval
-        self.store = CommunityStore.open(settings.store_path)
+        self.store = open_store(settings.store_path)
         try:  # read now: a bad store is an input error before the app starts, not a traceback
             self.store_namespaces = self.store.namespaces()
         except BaseException:
@@ -263,7 +264,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def update_status(self) -> None:
         form = self.setup_form
         self.main_screen.query_one(StatusLine).show(
-            store=self.settings.display_path or str(self.settings.store_path),
+            store=self.settings.display_path or display_location(self.settings.store_path),
             namespace=form.namespace,
             level=str(form.level),
             model=self.model_text(self.model_kind),
@@ -697,7 +698,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
 
     def input_files(self) -> tuple[Path, ...]:
         """Files no output may overwrite."""
-        return (self.settings.store_path,)
+        return tuple(store_files(self.settings.store_path))
 
     def run_info(self) -> RunInfo | None:
         """The run's metadata for the export (None before a plan was made)."""
@@ -707,7 +708,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         duration = None
         if state.started_at is not None and state.finished_at is not None:
             duration = state.finished_at - state.started_at
-        store = self.settings.display_path or str(self.settings.store_path)
+        store = self.settings.display_path or display_location(self.settings.store_path)
         return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
 
     def _write_export(self, result: SearchResult, path: Path) -> None:

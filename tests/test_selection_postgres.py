@@ -3,9 +3,13 @@ on the same store in SQLite, against the throwaway cluster and the scripted serv
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from tests.chat_server import ScriptedChatServer
 from tests.cli_runner import run_cli
 from tests.conftest import PgDatabase
+from tests.graphrag_fixtures import write_index
 from tests.pg_stores import SAMPLE
 from tests.test_postgres_store import _stable
 from tests.test_selection import RatingServer
@@ -36,3 +40,31 @@ def test_dynamic_selection_rates_and_maps_the_same_on_postgres(sample_pg: PgData
     sqlite, pg = results
     assert sqlite["selection"]["ratings"]
     assert pg == sqlite
+
+
+def test_report_columns_travel_through_import_and_copy(pg_database: PgDatabase, tmp_path: Path) -> None:
+    """A report's rank, reason and findings reach a PostgreSQL store by import-graphrag and
+    by copy, and come back to SQLite by copy; --min-rank then selects the same there."""
+    index = write_index(tmp_path / "out")
+    local = tmp_path / "local.db"
+    assert run_cli("import-graphrag", str(index), str(local), "--namespace", "ns").code == 0
+    imported = run_cli("import-graphrag", str(index), pg_database.admin_url, "--namespace", "ns", timeout=300)
+    assert imported.code == 0, imported.stderr
+    shown = [run_cli("show", store, "ns/2", "--json") for store in (str(local), pg_database.url)]
+    assert [s.code for s in shown] == [0, 0], [s.stderr for s in shown]
+    assert [(s.json["rank"], s.json["rating_explanation"], s.json["findings"]) for s in shown] == [
+        (5.0, "made up", [{"summary": "a finding", "explanation": "because"}])] * 2
+    back = tmp_path / "back.db"
+    copied = run_cli("copy", pg_database.url, str(back), timeout=300)
+    assert copied.code == 0, copied.stderr
+    with sqlite3.connect(back) as conn:
+        rows = conn.execute("SELECT id, rank, typeof(rank), rating_explanation, findings "
+                            "FROM rag_community_summaries ORDER BY id").fetchall()
+    assert rows[0] == ("ns/0", 5.0, "real", "made up", '[{"summary": "a finding", "explanation": "because"}]')
+    plans = [run_cli("plan", store, QUESTION, "--min-rank", "5", "--level", "1", "--no-config", "--json")
+             for store in (str(local), pg_database.url, str(back))]
+    assert [p.code for p in plans] == [0, 0, 0], [p.stderr for p in plans]
+    assert [p.json["selection"]["selected"] for p in plans] == [["ns/2", "ns/3"]] * 3
+    for run in (imported, copied, *shown, *plans):
+        for password in pg_database.passwords:
+            assert password not in run.stdout + run.stderr

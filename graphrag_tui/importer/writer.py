@@ -11,7 +11,7 @@ from graphrag_tui.importer.mapping import StoreRows
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted, replace_namespace
 from graphrag_tui.store.pg_adapt import Adaptations
-from graphrag_tui.store.schema import COLUMNS, TABLES
+from graphrag_tui.store.schema import TABLES
 
 #: Where each table's rows are in StoreRows.
 ROWS_OF_TABLE = {
@@ -87,17 +87,13 @@ def write_namespace_postgres(
     from graphrag_tui.store.pg_write import PgWriter  # psycopg only when a URL is given
 
     by_table = {table: getattr(rows, attribute) for table, attribute in ROWS_OF_TABLE.items()}
-    extras = tuple(rows.claim_extras)
-    if rows.summary_extras:  # a report's rank, reason and findings are kept in SQLite stores only
-        width = len(COLUMNS["rag_community_summaries"])
-        by_table["rag_community_summaries"] = [row[:width] for row in by_table["rag_community_summaries"]]
+    extras = {"rag_claims": tuple(rows.claim_extras), "rag_community_summaries": tuple(rows.summary_extras)}
     try:
         with PgWriter.begin(location, adaptations, interrupted=interrupted) as writer:
-            if extras:
-                writer.add_optional({"rag_claims": extras})
+            writer.add_optional({table: columns for table, columns in extras.items() if columns})
             replaced = writer.delete_namespace(namespace)
             for table in TABLES:
-                writer.write_table(table, namespace, by_table[table], extras if table == "rag_claims" else ())
+                writer.write_table(table, namespace, by_table[table], extras.get(table, ()))
             writer.commit()
     except WriteInterrupted:
         raise ImportInterrupted from None

@@ -30,7 +30,7 @@ from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
 from graphrag_tui.store.pg_connection import connect, driver, driver_text
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
-from graphrag_tui.store.schema import OPTIONAL, TABLES
+from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
 from graphrag_tui.store.validation import StoreError
 
 #: Table -> the keys graphrag-ts makes unique within the table (besides the namespace).
@@ -58,7 +58,7 @@ OPTIONAL_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 #: The temporary table's column types where not text.
-_STAGE_TYPES = {"level": "integer", "members": "text[]"}
+_STAGE_TYPES = {"level": "integer", "members": "text[]", "rank": "real"}
 _STAGE = "grt_stage"
 
 
@@ -162,8 +162,8 @@ class PgWriter:
             "WHERE table_schema = current_schema() AND table_name = %s", (table,))}
 
     def add_optional(self, optional: dict[str, Sequence[str]]) -> None:
-        """Add the store's optional columns (`schema.OPTIONAL`, nullable TEXT, which
-        graphrag-ts ignores) that the rows have values for and the table lacks."""
+        """Add the store's optional columns (`schema.OPTIONAL`: nullable TEXT, a report's
+        rank REAL; graphrag-ts ignores them) that the rows have values for and the table lacks."""
         with self._errors():
             for table, columns in optional.items():
                 present = self._columns(table)
@@ -171,7 +171,8 @@ class PgWriter:
                     if column not in OPTIONAL.get(table, ()):
                         raise ValueError(f"unknown optional column {table}.{column}")
                     if column not in present:
-                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+                        kind = "REAL" if dict(OPTIONAL_COLUMNS[table])[column] == "REAL" else "TEXT"
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     # -- namespaces ----------------------------------------------------------------------
 

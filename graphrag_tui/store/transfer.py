@@ -112,15 +112,15 @@ def copy_store(
         chosen = [namespace] if namespace is not None else available
         if not chosen:
             raise InputError(f"copy: {display_location(source)} has no namespace to copy")
-        extras = tuple(store.claim_extras)
+        extras = {"rag_claims": tuple(store.claim_extras),
+                  "rag_community_summaries": tuple(getattr(store, "summary_extras", ()))}
         with _begin(destination, adaptations, interrupted) as writer:
             existing = sorted(set(chosen) & writer.namespaces())
             if existing and not replace:
                 names = ", ".join(f"'{one_line(name)}'" for name in existing)
                 raise InputError(f"copy: {display_location(destination)} already has namespace(s) {names}; "
                                  "--replace replaces them; nothing was written")
-            if extras:
-                writer.add_optional({"rag_claims": extras})
+            writer.add_optional({table: columns for table, columns in extras.items() if columns})
             report = CopyReport(
                 source=display_location(source), destination=display_location(destination),
                 new_store=writer.new_store, adaptations=adaptations,
@@ -128,7 +128,7 @@ def copy_store(
             for name in chosen:
                 copied = NamespaceCopy(name, replaced_rows=writer.delete_namespace(name))
                 for table in TABLES:
-                    table_extras = extras if table == "rag_claims" else ()
+                    table_extras = extras.get(table, ())
                     rows = store.iter_table_rows(table, name, table_extras)
                     copied.rows[table] = writer.write_table(table, name, rows, table_extras)
                 report.namespaces.append(copied)

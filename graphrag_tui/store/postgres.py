@@ -104,6 +104,8 @@ class PostgresStore(CommunityStore):
         self._columns = columns
         self._has_parent_index = True  # PostgreSQL walks either way fast enough: always down
         self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in columns.get("rag_claims", {}))
+        summary_columns = columns.get("rag_community_summaries", {})
+        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summary_columns)
         self._members_array = columns["rag_community_summaries"].get("members") == "ARRAY"
 
     # -- opening -------------------------------------------------------------------------
@@ -207,13 +209,18 @@ class PostgresStore(CommunityStore):
     def _entity_names(self) -> dict[str, str]:
         return dict(self._stream("SELECT id, name FROM rag_entities WHERE name IS NOT NULL"))
 
-    def _selection(self, namespace: str, level: int | None) -> tuple[list[tuple], Mapping[str, list[str]]]:
-        params: dict[str, Any] = {"ns": namespace, "level": level}
-        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = %(level)s"
+    def _selection(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> tuple[list[tuple], Mapping[str, list[str]]]:
+        params: dict[str, Any] = {"ns": namespace, "level": level, "ids": ids or []}
+        if ids is not None:
+            condition = "id = ANY(CAST(%(ids)s AS text[]))"
+        else:
+            condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = %(level)s"
         rows = self._stream(f'{_NAMESPACE} SELECT id, summary FROM ns WHERE {condition} ORDER BY id COLLATE "C"', params)
         # Blank is empty after Python's strip(), as in SQLite (PostgreSQL's trim knows fewer spaces).
         selected = [row for row in rows if row[1] is not None and row[1].strip()]
-        if not selected or level is None:
+        if not selected or (level is None and ids is None):
             return selected, {cid: [cid] for cid, _ in selected}
         leaves_of: defaultdict[str, list[str]] = defaultdict(list)
         roots = "roots(id) AS (SELECT unnest(CAST(:roots AS text[])))"
@@ -221,8 +228,10 @@ class PostgresStore(CommunityStore):
             leaves_of[root].append(leaf)
         return selected, leaves_of
 
-    def iter_map_parts(self, namespace: str, level: int | None) -> Iterator[MapTextParts]:
-        selected, leaves_of = self._selection(namespace, level)
+    def iter_map_parts(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> Iterator[MapTextParts]:
+        selected, leaves_of = self._selection(namespace, level, ids)
         if not selected:
             return
 

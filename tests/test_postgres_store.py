@@ -266,5 +266,24 @@ def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(sample
         assert again.code == 0, again.stderr
     assert again.json["parent_run_id"] == run_id
     assert _stable(again.json)["batches"] == _stable(first.json)["batches"]
+    # The export reads the communities the answer rests on from the database.
+    exported = run_cli("runs", "export", run_id, str(tmp_path / "report"), "--history", history, "--no-config", env=env)
+    assert exported.code == 0, exported.stderr
+    report = (tmp_path / "report.md").read_text()
+    cited = first.json["batches"][0]["community_ids"][0]
+    with open_store(sample_pg.url) as store:
+        detail = store.community(cited)
+    assert detail is not None and detail.summary.splitlines()[0] in report
     for password in sample_pg.passwords:
-        assert password not in again.stdout + again.stderr
+        assert password not in again.stdout + again.stderr + exported.stdout + exported.stderr + report
+        assert password not in (tmp_path / "report.json").read_text()
+
+
+def test_a_query_over_the_statement_timeout_is_one_line(sample_pg: PgDatabase) -> None:
+    with open_store(sample_pg.url) as store:
+        store._pg_query("SET statement_timeout = 100")  # the session's own 60 s, shortened for the test
+        with pytest.raises(StoreError) as error:
+            store._pg_query("SELECT pg_sleep(5)")
+        masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+        assert str(error.value) == f"Cannot read store {masked}: a query ran longer than the statement timeout (60 s)"
+        assert store.levels("harbor-city")  # the session goes on

@@ -216,6 +216,19 @@ def test_a_column_of_the_wrong_type(graphrag_ts_database: PgDatabase, change: st
     assert line == f"graphrag-tui: error: Bad community store {masked}: {problem}"
 
 
+@pytest.mark.parametrize(("column", "problem"), [("level", "level is NULL, not an integer"),
+                                               ("namespace", "namespace is NULL, not text")])
+def test_a_null_where_a_community_needs_a_value(graphrag_ts_database: PgDatabase, column: str, problem: str) -> None:
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute(f"ALTER TABLE rag_community_summaries ALTER COLUMN {column} DROP NOT NULL")
+        conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level) "
+                     "VALUES ('ns/1', 'ns', 'One', 'Fine.', 0), ('ns/2', 'ns', 'Two', 'Bad.', 1)")
+        conn.execute(f"UPDATE rag_community_summaries SET {column} = NULL WHERE id = 'ns/2'")
+    line = _one_line_error(run_cli("info", graphrag_ts_database.url), *graphrag_ts_database.passwords)
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    assert line == f"graphrag-tui: error: Bad community store {masked}: rag_community_summaries.{problem} (row with id 'ns/2')"
+
+
 def test_a_malformed_url_is_masked_in_the_argument_error() -> None:
     line = _one_line_error(run_cli("info", "postgresql://bob:p4ss-w0rd@db.example:notaport/graph"), "p4ss-w0rd")
     assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL: postgresql://bob:***@db.example:notaport/graph "

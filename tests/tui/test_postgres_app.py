@@ -111,7 +111,8 @@ async def _explored(app, query: str) -> tuple[list[str], str, list[str]]:  # typ
             await pilot.press("enter")
             await pilot.pause()
             opened = pilot.app.screen
-            await wait_until(pilot, lambda opened=opened: getattr(opened, "loaded", False), what=f"the view of {lines[index]!r}: {opened!r}")
+            await wait_until(pilot, lambda opened=opened: getattr(opened, "loaded", False),
+                             what=f"the view of {lines[index]!r}: {opened!r}")
             assert getattr(opened, "error", None) is None
             await pilot.press("escape")
             await pilot.pause()

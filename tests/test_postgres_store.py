@@ -7,17 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from graphrag_tui.store import CommunityStore, StoreError
 from graphrag_tui.store.opening import open_store
 from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, map_reply, reduce_reply
 from tests.cli_runner import run_cli
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, import_psycopg
 from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres, settled_writes
 from tests.postgres_cluster import PostgresCluster
 from tests.stores import build_store
+
+psycopg = import_psycopg()
 
 QUESTION = "Who pays for the harbour?"
 #: Fields of a run's JSON that differ from run to run whatever the store.

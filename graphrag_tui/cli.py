@@ -617,7 +617,7 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
     selection = result.selection
     if selection is not None:
         rated = f"{len(selection.ratings)} rated, " if selection.mode == "dynamic" else ""
-        _say(f"selection: {selection.mode}, {rated}{len(selection.selected)} communities selected")
+        _say(f"selection: {selection.mode}, {rated}{selection.selected_words}")
     if result.failed_batch_count:
         _say("failed batches:")
         for line in failed_batch_lines(result.batches):

@@ -4,7 +4,6 @@ collation, the faults, and the password that is never shown."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from graphrag_tui.store import CommunityStore, StoreError
 from graphrag_tui.store.opening import open_store
-from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, completion, map_reply, reduce_reply
+from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, map_reply, reduce_reply
 from tests.cli_runner import run_cli
 from tests.conftest import PgDatabase, import_psycopg
 from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres, settled_writes
@@ -46,31 +45,6 @@ def _query(store: str, server: ScriptedChatServer, namespace: str, *flags: str):
     return run_cli("query", store, QUESTION, "--namespace", namespace, "--base-url", server.base_url, "--model", "m1",
                    "--seed", "7", "--json", "--no-history", "--no-config", "--map-budget", "900", *flags, timeout=120)
 
-
-def by_community_and_rule(request: Received) -> Reply:
-    """`by_community`, and a rating by rule: 3 for a community whose text names the harbour."""
-    if request.stage == "rate":
-        rating = 3 if "harbo" in request.rated_text.lower() else 0
-        return Reply(completion(json.dumps({"reason": "by the rule", "rating": rating})))
-    return by_community(request)
-
-
-@pytest.mark.parametrize("flags", [("--select", "rollup", "--level", "0"), ("--select", "dynamic")])
-def test_community_selection_chooses_the_same_communities_on_sqlite_and_postgres(
-    sample_pg: PgDatabase, flags: tuple[str, ...]
-) -> None:
-    results = []
-    for store in (str(SAMPLE), sample_pg.url):
-        with ScriptedChatServer(by_community_and_rule) as server:
-            run = _query(store, server, "harbor-city", *flags)
-            assert run.code == 0, run.stderr
-            prompts = sorted(r.prompt for r in server.requests if r.endpoint.endswith("/chat/completions"))
-        results.append((_stable(run.json), prompts))
-    (sqlite_result, sqlite_prompts), (pg_result, pg_prompts) = results
-    assert sqlite_result["selection"]["selected"]  # the rule keeps some communities
-    assert pg_result["selection"] == sqlite_result["selection"]
-    assert pg_prompts == sqlite_prompts
-    assert pg_result == sqlite_result
 
 
 @pytest.mark.parametrize("namespace", ["harbor-city", "tea-history-zh"])

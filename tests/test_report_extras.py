@@ -75,6 +75,7 @@ def test_the_rating_reply() -> None:
     assert parse_rate_reply('{"reason": " names Marley ", "rating": 3}') == (3, "names Marley")
     assert parse_rate_reply('```json\n{"rating": 4.0}\n```') == (4, "")
     assert parse_rate_reply('{"reason": null, "rating": 0}') == (0, "")
+    assert parse_rate_reply(json.dumps({"reason": "x" * 5000, "rating": 2})) == (2, "x" * 2000 + "…")
     for raw, kind in [("three", "invalid_json"), ('{"rating": 6}', "invalid_fields"), ('{"rating": 2.5}', "invalid_fields"),
                       ('{"rating": true}', "invalid_fields"), ('{"reason": "x"}', "invalid_fields"),
                       ('{"rating": 1, "reason": 7}', "invalid_fields"), ("[3]", "invalid_fields")]:

@@ -329,7 +329,7 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
         run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
                       "--history", str(history), "--select", "dynamic")
     assert run.code == 0, run.stderr
-    assert "selection: dynamic, 6 rated, 1 communities selected\n" in run.stdout
+    assert "selection: dynamic, 6 rated, 1 community selected\n" in run.stdout
     run_id = run.stdout.strip().splitlines()[-1].removeprefix("run ")
     shown = run_cli("runs", "show", run_id, "--history", str(history), "--no-config", "--json")
     assert shown.code == 0, shown.stderr
@@ -379,3 +379,23 @@ def test_a_rating_call_is_rate_limited_and_reports_usage_like_map(tmp_path: Path
     used = [e for e in events if e["type"] == "usage"]
     assert [(e["community_id"], e["usage"]["prompt_tokens"]) for e in used] == [("ns/b", 70)]
     assert result["usage_total"]["prompt_tokens"] == 70
+
+
+def test_the_resolver_keeps_where_each_selection_setting_came_from(tmp_path: Path) -> None:
+    from graphrag_tui.session.options import SettingsResolver
+
+    config = tmp_path / "config.toml"
+    config.write_text('[selection]\nselect = "dynamic"\nrate_repeats = 3\nmin_rank = 2\n', encoding="utf-8")
+    resolver = SettingsResolver.load(config, no_config=False, environ={"GRAPHRAG_TUI_RATE_REPEATS": "5",
+                                                                        "GRAPHRAG_TUI_KEEP_PARENT": "yes"})
+    resolved = resolver.resolve({"max_level": "4"}, with_model=False).selection
+    assert resolved.options.model_dump() == {"mode": "dynamic", "rate_threshold": 1, "keep_parent": True,
+                                             "max_level": 4, "rate_repeats": 5, "min_rank": 2.0}
+    assert {n: (s.source, s.label) for n, s in resolved.sources.items()} == {
+        "select": ("config", f"config file {config}: [selection] select"),
+        "rate_threshold": ("default", "--rate-threshold"),
+        "keep_parent": ("environment", "GRAPHRAG_TUI_KEEP_PARENT"),
+        "max_level": ("flag", "--max-level"),
+        "rate_repeats": ("environment", "GRAPHRAG_TUI_RATE_REPEATS"),
+        "min_rank": ("config", f"config file {config}: [selection] min_rank"),
+    }

@@ -122,6 +122,9 @@ def parse_reduce_reply(raw: str) -> str:
 
 #: The rating scale of dynamic community selection.
 MAX_RATING = 5
+#: A rating's reason is kept up to this many characters (the reply schema asks for at most
+#: as many): every rating is in the events, the result and the app, and a reply is hostile.
+MAX_REASON = 2000
 
 
 def parse_rate_reply(raw: str) -> tuple[int, str]:
@@ -139,7 +142,10 @@ def parse_rate_reply(raw: str) -> tuple[int, str]:
         reason = ""
     if not isinstance(reason, str):
         raise ReplyError("invalid_fields", f"`reason` must be a string, got {type(reason).__name__}")
-    return rating, repair_text(reason.strip())
+    reason = repair_text(reason.strip())
+    if len(reason) > MAX_REASON:
+        reason = reason[:MAX_REASON] + "…"
+    return rating, reason
 
 
 def js_number(value: int | float) -> str:

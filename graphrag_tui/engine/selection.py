@@ -81,6 +81,12 @@ class SelectionReport(BaseModel):
     ratings: list[Rating] = []
     selected: list[str] = []
 
+    @property
+    def selected_words(self) -> str:
+        """"1 community selected", "7 communities selected"."""
+        count = len(self.selected)
+        return f"{count} {'community' if count == 1 else 'communities'} selected"
+
 
 def parse_select(value: object, label: str = "--select") -> SelectMode:
     if isinstance(value, str) and value.strip().lower() in SELECT_MODES:

@@ -11,7 +11,7 @@ from graphrag_tui.importer.mapping import StoreRows
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted, replace_namespace
 from graphrag_tui.store.pg_adapt import Adaptations
-from graphrag_tui.store.schema import TABLES
+from graphrag_tui.store.schema import COLUMNS, TABLES
 
 #: Where each table's rows are in StoreRows.
 ROWS_OF_TABLE = {
@@ -88,6 +88,9 @@ def write_namespace_postgres(
 
     by_table = {table: getattr(rows, attribute) for table, attribute in ROWS_OF_TABLE.items()}
     extras = tuple(rows.claim_extras)
+    if rows.summary_extras:  # a report's rank, reason and findings are kept in SQLite stores only
+        width = len(COLUMNS["rag_community_summaries"])
+        by_table["rag_community_summaries"] = [row[:width] for row in by_table["rag_community_summaries"]]
     try:
         with PgWriter.begin(location, adaptations, interrupted=interrupted) as writer:
             if extras:

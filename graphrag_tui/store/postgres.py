@@ -104,8 +104,8 @@ class PostgresStore(CommunityStore):
         self._columns = columns
         self._has_parent_index = True  # PostgreSQL walks either way fast enough: always down
         self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in columns.get("rag_claims", {}))
-        summary_columns = columns.get("rag_community_summaries", {})
-        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summary_columns)
+        summaries = columns.get("rag_community_summaries", {})
+        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summaries)
         self._members_array = columns["rag_community_summaries"].get("members") == "ARRAY"
 
     # -- opening -------------------------------------------------------------------------
@@ -213,10 +213,9 @@ class PostgresStore(CommunityStore):
         self, namespace: str, level: int | None, ids: list[str] | None = None
     ) -> tuple[list[tuple], Mapping[str, list[str]]]:
         params: dict[str, Any] = {"ns": namespace, "level": level, "ids": ids or []}
-        if ids is not None:
+        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = %(level)s"
+        if ids is not None:  # exactly these (a selection mode chose them)
             condition = "id = ANY(CAST(%(ids)s AS text[]))"
-        else:
-            condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = %(level)s"
         rows = self._stream(f'{_NAMESPACE} SELECT id, summary FROM ns WHERE {condition} ORDER BY id COLLATE "C"', params)
         # Blank is empty after Python's strip(), as in SQLite (PostgreSQL's trim knows fewer spaces).
         selected = [row for row in rows if row[1] is not None and row[1].strip()]
@@ -342,17 +341,13 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
 
 
 def _check_communities(conn: Any, location: PostgresLocation) -> None:
-    """What the types cannot say: a NULL namespace or level (graphrag-ts forbids both; a
-    table copied in by hand may not), as the SQLite store's checks at open say it."""
+    """What the types cannot say: a NULL namespace (graphrag-ts forbids it; a copied
+    table may not)."""
     psycopg = driver()
     try:
-        row = conn.execute(
-            "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE namespace IS NULL OR level IS NULL "
-            'ORDER BY id COLLATE "C" LIMIT 1'
-        ).fetchone()
+        row = conn.execute("SELECT id FROM rag_community_summaries WHERE namespace IS NULL LIMIT 1").fetchone()
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     if row is not None:
-        problem = "namespace is NULL, not text" if row[1] else "level is NULL, not an integer"
-        raise StoreError(f"Bad community store {location}: rag_community_summaries.{problem} "
+        raise StoreError(f"Bad community store {location}: rag_community_summaries.namespace is NULL "
                          f"(row with id '{one_line(str(row[0]), 80)}')")

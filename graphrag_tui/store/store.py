@@ -258,6 +258,13 @@ def _parse_members(raw: Any) -> list[str]:
             for item in value]
 
 
+def _member_names(raw: Any) -> list[str]:
+    """`members` as names: a JSON array (SQLite), or an array as PostgreSQL gives `TEXT[]`."""
+    if isinstance(raw, (list, tuple)):
+        return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for item in raw]
+    return _parse_members(raw)
+
+
 def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
     """A read-only connection that creates no side files.
 
@@ -700,7 +707,7 @@ class CommunityStore:
         )
         return [
             SelectionNode(str(cid), int(level), None if parent is None else str(parent), _text(text) or "",
-                          tuple(_parse_members(members)), _rank(value))
+                          tuple(_member_names(members)), _rank(value))
             for cid, level, parent, text, members, value in rows
         ]
 

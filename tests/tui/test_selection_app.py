@@ -72,7 +72,7 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
                 app.repaint()
                 await pilot.pause()
                 assert text_of(pilot, "#selection-summary") == (
-                    "Selection: dynamic · 1 communities selected\nlevel 0: 2 rated, 1 kept\n"
+                    "Selection: dynamic · 1 community selected\nlevel 0: 2 rated, 1 kept\n"
                     "level 1: 2 rated, 1 kept\nlevel 2: 2 rated, 1 kept\n"
                 )
                 assert [row[0] for row in rows(pilot, "#selection-table")] == [

@@ -43,7 +43,7 @@ def summary(state: RunState) -> Text:
     text = Text(f"Selection: {mode}", style="bold")
     result = state.result
     if result is not None and result.selection is not None:
-        text.append(f" · {len(result.selection.selected)} communities selected")
+        text.append(f" · {result.selection.selected_words}")
     elif mode == "dynamic":
         text.append(" · rating…" if state.running else "")
     text.append("\n")

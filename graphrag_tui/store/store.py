@@ -56,7 +56,12 @@ parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
 """
 
 # Walk DOWN from the roots through the children. Fast with an index on
-# parent_community_id; without one every step would scan the table.
+# parent_community_id; without one every step would scan the table. A node is a leaf when
+# that index finds no child of it in the namespace: a search per node costs a quarter less
+# than materializing `ns` to list every parent (so nothing here names `parent_ids`, which
+# would materialize it). It is `parent_ids`'s test (ids and parents are text or NULL,
+# `check_communities`), also for a NULL id, which only a writable store can hold: NOT IN
+# gives NULL for it, unless no row of the namespace names a parent.
 _WALK_DOWN = """
 down(root, id) AS (
     SELECT id, id FROM roots
@@ -65,7 +70,10 @@ down(root, id) AS (
         ON s.parent_community_id = down.id AND s.namespace = :ns
 ),
 wanted(root, leaf) AS (
-    SELECT root, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+    SELECT root, id FROM down WHERE NOT EXISTS (
+        SELECT 1 FROM rag_community_summaries AS s WHERE s.parent_community_id = down.id AND s.namespace = :ns
+    ) AND (id IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
 )
 """
 

@@ -55,14 +55,22 @@ ns(id, parent, level, summary) AS (
 parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
 """
 
+# Whether the row `{row}` of the namespace is a leaf, as `id NOT IN (SELECT id FROM
+# parent_ids)` tells it, by searching the parent_community_id index for a child: a search
+# per row costs less than materializing `ns` to list every parent (so this names no CTE of
+# `_NAMESPACE_CTES`; naming one would materialize it). The same test, since ids and parents
+# are text or NULL (`check_communities`), also for a NULL id, which only a writable store
+# can hold: NOT IN gives NULL for it, unless no row of the namespace names a parent.
+_IS_LEAF_BY_INDEX = """(
+    NOT EXISTS (SELECT 1 FROM rag_community_summaries AS child
+                WHERE child.parent_community_id = {row}.id AND child.namespace = :ns)
+    AND ({row}.id IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
+)"""
+
 # Walk DOWN from the roots through the children. Fast with an index on
-# parent_community_id; without one every step would scan the table. A node is a leaf when
-# that index finds no child of it in the namespace: a search per node costs a quarter less
-# than materializing `ns` to list every parent (so nothing here names `parent_ids`, which
-# would materialize it). It is `parent_ids`'s test (ids and parents are text or NULL,
-# `check_communities`), also for a NULL id, which only a writable store can hold: NOT IN
-# gives NULL for it, unless no row of the namespace names a parent.
-_WALK_DOWN = """
+# parent_community_id; without one every step would scan the table.
+_WALK_DOWN = f"""
 down(root, id) AS (
     SELECT id, id FROM roots
     UNION
@@ -70,10 +78,7 @@ down(root, id) AS (
         ON s.parent_community_id = down.id AND s.namespace = :ns
 ),
 wanted(root, leaf) AS (
-    SELECT root, id FROM down WHERE NOT EXISTS (
-        SELECT 1 FROM rag_community_summaries AS s WHERE s.parent_community_id = down.id AND s.namespace = :ns
-    ) AND (id IS NOT NULL OR NOT EXISTS (
-        SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
+    SELECT root, id FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
 )
 """
 
@@ -585,7 +590,12 @@ class CommunityStore:
         """The selected (id, summary) rows of `iter_communities`, ordered by id, and each
         one's descendant leaves, ordered by id."""
         params: dict[str, Any] = {"ns": namespace, "level": level}
-        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
+        if level is not None:
+            condition = "level = :level"
+        elif self._has_parent_index:
+            condition = _IS_LEAF_BY_INDEX.format(row="ns")
+        else:
+            condition = "id NOT IN (SELECT id FROM parent_ids)"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
             f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",

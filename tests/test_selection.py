@@ -272,7 +272,7 @@ def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
     store = walk_store(tmp_path / "walk.db")  # no members, no rank
     cases = [
         (("--select", "rollup", "--level", "1"),
-         "--select rollup gives each entity to the deepest community whose members name it, and no community of "
+         "rollup selection gives each entity to the deepest community whose members name it, and no community of "
          "namespace 'ns' lists members (its members column is empty)"),
         (("--select", "rollup"), ROLLUP_AT_LEAF),
         (("--select", "rollup", "--level", "leaf"), ROLLUP_AT_LEAF),

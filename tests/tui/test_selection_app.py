@@ -123,3 +123,37 @@ async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp
         app.open_community("ns/2")
         await wait_community(pilot)
         assert not app.screen.query("#report")  # nothing to say: no section
+
+
+async def test_a_recorded_dynamic_run_shows_its_selection_tab(tmp_path: Path) -> None:
+    from graphrag_tui.tui.screens.run_view import RunViewScreen
+    from tests.cli_runner import run_cli
+
+    store = walk_store(tmp_path / "walk.db")
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(RatingServer()) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
+                      "--history", str(history), "--select", "dynamic")
+        level_run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m",
+                            "--no-config", "--history", str(history), "--level", "0")
+    assert (run.code, level_run.code) == (0, 0), run.stderr + level_run.stderr
+    dynamic_id = run.stdout.strip().splitlines()[-1].removeprefix("run ")
+    level_id = level_run.stdout.strip().splitlines()[-1].removeprefix("run ")
+    app = make_app(store, display_path="walk.db", history=history, history_path=history)
+    async with app.run_test(size=SIZE) as pilot:
+        for run_id, shown in ((dynamic_id, True), (level_id, False)):
+            app.open_stored_run(run_id)
+            await wait_until(pilot, lambda: isinstance(app.screen, RunViewScreen) and app.screen.loaded,
+                             what="the run view")
+            tabs = app.screen.query_one(TabbedContent)
+            assert tabs.get_tab("tab-selection").display is shown, run_id
+            if shown:
+                tabs.active = "tab-selection"
+                await pilot.pause()
+                assert text_of(pilot, "#selection-summary") == (
+                    "Selection: dynamic · 1 community selected\nlevel 0: 2 rated, 1 kept\n"
+                    "level 1: 2 rated, 1 kept\nlevel 2: 2 rated, 1 kept\n"
+                )
+                assert [row[0] for row in rows(pilot, "#selection-table")] == [
+                    "ns/a", "ns/b", "ns/a1", "ns/a2", "ns/a1x", "ns/a1y"]
+            await pilot.press("escape")

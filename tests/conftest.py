@@ -29,6 +29,19 @@ def _unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
+def import_psycopg() -> Any:
+    """psycopg for a test module that uses it directly: without it the module is skipped
+    (in CI it fails, as the cluster fixture does)."""
+    try:
+        import psycopg
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("PostgreSQL tests cannot run: psycopg is not installed (pip install 'psycopg[binary]')",
+                    allow_module_level=True)
+    return psycopg
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     try:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from graphrag_tui.store.pg_schema import schema_blocks
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, import_psycopg
+
+psycopg = import_psycopg()
 
 
 def _columns(conn: psycopg.Connection, table: str) -> dict[str, str]:

@@ -7,17 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from graphrag_tui.store import CommunityStore, StoreError
 from graphrag_tui.store.opening import open_store
 from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, map_reply, reduce_reply
 from tests.cli_runner import run_cli
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, import_psycopg
 from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres, settled_writes
 from tests.postgres_cluster import PostgresCluster
 from tests.stores import build_store
+
+psycopg = import_psycopg()
 
 QUESTION = "Who pays for the harbour?"
 #: Fields of a run's JSON that differ from run to run whatever the store.
@@ -40,9 +41,10 @@ def _stable(document: Any) -> Any:
     return document
 
 
-def _query(store: str, server: ScriptedChatServer, namespace: str):
+def _query(store: str, server: ScriptedChatServer, namespace: str, *flags: str):
     return run_cli("query", store, QUESTION, "--namespace", namespace, "--base-url", server.base_url, "--model", "m1",
-                   "--seed", "7", "--json", "--no-history", "--no-config", "--map-budget", "900", timeout=120)
+                   "--seed", "7", "--json", "--no-history", "--no-config", "--map-budget", "900", *flags, timeout=120)
+
 
 
 @pytest.mark.parametrize("namespace", ["harbor-city", "tea-history-zh"])
@@ -216,6 +218,19 @@ def test_a_column_of_the_wrong_type(graphrag_ts_database: PgDatabase, change: st
     assert line == f"graphrag-tui: error: Bad community store {masked}: {problem}"
 
 
+@pytest.mark.parametrize(("column", "problem"), [("level", "level is NULL, not an integer"),
+                                               ("namespace", "namespace is NULL, not text")])
+def test_a_null_where_a_community_needs_a_value(graphrag_ts_database: PgDatabase, column: str, problem: str) -> None:
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute(f"ALTER TABLE rag_community_summaries ALTER COLUMN {column} DROP NOT NULL")
+        conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level) "
+                     "VALUES ('ns/1', 'ns', 'One', 'Fine.', 0), ('ns/2', 'ns', 'Two', 'Bad.', 1)")
+        conn.execute(f"UPDATE rag_community_summaries SET {column} = NULL WHERE id = 'ns/2'")
+    line = _one_line_error(run_cli("info", graphrag_ts_database.url), *graphrag_ts_database.passwords)
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    assert line == f"graphrag-tui: error: Bad community store {masked}: rag_community_summaries.{problem} (row with id 'ns/2')"
+
+
 def test_a_malformed_url_is_masked_in_the_argument_error() -> None:
     line = _one_line_error(run_cli("info", "postgresql://bob:p4ss-w0rd@db.example:notaport/graph"), "p4ss-w0rd")
     assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL: postgresql://bob:***@db.example:notaport/graph "
@@ -266,5 +281,24 @@ def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(sample
         assert again.code == 0, again.stderr
     assert again.json["parent_run_id"] == run_id
     assert _stable(again.json)["batches"] == _stable(first.json)["batches"]
+    # The export reads the communities the answer rests on from the database.
+    exported = run_cli("runs", "export", run_id, str(tmp_path / "report"), "--history", history, "--no-config", env=env)
+    assert exported.code == 0, exported.stderr
+    report = (tmp_path / "report.md").read_text()
+    cited = first.json["batches"][0]["community_ids"][0]
+    with open_store(sample_pg.url) as store:
+        detail = store.community(cited)
+    assert detail is not None and detail.summary.splitlines()[0] in report
     for password in sample_pg.passwords:
-        assert password not in again.stdout + again.stderr
+        assert password not in again.stdout + again.stderr + exported.stdout + exported.stderr + report
+        assert password not in (tmp_path / "report.json").read_text()
+
+
+def test_a_query_over_the_statement_timeout_is_one_line(sample_pg: PgDatabase) -> None:
+    with open_store(sample_pg.url) as store:
+        store._pg_query("SET statement_timeout = 100")  # the session's own 60 s, shortened for the test
+        with pytest.raises(StoreError) as error:
+            store._pg_query("SELECT pg_sleep(5)")
+        masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+        assert str(error.value) == f"Cannot read store {masked}: a query ran longer than the statement timeout (60 s)"
+        assert store.levels("harbor-city")  # the session goes on

@@ -473,3 +473,36 @@ def test_synthetic_benchmark_store_is_consistent(tmp_path):
                                if store.community(c.id).level < level)
             assert covered + leaves_above == 2000
     assert build_synthetic_store(tmp_path / "again.db", 500, 4).read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    # A node is a leaf when no row of the namespace names it as parent (the walk searches the
+    # parent index per node): n/1 is not, n/2 and n/3 are; a NULL id (only a writable store
+    # can hold one) is a leaf only while no row of the namespace names a parent, as with
+    # `id NOT IN (parents)`.
+    ([(None, 0, None), ("n/1", 0, None), ("n/2", 1, "n/1"), ("n/3", 0, None), ("m/1", 1, "n/3")],
+     [("n/1", "n/2"), ("n/3", "n/3")]),
+    ([(None, 0, None), ("n/1", 0, None), ("m/1", 1, "n/1")], [(None, None), ("n/1", "n/1")]),
+])
+def test_descendant_leaves_walk_down_tells_leaves_by_their_children(tmp_path, rows, expected):
+    with CommunityStore.create(tmp_path / "walk.db") as store:
+        store.insert("rag_community_summaries", [
+            {"id": cid, "namespace": "m" if cid and cid.startswith("m/") else "n", "summary_content": "Text.",
+             "level": level, "parent_community_id": parent} for cid, level, parent in rows])
+        assert store._has_parent_index
+        pairs = store._descendant_leaves("roots(id) AS (SELECT id FROM ns WHERE level = 0)", {"ns": "n"})
+    assert [tuple(pair) for pair in pairs] == expected
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ([(None, 0, None), ("n/1", 0, None), ("n/2", 1, "n/1"), ("n/3", 0, None), ("m/1", 1, "n/3")], ["n/2", "n/3"]),
+    ([(None, 0, None), ("n/1", 0, None), ("m/1", 1, "n/1")], [None, "n/1"]),
+])
+def test_leaf_selection_tells_leaves_by_their_children(tmp_path, rows, expected):
+    # The same leaves as the walk's (above), selected at the leaf level.
+    with CommunityStore.create(tmp_path / "leaves.db") as store:
+        store.insert("rag_community_summaries", [
+            {"id": cid, "namespace": "m" if cid and cid.startswith("m/") else "n", "summary_content": "Text.",
+             "level": level, "parent_community_id": parent} for cid, level, parent in rows])
+        selected, _ = store._selection("n", None)
+    assert [cid for cid, _ in selected] == expected

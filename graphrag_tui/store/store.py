@@ -56,9 +56,22 @@ ns(id, parent, level, summary) AS (
 parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
 """
 
+# Whether the row `{row}` of the namespace is a leaf, as `id NOT IN (SELECT id FROM
+# parent_ids)` tells it, by searching the parent_community_id index for a child: a search
+# per row costs less than materializing `ns` to list every parent (so this names no CTE of
+# `_NAMESPACE_CTES`; naming one would materialize it). The same test, since ids and parents
+# are text or NULL (`check_communities`), also for a NULL id, which only a writable store
+# can hold: NOT IN gives NULL for it, unless no row of the namespace names a parent.
+_IS_LEAF_BY_INDEX = """(
+    NOT EXISTS (SELECT 1 FROM rag_community_summaries AS child
+                WHERE child.parent_community_id = {row}.id AND child.namespace = :ns)
+    AND ({row}.id IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
+)"""
+
 # Walk DOWN from the roots through the children. Fast with an index on
 # parent_community_id; without one every step would scan the table.
-_WALK_DOWN = """
+_WALK_DOWN = f"""
 down(root, id) AS (
     SELECT id, id FROM roots
     UNION
@@ -66,7 +79,7 @@ down(root, id) AS (
         ON s.parent_community_id = down.id AND s.namespace = :ns
 ),
 wanted(root, leaf) AS (
-    SELECT root, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+    SELECT root, id FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
 )
 """
 
@@ -646,9 +659,14 @@ class CommunityStore:
         """The selected (id, summary) rows of `iter_communities` (or those of `ids`), ordered
         by id, and each one's descendant leaves, ordered by id."""
         params: dict[str, Any] = {"ns": namespace, "level": level, "ids": json.dumps(ids or [])}
-        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
-        if ids is not None:
+        if ids is not None:  # exactly these (a selection mode chose them)
             condition = "id IN (SELECT value FROM json_each(:ids))"
+        elif level is not None:
+            condition = "level = :level"
+        elif self._has_parent_index:
+            condition = _IS_LEAF_BY_INDEX.format(row="ns")
+        else:
+            condition = "id NOT IN (SELECT id FROM parent_ids)"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
             f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",

@@ -19,12 +19,12 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from graphrag_tui.store.schema import TABLES
-from tests.benchmarks.synthetic_store import build_synthetic_store
 from tests.cli_runner import EXECUTABLE, clean_env
 from tests.postgres_cluster import start_cluster
 
@@ -54,7 +54,12 @@ def main() -> None:
     parser.add_argument("--communities", type=int, default=100_000)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-copy-"))
-    store = build_synthetic_store(folder / "synthetic.db", args.communities)
+    store = folder / "synthetic.db"
+    # built in a process of its own: a child forked from a parent holding the builder's
+    # rows would start with their pages in its RSS
+    subprocess.run([sys.executable, "-c", "import sys; from tests.benchmarks.synthetic_store import "
+                    "build_synthetic_store as b; b(sys.argv[1], int(sys.argv[2]))", str(store),
+                    str(args.communities)], check=True)
     back = folder / "back.db"
     cluster = start_cluster()
     try:

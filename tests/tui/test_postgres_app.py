@@ -87,3 +87,45 @@ async def test_a_run_and_drill_downs_on_a_database_that_drops_and_then_refuses_t
             for password in sample_pg.passwords:
                 assert password not in screen_text(app)
     assert settled_writes(sample_pg) == before
+
+
+async def _explored(app, query: str) -> tuple[list[str], str, list[str]]:  # type: ignore[no-untyped-def]
+    """The tree's roots, then a search's result lines and status, in the app's explore screen."""
+    from textual.widgets import OptionList, Static
+
+    from tests.tui.test_explore import labels, open_explore, search
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        roots = labels(screen)
+        await search(pilot, screen, query)
+        results = screen.query_one("#search-results", OptionList)
+        lines = [results.get_option_at_index(i).prompt.plain.split("\n")[0] for i in range(results.option_count)]
+        status = str(screen.query_one("#explore-status", Static).render())
+        await pilot.press("down")  # from the box into the results
+        assert pilot.app.focused is results
+        for index in range(results.option_count):  # every result opens its view from the database
+            if lines[index].split(" (")[0] in ("Communities", "Entities", "Claims", "Chunks"):
+                continue
+            results.highlighted = index
+            await pilot.press("enter")
+            await pilot.pause()
+            opened = pilot.app.screen
+            await wait_until(pilot, lambda opened=opened: getattr(opened, "loaded", False),
+                             what=f"the view of {lines[index]!r}: {opened!r}")
+            assert getattr(opened, "error", None) is None
+            await pilot.press("escape")
+            await pilot.pause()
+    return roots, status, lines
+
+
+async def test_exploring_a_database_shows_what_the_file_shows(tmp_path, pg_database: PgDatabase) -> None:  # type: ignore[no-untyped-def]
+    from tests.explore_stores import guards
+    from tests.pg_stores import copy_sqlite_to_postgres
+
+    path = guards(tmp_path / "carol.db")
+    copy_sqlite_to_postgres(path, pg_database, strict=False)
+    on_file = await _explored(make_app(path, cache_dir=tmp_path / "cache"), "Harrow")
+    on_database = await _explored(make_app(parse_location(pg_database.url), cache_dir=tmp_path / "cache2"), "Harrow")
+    assert on_file[2][:2] == ["Communities (1)", "Harrow's visit  carol/1"]
+    assert on_database == on_file

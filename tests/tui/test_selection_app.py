@@ -105,9 +105,9 @@ async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> N
 
 async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp_path: Path) -> None:
     store = build_store(tmp_path / "ranked.db", [
-        {"id": "ns/1", "summary_content": "Scrooge's counting house.", "rank": 7.5,
+        {"id": "ns/1", "summary_content": "Wexley's counting house.", "rank": 7.5,
          "rating_explanation": "Central to the [bold]story[/].",
-         "findings": json.dumps([{"summary": "Marley's ghost", "explanation": "It warns Scrooge."},
+         "findings": json.dumps([{"summary": "The lamplighter's ghost", "explanation": "It warns Wexley."},
                                  {"summary": "Bob Cratchit", "explanation": ""}])},
         {"id": "ns/2", "summary_content": "The baker."},
     ])
@@ -116,7 +116,7 @@ async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp
         app.open_community("ns/1")
         await wait_community(pilot)
         assert text_of(pilot, "#report") == (
-            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• Marley's ghost\n  It warns Scrooge.\n"
+            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• The lamplighter's ghost\n  It warns Wexley.\n"
             "• Bob Cratchit"
         )
         await pilot.press("escape")

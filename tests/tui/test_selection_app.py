@@ -108,7 +108,7 @@ async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp
         {"id": "ns/1", "summary_content": "Wexley's counting house.", "rank": 7.5,
          "rating_explanation": "Central to the [bold]story[/].",
          "findings": json.dumps([{"summary": "The lamplighter's ghost", "explanation": "It warns Wexley."},
-                                 {"summary": "Bob Cratchit", "explanation": ""}])},
+                                 {"summary": "Ada Pellow", "explanation": ""}])},
         {"id": "ns/2", "summary_content": "The baker."},
     ])
     app = make_app(store, display_path="ranked.db")
@@ -117,7 +117,7 @@ async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp
         await wait_community(pilot)
         assert text_of(pilot, "#report") == (
             "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• The lamplighter's ghost\n  It warns Wexley.\n"
-            "• Bob Cratchit"
+            "• Ada Pellow"
         )
         await pilot.press("escape")
         app.open_community("ns/2")

@@ -9,7 +9,17 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .engine import Level, SearchOptions, SearchPlan, check_level, choose_namespace, normalize_query, plan_search
+from .engine import (
+    DEFAULT_PROMPTS,
+    Level,
+    Prompts,
+    SearchOptions,
+    SearchPlan,
+    check_level,
+    choose_namespace,
+    normalize_query,
+    plan_search,
+)
 from .store import CommunityStore
 
 
@@ -35,6 +45,7 @@ def prepare_plan(
     options: SearchOptions,
     seed: int | None,
     shuffle: bool,
+    prompts: Prompts = DEFAULT_PROMPTS,
 ) -> SearchPlan:
     query = normalize_query(query)
     levels = store.community_levels()
@@ -42,4 +53,4 @@ def prepare_plan(
     check_level(level, chosen, levels[chosen])
     with _gc_paused():
         communities = store.iter_map_parts(chosen, None if level == "leaf" else level)
-        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)
+        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle, prompts=prompts)

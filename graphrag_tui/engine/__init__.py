@@ -27,7 +27,15 @@ from .events import (
 )
 from .failures import failed_batch_lines
 from .maptext import claim_lines, excerpt_line, map_text
-from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, flag, parse_option, resolve_options
+from .options import (
+    FALLBACK_DEFAULTS,
+    MAX_CONCURRENCY,
+    SearchOptions,
+    flag,
+    form_text,
+    parse_option,
+    resolve_options,
+)
 from .plan import SearchPlan, draw_seed, plan_search
 from .ports import (
     ChatMessage,
@@ -40,7 +48,17 @@ from .ports import (
     Stage,
     TextCallback,
 )
-from .prompts import map_messages, prompt_text, reduce_messages
+from .prompts import (
+    DEFAULT_PROMPTS,
+    DEFAULT_RESPONSE_TYPE,
+    DEFAULT_TEMPLATES,
+    TEMPLATE_SPECS,
+    Prompts,
+    check_prompts,
+    map_messages,
+    prompt_text,
+    reduce_messages,
+)
 from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from .request import (
@@ -122,6 +140,14 @@ __all__ = [
     "map_messages",
     "prompt_text",
     "reduce_messages",
+    # prompts
+    "DEFAULT_PROMPTS",
+    "DEFAULT_RESPONSE_TYPE",
+    "DEFAULT_TEMPLATES",
+    "Prompts",
+    "TEMPLATE_SPECS",
+    "check_prompts",
+    "form_text",
     # events
     "AnswerDelta",
     "AttemptFailed",

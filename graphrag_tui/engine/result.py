@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from .batcher import PartRef
 from .ports import ErrorKind
+from .prompts import Prompts
 from .usage import Cost, Usage
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
@@ -96,6 +97,9 @@ class SearchResult(BaseModel):
     estimated_prompt_tokens: int | None = None
     #: usage_total priced by the `[prices."model"]` table; None without one.
     cost: Cost | None = None
+    #: The prompts the run was sent: the templates and the answer's form (None: a run
+    #: recorded before prompts were recorded, which used the built-in ones).
+    prompts: Prompts | None = None
 
     @property
     def cited_community_ids(self) -> tuple[str, ...]:

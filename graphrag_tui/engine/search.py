@@ -210,6 +210,7 @@ class GlobalSearch:
             batch_count=len(plan.batches),
             failed_batch_count=failed,
             batches=self.batches,
+            prompts=plan.prompts,
             reduce=self.reduce,
             selected_map_answers=self.selected,
             **self.usage_fields(),

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..engine import BatchResult, PartRef, ReduceReport, SearchOptions, SearchResult
+from ..engine import (
+    DEFAULT_PROMPTS,
+    BatchResult,
+    PartRef,
+    Prompts,
+    ReduceReport,
+    SearchOptions,
+    SearchResult,
+    check_prompts,
+)
 from ..errors import InputError
 from ..safe_text import one_line
 from .database import HistoryError, connect, errors_named, transaction
@@ -87,6 +96,8 @@ class StoredRun:
     options: SearchOptions
     #: kind, base_url, model, api_key_env (a variable's name), response_format, ...
     model_settings: dict[str, Any] = field(default_factory=dict)
+    #: The templates and the answer's form the run's prompts were made from.
+    prompts: Prompts = DEFAULT_PROMPTS
 
     @property
     def run_id(self) -> str:
@@ -222,14 +233,16 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                (question,) = connection.execute("SELECT question FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                question, prompts_text = connection.execute(
+                    "SELECT question, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
                 rows = connection.execute(
                     "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:
                 connection.close()
         wanted = set(indexes)
         with unreadable(self.path, f"run {run_id}'s prompts"):
-            return {index: messages_json(question, unpack_text(data)) for index, data in rows if index in wanted}
+            prompts = _prompts(prompts_text)
+            return {index: messages_json(question, unpack_text(data), prompts) for index, data in rows if index in wanted}
 
     def recorded_map_prompt(self, run_id: str) -> str | None:
         """Batch 0's Map messages as the run recorded them: the template a re-run checks."""
@@ -261,11 +274,12 @@ class RunHistory:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {_SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, result FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = _summary(row[:14])
-    store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text = row[14:]
+    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text,
+     prompts_text) = row[14:]
     options = SearchOptions.model_validate_json(options_text)
     planned = json.loads(plan_text) if plan_text else []
 
@@ -296,5 +310,16 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
             reduce=ReduceReport(budget=options.reduce_prompt_budget),
         )
+    prompts = _prompts(prompts_text)
+    if result.prompts is None and prompts_text is not None:
+        result = result.model_copy(update={"prompts": prompts})
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     json.loads(settings_text))
+                     json.loads(settings_text), prompts)
+
+
+def _prompts(text: str | None) -> Prompts:
+    """A run's recorded prompts (checked: a template edited in the file is refused as any
+    bad template is); the built-in ones for a run recorded before prompts were."""
+    if text is None:
+        return DEFAULT_PROMPTS
+    return check_prompts(Prompts.model_validate_json(text))

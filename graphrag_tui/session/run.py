@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import (
+    DEFAULT_PROMPTS,
     AttemptFailed,
     BatchFailed,
     BatchSucceeded,
@@ -33,6 +34,7 @@ from ..engine import (
     GlobalSearch,
     LongResponseHook,
     Prices,
+    Prompts,
     SearchPlan,
     utc_now,
 )
@@ -59,6 +61,8 @@ class SearchRequest:
     #: None: a new seed is drawn.
     seed: int | None
     shuffle: bool = True
+    #: The templates and the answer's form (engine/prompts.py).
+    prompts: Prompts = DEFAULT_PROMPTS
 
 
 class RunSession:
@@ -108,6 +112,7 @@ class RunSession:
             options=request.options,
             seed=request.seed,
             shuffle=request.shuffle,
+            prompts=request.prompts,
         )
         return self.plan
 

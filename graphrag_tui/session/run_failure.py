@@ -54,6 +54,7 @@ def failed_result(
         failed_batch_count=sum(b.status == "failed" for b in batches),
         batches=batches,
         reduce=reduce,
+        prompts=plan.prompts if plan else request.prompts,
         selected_map_answers=selected,
         **(search.usage_fields() if search is not None else {}),
     )

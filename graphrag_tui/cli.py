@@ -37,6 +37,7 @@ from typing import IO, Any, NoReturn
 from . import __version__
 from .config import UserDefaults, default_config_path
 from .engine import (
+    DEFAULT_RESPONSE_TYPE,
     FALLBACK_DEFAULTS,
     AnswerDelta,
     Event,
@@ -59,6 +60,7 @@ from .export import write_export
 from .history import RUN_STATUSES, RunHistory, RunSummary
 from .models.factory import ModelSettings, model_name
 from .output_paths import check_not_input
+from .prompt_files import export_prompts
 from .safe_text import clean, inert_json, one_line
 from .session import HistoryChoice, ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
 from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
@@ -69,7 +71,9 @@ from .store import CommunityStore, NamespaceInfo
 from .store.explore import KINDS, tree_json
 from .store.search_index import check_query
 
-SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "search", "show", "tree", "runs", "rerun", "resume")
+SUBCOMMANDS = (
+    "query", "plan", "info", "import-graphrag", "search", "show", "tree", "runs", "rerun", "resume", "prompts",
+)
 RUNS_SUBCOMMANDS = ("list", "show", "export", "delete")
 #: How many runs `runs list` shows unless told (--limit 0: all).
 DEFAULT_RUNS_LIMIT = 20
@@ -176,9 +180,22 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
+    _add_prompt_options(parser)
     if not with_model:
         return
     _add_model_options(parser, "model (default: the built-in extractive model)")
+
+
+def _add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    form = parser.add_argument_group("prompts and the answer's form")
+    form.add_argument("--prompts", type=Path, metavar="DIR",
+                      help="prompt templates map.txt, reduce.txt (default: the built-in ones; see `prompts export`)")
+    form.add_argument("--response-type", metavar="TEXT",
+                      help=f"the answer's length and format, as GraphRAG's (\"{DEFAULT_RESPONSE_TYPE}\", \"a bulleted list\")")
+    form.add_argument("--general-knowledge", action="store_true", default=None,
+                      help="let the answer add knowledge from outside the data, marked [LLM: verify]")
+    form.add_argument("--answer-language", metavar="LANGUAGE",
+                      help="the answer's language (default: the question's)")
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -212,6 +229,10 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     imp.add_argument("store", type=Path, metavar="STORE")
     imp.add_argument("--namespace", required=True)
     imp.add_argument("--text", choices=("summary", "full_content"), default="summary")
+    prompts = commands.add_parser("prompts", help="the prompt templates: export the built-in ones for editing")
+    prompt_verbs = prompts.add_subparsers(dest="prompts_command", required=True, parser_class=_Parser)
+    export = prompt_verbs.add_parser("export", help="write map.txt and reduce.txt (the built-in prompts) into DIR")
+    export.add_argument("directory", type=Path, metavar="DIR")
     return app, tool
 
 
@@ -271,6 +292,7 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
         options=resolved.options.options,
         seed=seed,
         shuffle=not args.no_shuffle,
+        prompts=resolved.prompts,
     )
 
 
@@ -812,7 +834,15 @@ def cmd_continue(args: argparse.Namespace) -> int:
     return run_and_print(args, run, settings, resolver.defaults, max_cost)
 
 
+def cmd_prompts(args: argparse.Namespace) -> int:
+    """`prompts export DIR`: the built-in templates written out for editing."""
+    for path in export_prompts(args.directory):
+        _say(f"wrote {path}")
+    return 0
+
+
 COMMANDS = {
+    "prompts": cmd_prompts,
     "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
     "search": cmd_search, "show": cmd_show, "tree": cmd_tree,
     "runs": cmd_runs, "rerun": cmd_continue, "resume": cmd_continue,

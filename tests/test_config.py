@@ -84,8 +84,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
         ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
         ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
-        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model], [prices], [history], [keymap])"),
-        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [prices], [history], [keymap])"),
+        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
+        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
         ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
     ],
 )
@@ -200,6 +200,7 @@ def test_the_sections_keys_are_the_models_fields() -> None:
             "headers", "extra_body",
         ),
         "history": ("path", "enabled"),
+        "prompts": ("dir", "response_type", "general_knowledge", "answer_language"),
     }
 
 
@@ -216,7 +217,7 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path: Path) -> None:
     assert error_of(path) == f"config file {path}: unknown key 'map_budgett' in [retrieval]"
     path = config(tmp_path, '[retrieval]\nmap_budget = 1\n[zzz]\n[model]\ntimeout = -1\n')
     assert error_of(path) == (
-        f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [prices], [history], [keymap])"
+        f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"
     )
     # the file before the variables; the variables in their sections' order
     assert error_of(config(tmp_path, "[model]\ntimeout = 0\n"), GRAPHRAG_TUI_MAP_BUDGET="0") == \
@@ -263,7 +264,7 @@ def test_the_keymap_section(tmp_path: Path) -> None:
         ("keymap = 5\n", "keymap must be a section ([keymap] with its keys), got 5"),
         ('keymap = "goto"\n', "keymap must be a section ([keymap] with its keys), got 'goto'"),
         ('[Keymap]\ngoto = "g"\n',
-         "unknown section [Keymap] (known sections: [retrieval], [model], [prices], [history], [keymap])"),
+         "unknown section [Keymap] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
     ],
 )
 def test_a_bad_keymap_entry_names_the_file_section_and_key(tmp_path: Path, text: str, message: str) -> None:

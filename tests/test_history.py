@@ -82,7 +82,8 @@ def test_a_newer_or_foreign_file_is_refused_and_unchanged(tmp_path: Path) -> Non
     db.execute("CREATE TABLE t (x)")
     db.commit()
     db.close()
-    for path, words in ((newer, rf"written by a newer graphrag-tui \(version {SCHEMA_VERSION + 1};"), (foreign, "not a run history")):
+    newer_words = rf"written by a newer graphrag-tui \(version {SCHEMA_VERSION + 1};"
+    for path, words in ((newer, newer_words), (foreign, "not a run history")):
         before = path.read_bytes()
         with pytest.raises(HistoryError, match=words):
             RunHistory(path).list_runs()

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import ENV_PREFIX, UserDefaults, default_history_path, load_user_defaults
-from ..engine import ChatModel, Prices, shown
+from ..engine import DEFAULT_PROMPTS, ChatModel, Prices, Prompts, form_text, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
 from ..errors import InputError
 from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
+from ..prompt_files import load_prompts
 
 Source = Literal["default", "config", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
@@ -97,6 +98,9 @@ class Resolved:
     user_defaults: UserDefaults = field(default_factory=UserDefaults)
     #: The run history (None: the command has none).
     history: HistoryChoice | None = None
+    #: The prompt templates and the answer's form, and where each of their settings came from.
+    prompts: Prompts = DEFAULT_PROMPTS
+    prompt_sources: Mapping[str, Setting] = field(default_factory=dict)
 
 
 def _user_source(label: str) -> Source:
@@ -134,13 +138,39 @@ class SettingsResolver:
         given = self.retrieval_given({n: flags.get(n) for n in FALLBACK_DEFAULTS})
         options = resolve_retrieval(given)  # checked first: a bad option is the first error
         history = self.history(flags)
+        prompts, prompt_sources = self.prompts(flags)
         if not with_model:
-            return Resolved(options, user_defaults=self.defaults, history=history)
+            return Resolved(options, user_defaults=self.defaults, history=history, prompts=prompts,
+                            prompt_sources=prompt_sources)
         settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
-        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history)
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, prompts,
+                        prompt_sources)
+
+    def prompts(
+        self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
+    ) -> tuple[Prompts, dict[str, Setting]]:
+        """The templates (--prompts DIR, else GRAPHRAG_TUI_PROMPTS or [prompts] dir, else the
+        built-in ones) and the answer's form (--response-type, --general-knowledge,
+        --answer-language, else their variables or [prompts] keys), read and checked.
+        `values` are flags (or form fields, with `source` and `labels`); None: not given."""
+        chosen = self.user_settings(self.defaults.prompts)
+        for name, key in PROMPT_KEYS.items():
+            value = values.get(key)
+            if value is not None:
+                chosen[name] = Setting(value, source, (labels or {}).get(key) or PROMPT_FLAGS[name])
+        directory = chosen.get("dir")
+        prompts = load_prompts(
+            Path(directory.value).expanduser() if directory is not None else None,
+            response_type=form_text(_value(chosen, "response_type"), _name(chosen, "response_type")),
+            general_knowledge=bool(_value(chosen, "general_knowledge")),
+            answer_language=form_text(_value(chosen, "answer_language"), _name(chosen, "answer_language")),
+            label=directory.label if directory is not None else "--prompts",
+        )
+        sources = {name: chosen.get(name) or Setting(None, "default", PROMPT_FLAGS[name]) for name in PROMPT_KEYS}
+        return prompts, sources
 
     def history(self, flags: Mapping[str, Any | None]) -> HistoryChoice:
         """--no-history, else --history PATH, else GRAPHRAG_TUI_HISTORY or [history] path,
@@ -174,6 +204,23 @@ class SettingsResolver:
             else:
                 sources[key] = Setting(value, "default", label)
         return sources
+
+
+#: The prompt settings: [prompts] key -> the flag's dest.
+PROMPT_KEYS = {"dir": "prompts", "response_type": "response_type", "general_knowledge": "general_knowledge",
+               "answer_language": "answer_language"}
+PROMPT_FLAGS = {"dir": "--prompts", "response_type": "--response-type", "general_knowledge": "--general-knowledge",
+                "answer_language": "--answer-language"}
+
+
+def _value(chosen: Mapping[str, Setting], name: str) -> Any:
+    setting = chosen.get(name)
+    return setting.value if setting is not None else None
+
+
+def _name(chosen: Mapping[str, Setting], name: str) -> str:
+    setting = chosen.get(name)
+    return setting.label if setting is not None else PROMPT_FLAGS[name]
 
 
 def prices_for(table: Mapping[str, Prices], model: ChatModel) -> Prices | None:

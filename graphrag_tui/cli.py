@@ -633,6 +633,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             prices=defaults.prices,
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
+            prompts=resolved.prompts,
         )
     )
     app.run()

@@ -84,7 +84,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
         ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
         ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
-        ("[other]\nx = 1\n", "unknown section [other] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
+        ("[other]\nx = 1\n",
+         "unknown section [other] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
         ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
         ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
     ],
@@ -217,7 +218,8 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path: Path) -> None:
     assert error_of(path) == f"config file {path}: unknown key 'map_budgett' in [retrieval]"
     path = config(tmp_path, '[retrieval]\nmap_budget = 1\n[zzz]\n[model]\ntimeout = -1\n')
     assert error_of(path) == (
-        f"config file {path}: unknown section [zzz] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"
+        f"config file {path}: unknown section [zzz] "
+        "(known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"
     )
     # the file before the variables; the variables in their sections' order
     assert error_of(config(tmp_path, "[model]\ntimeout = 0\n"), GRAPHRAG_TUI_MAP_BUDGET="0") == \

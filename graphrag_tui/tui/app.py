@@ -24,11 +24,13 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
 from ..engine import (
+    DEFAULT_PROMPTS,
     FALLBACK_DEFAULTS,
     ChatModel,
     Event,
     Level,
     Prices,
+    Prompts,
     SearchOptions,
     SearchResult,
     map_messages,
@@ -125,6 +127,9 @@ class AppSettings(BaseModel):
     #: The run history the Runs screen reads, re-runs and resumes write (recording on or
     #: off); None: `history`.
     history_path: Path | None = None
+    #: The prompt templates (the built-in ones, or --prompts DIR's) and the answer's form
+    #: the fields start with; each run's form is the fields'.
+    prompts: Prompts = DEFAULT_PROMPTS
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -226,6 +231,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             shuffle=s.shuffle,
             models=self.model_choices(),
             model=self.model_kind,
+            response_type=s.prompts.response_type,
+            answer_language=s.prompts.answer_language,
+            general_knowledge=s.prompts.general_knowledge,
             id="setup",
         )
         return MainScreen(setup)
@@ -424,7 +432,11 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         """The run, from planning to the result; it only posts messages. Whatever goes wrong
         ends it: bad input as a rejected run, anything unexpected as a `failed` result that
         keeps what finished."""
-        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle)
+        prompts = self.settings.prompts.model_copy(update={
+            "response_type": form.response_type, "answer_language": form.answer_language,
+            "general_knowledge": form.general_knowledge,
+        })
+        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle, prompts)
         try:
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
@@ -567,7 +579,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             batch = current
         else:
             return
-        prompt = prompt_text(map_messages(state.plan.query, map_batch.content))
+        prompt = prompt_text(map_messages(state.plan.query, map_batch.content, state.plan.prompts))
         whole = self.spill.of_batch(message.batch_index)
         self.push_screen(BatchScreen(batch, map_batch, prompt, whole_responses=whole, inputs=self.input_files()))
 

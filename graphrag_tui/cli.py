@@ -30,7 +30,7 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -57,6 +57,7 @@ from .engine import (
 )
 from .errors import InputError
 from .export import write_export
+from .graphrag_settings import unused_note
 from .history import RUN_STATUSES, RunHistory, RunSummary
 from .models.factory import ModelSettings, model_name
 from .output_paths import check_not_input
@@ -180,6 +181,8 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
+    search.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+                        help="a GraphRAG project's settings.yaml: its chat model, rate limits and global search defaults")
     _add_prompt_options(parser)
     if not with_model:
         return
@@ -281,7 +284,11 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
-    return settings_resolver(args).resolve(vars(args), with_model=hasattr(args, "base_url")), seed
+    resolver = settings_resolver(args)
+    if resolver.project is not None:  # what it holds that is not used here, once
+        for line in unused_note(resolver.project):
+            _warn(line)
+    return resolver.resolve(vars(args), with_model=hasattr(args, "base_url")), seed
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
@@ -305,7 +312,8 @@ def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | 
 
 def settings_resolver(args: argparse.Namespace) -> SettingsResolver:
     """The config file and environment of a command, read once."""
-    return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
+    return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ,
+                                 graphrag_settings=getattr(args, "graphrag_settings", None))
 
 
 def history_of(args: argparse.Namespace) -> HistoryChoice:
@@ -378,7 +386,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     max_cost = parse_max_cost(args.max_cost)
     run = _prepared(args, search_request(args, resolved, seed), resolved.history.recording)
     events = EventsFile.open(args.events, inputs=input_files(args))
-    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
+    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events, resolved.environ)
 
 
 def run_and_print(
@@ -388,6 +396,7 @@ def run_and_print(
     defaults: UserDefaults,
     max_cost: float | None,
     events: EventsFile | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
     """query, rerun and resume: the prepared run on its model (its rate limits, the prices
     of the config, the cost limit), the answer printed as it streams, then the run."""
@@ -400,7 +409,7 @@ def run_and_print(
 
     run.on_event = each_listener
     try:
-        result = asyncio.run(_run_query(run, settings, defaults, max_cost))
+        result = asyncio.run(_run_query(run, settings, defaults, max_cost, environ or os.environ))
     finally:
         if events is not None:
             events.close()
@@ -509,9 +518,10 @@ class EventsFile:
 
 
 async def _run_query(
-    run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None
+    run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None,
+    environ: Mapping[str, str],
 ) -> SearchResult:
-    models = ModelSession(os.environ)
+    models = ModelSession(environ)
     model = await models.open(settings)
     try:
         prices = cost_limit_prices(defaults, model, max_cost)
@@ -634,7 +644,8 @@ def cmd_app(args: argparse.Namespace) -> int:
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
             prompts=resolved.prompts,
-        )
+        ),
+        environ=resolved.environ,
     )
     app.run()
     return app.return_code or 0

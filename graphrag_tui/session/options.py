@@ -1,5 +1,6 @@
 """One resolver for every setting of a run: each retrieval option and model setting comes
-from a flag or a form field, else the environment, else the config file, else its default,
+from a flag or a form field, else the environment, else a GraphRAG project's settings.yaml
+(--graphrag-settings), else the config file, else its default,
 and keeps where it came from (`Setting.source`) and how messages name it (`Setting.label`).
 
 The local LLM's budgets are fitted here too (SPEC §4): its context window is split over its
@@ -8,6 +9,7 @@ parallel slots, and every prompt plus its reserve must fit one slot.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,12 +21,13 @@ from ..engine import DEFAULT_PROMPTS, ChatModel, Prices, Prompts, form_text, sho
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
 from ..errors import InputError
+from ..graphrag_settings import Project, load_project
 from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
 from ..prompt_files import load_prompts
 
-Source = Literal["default", "config", "environment", "flag", "form"]
+Source = Literal["default", "config", "settings", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
 MODEL_KEYS = (
     "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm",
@@ -101,6 +104,9 @@ class Resolved:
     #: The prompt templates and the answer's form, and where each of their settings came from.
     prompts: Prompts = DEFAULT_PROMPTS
     prompt_sources: Mapping[str, Setting] = field(default_factory=dict)
+    #: The environment the model is opened with: the process's, with the variables a
+    #: GraphRAG project's .env gives that it lacks (an API key: never shown).
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
 
 def _user_source(label: str) -> Source:
@@ -111,12 +117,38 @@ class SettingsResolver:
     """The user's defaults (the config file, read once, and the environment over it), and the
     flags or form values over those."""
 
-    def __init__(self, defaults: UserDefaults | None = None) -> None:
+    def __init__(self, defaults: UserDefaults | None = None, project: Project | None = None) -> None:
         self.defaults = defaults or UserDefaults()
+        #: A GraphRAG project's settings.yaml (--graphrag-settings): below the environment,
+        #: above the config file.
+        self.project = project
 
     @classmethod
-    def load(cls, config_path: Path | None, *, no_config: bool, environ: Mapping[str, str]) -> SettingsResolver:
-        return cls(load_user_defaults(config_path, no_config=no_config, environ=environ))
+    def load(
+        cls, config_path: Path | None, *, no_config: bool, environ: Mapping[str, str],
+        graphrag_settings: Path | None = None,
+    ) -> SettingsResolver:
+        defaults = load_user_defaults(config_path, no_config=no_config, environ=environ)
+        project = load_project(graphrag_settings, environ) if graphrag_settings is not None else None
+        return cls(defaults, project)
+
+    @property
+    def environ_overlay(self) -> Mapping[str, str]:
+        """Variables the model needs that the environment lacks (the project's .env key)."""
+        return self.project.environ if self.project is not None else {}
+
+    def _over_config(self, user: dict[str, Setting], values: Mapping[str, Any], labels: Mapping[str, str]) -> None:
+        """The project's values over the config file's (never over a variable's)."""
+        for name, value in values.items():
+            if name not in user or user[name].source == "config":
+                user[name] = Setting(value, "settings", labels[name])
+
+    def model_defaults(self) -> dict[str, Any]:
+        """The [model] settings: the environment over the project over the config file."""
+        user = self.user_settings(self.defaults.model)
+        if self.project is not None:
+            self._over_config(user, self.project.model, self.project.labels)
+        return {name: setting.value for name, setting in user.items()}
 
     def user_settings(self, section: Mapping[str, Any]) -> dict[str, Setting]:
         labels = self.defaults.labels
@@ -125,8 +157,11 @@ class SettingsResolver:
     def retrieval_given(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
     ) -> dict[str, Setting]:
-        """The retrieval options given: `values` (None: not given) over the user's defaults."""
+        """The retrieval options given: `values` (None: not given) over the user's defaults
+        (the environment over the project's settings.yaml over the config file)."""
         given = self.user_settings(self.defaults.retrieval)
+        if self.project is not None:
+            self._over_config(given, self.project.retrieval_defaults(), self.project.retrieval_labels())
         for name, value in values.items():
             if value is not None:
                 given[name] = Setting(value, source, (labels or {}).get(name) or flag(name))
@@ -142,12 +177,13 @@ class SettingsResolver:
         if not with_model:
             return Resolved(options, user_defaults=self.defaults, history=history, prompts=prompts,
                             prompt_sources=prompt_sources)
-        settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
+        settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.model_defaults())
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
+        environ = {**os.environ, **self.environ_overlay} if self.environ_overlay else os.environ
         return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, prompts,
-                        prompt_sources)
+                        prompt_sources, environ)
 
     def prompts(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
@@ -193,6 +229,8 @@ class SettingsResolver:
 
     def model_sources(self, flags: Mapping[str, Any | None], settings: ModelSettings) -> dict[str, Setting]:
         user = self.user_settings(self.defaults.model)
+        if self.project is not None:
+            self._over_config(user, self.project.model, self.project.labels)
         sources: dict[str, Setting] = {}
         for key in MODEL_KEYS:
             value = getattr(settings, key)

@@ -126,8 +126,8 @@ def read_dotenv(path: Path) -> dict[str, str]:
             continue
         name, _, value = line.removeprefix("export ").partition("=")
         value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
+        if value[:1] in ("'", '"') and value.find(value[0], 1) > 0:  # quoted: up to its closing quote
+            value = value[1:value.find(value[0], 1)]
         elif " #" in value:
             value = value.split(" #", 1)[0].rstrip()
         values[name.strip()] = value

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.graphrag_settings import DynamicSelection, GlobalSearchDefaults, load_project
+from graphrag_tui.session.options import Setting, SettingsResolver
 from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
@@ -278,3 +279,28 @@ def test_a_key_written_in_the_file_reaches_the_endpoint_with_a_note_and_is_never
         f"note: settings.yaml {settings}: llm.api_key holds the key itself; "
         "${GRAPHRAG_API_KEY} with the key in .env keeps it out of the file")
     assert KEY not in run.stdout + run.stderr
+
+
+def test_the_resolver_names_where_each_setting_came_from(tmp_path: Path) -> None:
+    settings = project(tmp_path, V2.replace("BASE", "http://127.0.0.1:9/v1"), f"GRAPHRAG_API_KEY={KEY}\nCHAT_MODEL=c\n")
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nmodel = "from-config"\ntimeout = 33\n[retrieval]\nconcurrency = 3\n', encoding="utf-8")
+    resolver = SettingsResolver.load(config, no_config=False, environ={"GRAPHRAG_TUI_REDUCE_RESERVE": "64"},
+                                     graphrag_settings=settings)
+    resolved = resolver.resolve({"requests_per_minute": "30"})
+    where = f"settings.yaml {settings}: "
+    sources = resolved.model_sources
+    assert sources["base_url"] == Setting("http://127.0.0.1:9/v1", "settings", where + "models.default_chat_model.api_base")
+    assert sources["model"] == Setting("c", "settings", where + "models.default_chat_model.model")
+    assert sources["api_key_env"] == Setting("GRAPHRAG_API_KEY", "settings", where + "models.default_chat_model.api_key")
+    assert sources["requests_per_minute"] == Setting(30, "flag", "--rpm")
+    assert sources["timeout"] == Setting(33.0, "config", f"config file {config}: [model] timeout")
+    options = resolved.options.sources
+    assert options["reduce_reserve"] == Setting(64, "environment", "GRAPHRAG_TUI_REDUCE_RESERVE")
+    assert options["map_reserve"] == Setting(300, "settings", where + "global_search.map_max_length")
+    assert options["map_budget"] == Setting(
+        700, "settings", where + "global_search.max_context_tokens + the Map reply's limit")
+    assert options["concurrency"] == Setting(3, "config", f"config file {config}: [retrieval] concurrency")
+    assert resolved.environ["GRAPHRAG_API_KEY"] == KEY and resolved.project is not None
+    assert resolved.project.global_search.dynamic.threshold == 2
+    assert KEY not in repr(resolved.project) and KEY not in repr(resolved.model)

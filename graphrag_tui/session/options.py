@@ -107,6 +107,9 @@ class Resolved:
     #: The environment the model is opened with: the process's, with the variables a
     #: GraphRAG project's .env gives that it lacks (an API key: never shown).
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    #: The GraphRAG project's settings (--graphrag-settings), for what is not resolved here
+    #: yet: its dynamic selection settings (`project.global_search.dynamic`).
+    project: Project | None = None
 
 
 def _user_source(label: str) -> Source:
@@ -176,14 +179,14 @@ class SettingsResolver:
         prompts, prompt_sources = self.prompts(flags)
         if not with_model:
             return Resolved(options, user_defaults=self.defaults, history=history, prompts=prompts,
-                            prompt_sources=prompt_sources)
+                            prompt_sources=prompt_sources, project=self.project)
         settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.model_defaults())
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
         environ = {**os.environ, **self.environ_overlay} if self.environ_overlay else os.environ
         return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, prompts,
-                        prompt_sources, environ)
+                        prompt_sources, environ, self.project)
 
     def prompts(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None

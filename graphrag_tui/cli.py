@@ -272,6 +272,8 @@ def _add_history_parsers(commands: Any) -> None:
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         _add_config_options(sub)
         _add_model_options(sub, "model (default: the run's recorded endpoint; the key from its recorded variable)")
+        sub.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+                         help="the GraphRAG project whose .env holds the recorded key variable")
         _add_cost_limit_option(sub)
         _add_history_options(sub, recording=False)
 
@@ -843,7 +845,8 @@ def cmd_continue(args: argparse.Namespace) -> int:
                                 on_warning=_warn)
         else:
             run = prepare_resume(stored, store, history=history, on_warning=_warn)
-    return run_and_print(args, run, settings, resolver.defaults, max_cost)
+    environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
+    return run_and_print(args, run, settings, resolver.defaults, max_cost, environ=environ)
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:

@@ -304,3 +304,27 @@ def test_the_resolver_names_where_each_setting_came_from(tmp_path: Path) -> None
     assert resolved.environ["GRAPHRAG_API_KEY"] == KEY and resolved.project is not None
     assert resolved.project.global_search.dynamic.threshold == 2
     assert KEY not in repr(resolved.project) and KEY not in repr(resolved.model)
+
+
+def test_a_rerun_reads_the_recorded_key_variable_from_the_projects_dotenv(store: Path, tmp_path: Path) -> None:
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(answer_all) as server:
+        settings = project(tmp_path, V2.replace("BASE", server.base_url), f"GRAPHRAG_API_KEY={KEY}\nCHAT_MODEL=c\n")
+        env = clean_env()
+        env.pop("GRAPHRAG_API_KEY", None)
+        first = run_cli("query", str(store), QUESTION, "--graphrag-settings", str(settings), "--no-config",
+                        "--history", str(history), "--json", env=env)
+        run_id = first.json["run_id"]
+        without = run_cli("rerun", run_id, "--all", "--no-config", "--history", str(history), env=env)
+        before = len(server.chat_requests())
+        rerun = run_cli("rerun", run_id, "--all", "--no-config", "--history", str(history), "--json",
+                        "--graphrag-settings", str(settings), env=env)
+        resent = server.chat_requests()[before:]
+    assert first.code == 0, first.stderr
+    recorded = run_cli("runs", "show", run_id, "--json", "--no-config", "--history", str(history), env=env)
+    assert KEY not in history.read_bytes().decode("utf-8", "replace") + recorded.stdout
+    assert (without.code, without.stderr) == (
+        2, "graphrag-tui: error: --api-key-env names the environment variable GRAPHRAG_API_KEY, which is not set\n")
+    assert rerun.code == 0, rerun.stderr
+    assert resent and {r.headers["authorization"] for r in resent} == {f"Bearer {KEY}"}
+    assert KEY not in first.stdout + first.stderr + rerun.stdout + rerun.stderr + without.stderr

@@ -26,55 +26,33 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
 
 # The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse
-import asyncio
 import logging
 import signal
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
+# Only what every command needs: each command imports what it uses (the engine, pydantic,
+# httpx, the settings, the store, the app), so that `runs list` starts without them.
 from . import __version__
-from .config import UserDefaults, default_config_path
-from .engine import (
-    DEFAULT_RESPONSE_TYPE,
-    FALLBACK_DEFAULTS,
-    AnswerDelta,
-    Event,
-    Level,
-    SearchPlan,
-    SearchResult,
-    ascii_integer,
-    check_level,
-    choose_namespace,
-    estimated_input_cost,
-    failed_batch_lines,
-    flag,
-    has_surrogates,
-    parse_level,
-    parse_seed,
-    shown,
-)
+from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
-from .export import write_export
-from .graphrag_settings import unused_note
-from .history import RUN_STATUSES, RunHistory, RunSummary
-from .models.factory import ModelSettings, model_name
-from .output_paths import check_not_input
-from .prompt_files import export_prompts
+from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line
-from .session import HistoryChoice, ModelSession, Resolved, RunSession, SearchRequest, SettingsResolver
-from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
-from .session.explore import ExploreSession, find_in_store, view_of
-from .session.options import cost_limit_prices, parse_max_cost
-from .session.recording import stored_document
-from .store import CommunityStore, NamespaceInfo
-from .store.explore import KINDS, tree_json
-from .store.search_index import check_query
+from .url_mask import mask_urls
+from .user_files import default_config_path, default_history_path, has_user_settings
 
-SUBCOMMANDS = (
-    "query", "plan", "info", "import-graphrag", "search", "show", "tree", "runs", "rerun", "resume", "prompts",
-)
+if TYPE_CHECKING:
+    from .config import UserDefaults
+    from .engine import Event, Level, SearchPlan, SearchResult
+    from .history import RunSummary
+    from .models.factory import ModelSettings
+    from .session import HistoryChoice, Resolved, RunSession, SearchRequest, SettingsResolver
+    from .store import CommunityStore, NamespaceInfo
+
+SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
+               "resume", "prompts")
 RUNS_SUBCOMMANDS = ("list", "show", "export", "delete")
 #: How many runs `runs list` shows unless told (--limit 0: all).
 DEFAULT_RUNS_LIMIT = 20
@@ -113,17 +91,28 @@ def _warn(text: str) -> None:
 
 
 class _OneLineFormatter(logging.Formatter):
-    """--verbose log lines name communities and models from outside: one inert line each."""
+    """--verbose log lines name communities and models from outside: one inert line each, a
+    database URL's password masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return one_line(super().format(record))
+        return one_line(mask_urls(super().format(record)))
 
 
 class _Parser(argparse.ArgumentParser):
-    """Errors in one line, exit status 2."""
+    """Errors in one line, exit status 2; a database password in an echoed argument masked."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{message} (see {self.prog} --help)")
+        raise InputError(f"{mask_urls(message)} (see {self.prog} --help)")
+
+
+def store_argument(text: str) -> Path | Any:
+    """STORE: an SQLite file's path or a postgresql:// URL (`store.location`)."""
+    from .store.location import parse_location
+
+    try:
+        return parse_location(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_cost_limit_option(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +162,8 @@ def _add_model_options(parser: argparse.ArgumentParser, title: str) -> None:
 
 
 def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = True) -> None:
+    from .engine import FALLBACK_DEFAULTS
+
     search = parser.add_argument_group("search")
     search.add_argument("--namespace", help="namespace to search (optional when the store has one)")
     search.add_argument("--level", default=None, help="'leaf' (default) or a community level number")
@@ -184,15 +175,27 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
                         help="a GraphRAG project's settings.yaml: its chat model, rate limits and global search defaults")
     _add_prompt_options(parser)
+    select = parser.add_argument_group("community selection (GraphRAG's)")
+    select.add_argument("--select", metavar="MODE",
+                        help="level (the default: --level's communities), rollup (GraphRAG's static selection "
+                             "at --level N) or dynamic (the model rates communities from the top down)")
+    select.add_argument("--min-rank", metavar="X", help="only communities whose rank is at least X (every mode)")
+    select.add_argument("--rate-threshold", metavar="N", help="dynamic: keep a community rated at least N (0-5; default 1)")
+    select.add_argument("--keep-parent", action="store_true", help="dynamic: keep a parent whose children are kept")
+    select.add_argument("--max-level", metavar="N",
+                        help="dynamic: when a level keeps nothing, rate the whole next level down to N (default 2)")
+    select.add_argument("--rate-repeats", metavar="N", help="dynamic: ratings per community, majority vote (default 1)")
     if not with_model:
         return
     _add_model_options(parser, "model (default: the built-in extractive model)")
 
 
 def _add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    from .engine import DEFAULT_RESPONSE_TYPE
+
     form = parser.add_argument_group("prompts and the answer's form")
     form.add_argument("--prompts", type=Path, metavar="DIR",
-                      help="prompt templates map.txt, reduce.txt (default: the built-in ones; see `prompts export`)")
+                      help="prompt templates map.txt, reduce.txt, rate.txt (default: the built-in ones; see `prompts export`)")
     form.add_argument("--response-type", metavar="TEXT",
                       help=f"the answer's length and format, as GraphRAG's (\"{DEFAULT_RESPONSE_TYPE}\", \"a bulleted list\")")
     form.add_argument("--general-knowledge", action="store_true", default=None,
@@ -202,18 +205,31 @@ def _add_prompt_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    return build_app_parser(), build_tool_parser()
+
+
+def build_app_parser() -> argparse.ArgumentParser:
     app = _Parser(prog="graphrag-tui", description="GraphRAG global search, live in the terminal.")
-    app.add_argument("store", nargs="?", type=Path, help="community store (default: the bundled sample)")
+    app.add_argument("store", nargs="?", type=store_argument,
+                     help="community store: an SQLite file or a postgresql:// URL (default: the bundled sample)")
     app.add_argument("--version", action="version", version=f"graphrag-tui {__version__}")
     _add_search_options(app)
     _add_history_options(app, recording=True)
     app.epilog = "commands: " + ", ".join(SUBCOMMANDS) + " (graphrag-tui COMMAND --help)"
+    return app
 
+
+def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
+    """The commands' parser; with `runs_only`, `runs` alone (its subcommands need neither the
+    engine's defaults nor the store's kinds, which the other commands' options list)."""
     tool = _Parser(prog="graphrag-tui")
     commands = tool.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    if runs_only:
+        _add_runs_parsers(commands)
+        return tool
     for name, help_text in (("query", "run global search headless"), ("plan", "show the Map batches; no model calls")):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("store", type=Path)
+        sub.add_argument("store", type=store_argument)
         sub.add_argument("question")
         _add_search_options(sub)
         sub.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
@@ -222,30 +238,41 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
             sub.add_argument("--events", type=Path, metavar="FILE", help="write every event as a JSON line")
             _add_cost_limit_option(sub)
             _add_history_options(sub, recording=True)
-    _add_history_parsers(commands)
+    _add_runs_parsers(commands)
+    _add_continue_parsers(commands)
     info = commands.add_parser("info", help="namespaces, levels and counts of a store")
-    info.add_argument("store", type=Path)
+    info.add_argument("store", type=store_argument)
     info.add_argument("--json", action="store_true")
     add_explore_parsers(commands)
     imp = commands.add_parser("import-graphrag", help="import Microsoft GraphRAG Parquet output")
     imp.add_argument("source", type=Path, metavar="DIR")
-    imp.add_argument("store", type=Path, metavar="STORE")
+    imp.add_argument("store", metavar="STORE", help="a SQLite file, or a postgresql:// URL")
     imp.add_argument("--namespace", required=True)
     imp.add_argument("--text", choices=("summary", "full_content"), default="summary")
+    imp.add_argument("--strict", action="store_true",
+                     help="PostgreSQL: refuse rows that graphrag-ts's constraints would change or skip")
+    copy = commands.add_parser("copy", help="copy namespaces between stores (SQLite or PostgreSQL)")
+    copy.add_argument("source", metavar="SRC", help="a SQLite file, or a postgresql:// URL")
+    copy.add_argument("destination", metavar="DST", help="a SQLite file (created if absent), or a postgresql:// URL")
+    copy.add_argument("--namespace", help="copy this namespace only (default: every namespace)")
+    copy.add_argument("--replace", action="store_true", help="replace namespaces the destination already has")
+    copy.add_argument("--strict", action="store_true",
+                      help="refuse rows that graphrag-ts's constraints would change or skip")
+    copy.add_argument("--json", action="store_true")
     prompts = commands.add_parser("prompts", help="the prompt templates: export the built-in ones for editing")
     prompt_verbs = prompts.add_subparsers(dest="prompts_command", required=True, parser_class=_Parser)
-    export = prompt_verbs.add_parser("export", help="write map.txt and reduce.txt (the built-in prompts) into DIR")
+    export = prompt_verbs.add_parser("export", help="write map.txt, reduce.txt and rate.txt (the built-in prompts) into DIR")
     export.add_argument("directory", type=Path, metavar="DIR")
-    return app, tool
+    return tool
 
 
-def _add_history_parsers(commands: Any) -> None:
+def _add_runs_parsers(commands: Any) -> None:
     runs = commands.add_parser("runs", help="the run history: list, show, export, delete")
     verbs = runs.add_subparsers(dest="runs_command", required=True, parser_class=_Parser)
     listing = verbs.add_parser("list", help="recorded runs, newest first (the default)")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--limit", metavar="N", help=f"at most N runs (default {DEFAULT_RUNS_LIMIT}; 0: all)")
-    listing.add_argument("--store", type=Path, metavar="S", help="only the runs of this store")
+    listing.add_argument("--store", type=store_argument, metavar="S", help="only the runs of this store")
     listing.add_argument("--status", choices=RUN_STATUSES, help="only the runs with this status")
     show = verbs.add_parser("show", help="one run: its result, as query prints it")
     show.add_argument("run", metavar="RUN")
@@ -258,6 +285,9 @@ def _add_history_parsers(commands: Any) -> None:
     for verb in (listing, show, export, delete):
         _add_config_options(verb)
         _add_history_options(verb, recording=False)
+
+
+def _add_continue_parsers(commands: Any) -> None:
     rerun = commands.add_parser("rerun", help="a new run from a recorded one: its failed batches again, or all")
     rerun.add_argument("run", metavar="RUN")
     which = rerun.add_mutually_exclusive_group()
@@ -283,17 +313,28 @@ def _add_history_parsers(commands: Any) -> None:
 
 def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]:
     """The options and model settings of a search command (the config file read once)."""
+    from .engine import parse_seed
+
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
     resolver = settings_resolver(args)
     if resolver.project is not None:  # what it holds that is not used here, once
+        from .graphrag_settings import unused_note
+
         for line in unused_note(resolver.project):
             _warn(line)
     return resolver.resolve(vars(args), with_model=hasattr(args, "base_url")), seed
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
+    from .engine import parse_level
+    from .session import SearchRequest
+
+    selection = resolved.selection.options
+    if selection.mode == "dynamic" and args.level is not None:
+        raise InputError("--level does not apply to --select dynamic: it rates from the shallowest level down "
+                         "(--max-level bounds how deep it rates a whole level)")
     return SearchRequest(
         query=args.question,
         namespace=args.namespace,
@@ -301,19 +342,32 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
         options=resolved.options.options,
         seed=seed,
         shuffle=not args.no_shuffle,
+        selection=selection,
         prompts=resolved.prompts,
     )
 
 
-def _prepared(args: argparse.Namespace, request: SearchRequest, history: Path | None = None) -> RunSession:
-    with CommunityStore.open(args.store) as store:
+def _prepared(
+    args: argparse.Namespace, request: SearchRequest, history: Path | None = None, store: CommunityStore | None = None
+) -> RunSession:
+    """The run, planned; `store` stays open when given (dynamic selection plans again after rating)."""
+    from .session import RunSession
+    from .store.opening import open_store
+
+    if store is not None:
         run = RunSession(store, history=history, on_warning=_warn)
+        run.prepare(request)
+        return run
+    with open_store(args.store) as opened:
+        run = RunSession(opened, history=history, on_warning=_warn)
         run.prepare(request)
     return run
 
 
 def settings_resolver(args: argparse.Namespace) -> SettingsResolver:
     """The config file and environment of a command, read once."""
+    from .session import SettingsResolver
+
     return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ,
                                  graphrag_settings=getattr(args, "graphrag_settings", None))
 
@@ -328,15 +382,22 @@ def history_of(args: argparse.Namespace) -> HistoryChoice:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     resolved, seed = resolve_search_args(args)
-    plan = _prepared(args, search_request(args, resolved, seed)).plan
+    if resolved.selection.options.mode == "dynamic":
+        raise InputError("plan cannot show --select dynamic's batches: they depend on the model's ratings "
+                         "(plan --select level or rollup, or run query)")
+    run = _prepared(args, search_request(args, resolved, seed))
+    plan = run.plan
     assert plan is not None
     report = plan_report(plan)
     report["estimated_cost"] = estimated_map_cost(report, resolved)
+    selection = run.selected.report if run.selected is not None else None
+    report["selection"] = selection.model_dump(mode="json") if selection is not None else None
     if args.json:
         _say_json(report)
         return 0
+    mode = f", {selection.mode} selection" if selection is not None else ""
     _say(f"{plan.summary_count} summaries in {len(plan.batches)} Map batches (namespace {one_line(plan.namespace)}, "
-         f"level {plan.level}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
+         f"level {plan.level}{mode}, seed {plan.seed}, map prompt budget {plan.options.map_prompt_budget})")
     if report["estimated_cost"] is not None:
         cost = report["estimated_cost"]
         _say(f"estimated cost of the Map prompts: ${cost['input']:.4f} ({cost['prompt_tokens']} tokens of "
@@ -374,6 +435,9 @@ def plan_report(plan: SearchPlan) -> dict[str, Any]:
 def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, Any] | None:
     """What the Map prompts cost at the model's input price, by the token estimate; None
     when no `[prices."model"]` table applies (or the model is named only by its server)."""
+    from .engine import estimated_input_cost
+    from .models.factory import model_name
+
     name = model_name(resolved.model) if resolved.model is not None else None
     prices = resolved.user_defaults.prices.get(name) if name else None
     if prices is None:
@@ -383,12 +447,17 @@ def estimated_map_cost(report: dict[str, Any], resolved: Resolved) -> dict[str, 
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from .session.options import parse_max_cost
+    from .store.opening import open_store
+
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None and resolved.history is not None
     max_cost = parse_max_cost(args.max_cost)
-    run = _prepared(args, search_request(args, resolved, seed), resolved.history.recording)
-    events = EventsFile.open(args.events, inputs=input_files(args))
-    return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events, resolved.environ)
+    request = search_request(args, resolved, seed)
+    with open_store(args.store) as store:  # open while the run goes: dynamic selection plans again
+        run = _prepared(args, request, resolved.history.recording, store)
+        events = EventsFile.open(args.events, inputs=input_files(args))
+        return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events, resolved.environ)
 
 
 def run_and_print(
@@ -402,6 +471,8 @@ def run_and_print(
 ) -> int:
     """query, rerun and resume: the prepared run on its model (its rate limits, the prices
     of the config, the cost limit), the answer printed as it streams, then the run."""
+    import asyncio
+
     printer = None if args.json else AnswerPrinter()
     listeners = [listener.write for listener in (events, printer) if listener is not None]
 
@@ -441,6 +512,8 @@ class AnswerPrinter:
         self.failed = False
 
     def write(self, event: Event) -> None:  # type: ignore[valid-type]
+        from .engine import AnswerDelta
+
         if not isinstance(event, AnswerDelta) or self.failed:
             return
         piece = event.text
@@ -473,9 +546,9 @@ class AnswerPrinter:
 def input_files(args: argparse.Namespace) -> list[Path]:
     """What an output file must never be: the store with its SQLite companions (a WAL holds
     committed rows) and the config file."""
-    store = args.store
-    companions = [store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-    return [store, *companions, args.config or default_config_path()]
+    from .store.location import store_files
+
+    return [*store_files(args.store), args.config or default_config_path()]
 
 
 class EventsFile:
@@ -489,6 +562,8 @@ class EventsFile:
 
     @classmethod
     def open(cls, path: Path | None, *, inputs: list[Path]) -> EventsFile | None:
+        from .output_paths import check_not_input
+
         if path is None:
             return None
         check_not_input(path, inputs, "--events")
@@ -523,6 +598,11 @@ async def _run_query(
     run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None,
     environ: Mapping[str, str],
 ) -> SearchResult:
+    import asyncio
+
+    from .session import ModelSession
+    from .session.options import cost_limit_prices
+
     models = ModelSession(environ)
     model = await models.open(settings)
     try:
@@ -553,6 +633,8 @@ def model_answered(result: SearchResult) -> bool:
 def print_result(result: SearchResult, streamed: str | None = None) -> None:
     """The result in words. When the answer was printed as it streamed, it is not repeated
     (unless the final answer differs from what streamed)."""
+    from .engine import failed_batch_lines
+
     _say(f"status: {result.status}")
     if result.answer and result.answer != streamed:
         _say()
@@ -565,6 +647,10 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
         f"{result.summary_count} summaries, {result.batch_count} Map batches ({result.failed_batch_count} failed), "
         f"{selected} answers selected for Reduce, seed {result.seed}"
     )
+    selection = result.selection
+    if selection is not None:
+        rated = f"{len(selection.ratings)} rated, " if selection.mode == "dynamic" else ""
+        _say(f"selection: {selection.mode}, {rated}{selection.selected_words}")
     if result.failed_batch_count:
         _say("failed batches:")
         for line in failed_batch_lines(result.batches):
@@ -581,12 +667,15 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    with CommunityStore.open(args.store) as store:
+    from .store.location import display_location
+    from .store.opening import open_store
+
+    with open_store(args.store) as store:
         namespaces = store.namespaces()
     if args.json:
-        _say_json({"store": str(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
+        _say_json({"store": display_location(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
         return 0
-    _say(f"{one_line(str(args.store))}: {len(namespaces)} namespace(s)")
+    _say(f"{one_line(display_location(args.store))}: {len(namespaces)} namespace(s)")
     for n in namespaces:
         levels = ", ".join(f"level {level}: {count}" for level, count in n.levels.items())
         _say(f"  {one_line(n.name)}: {n.community_count} communities ({n.leaf_count} leaves; {levels}), "
@@ -599,13 +688,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     the commit the import stops and nothing is written (exit 130); after it, the import is
     complete (exit 0, with a note)."""
     from .importer import ImportInterrupted, format_report, import_graphrag
+    from .store.location import parse_location
 
     interrupted = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
         try:
-            report = import_graphrag(args.source, args.store, args.namespace, args.text,
-                                     interrupted=interrupted.is_set)
+            report = import_graphrag(args.source, parse_location(args.store), args.namespace, args.text,
+                                     interrupted=interrupted.is_set, strict=args.strict)
         except ImportInterrupted:
             _warn("graphrag-tui: interrupted: nothing was written")
             return 130
@@ -618,12 +708,41 @@ def cmd_import(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
 
 
+def cmd_copy(args: argparse.Namespace) -> int:
+    """`copy SRC DST`: one transaction; Ctrl+C before the commit writes nothing (exit 130)."""
+    from .store.location import parse_location
+    from .store.namespace_write import WriteInterrupted
+    from .store.transfer import copy_store
+
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        try:
+            report = copy_store(parse_location(args.source), parse_location(args.destination),
+                                namespace=args.namespace, replace=args.replace, strict=args.strict,
+                                interrupted=interrupted.is_set)
+        except WriteInterrupted:
+            _warn("graphrag-tui: interrupted: nothing was written")
+            return 130
+        if args.json:
+            _say_json(report.to_json())
+        else:
+            for line in report.lines():
+                _say(line)
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def cmd_app(args: argparse.Namespace) -> int:
+    from .engine import parse_level
+    from .store.opening import open_store
+
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None
     level = parse_level(args.level)
     store_path = args.store or SAMPLE_STORE
-    with CommunityStore.open(store_path) as store:  # a bad store is an input error before the app starts
+    with open_store(store_path) as store:  # a bad store is an input error before the app starts
         check_app_scope(args.namespace, level, store.namespaces())
     from .tui.app import AppSettings, GraphRAGApp
     from .tui.keymap import check_keymap
@@ -645,6 +764,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             prices=defaults.prices,
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
+            selection=resolved.selection.options,
             prompts=resolved.prompts,
         ),
         environ=resolved.environ,
@@ -656,6 +776,8 @@ def cmd_app(args: argparse.Namespace) -> int:
 def check_app_scope(namespace: str | None, level: Level, namespaces: list[NamespaceInfo]) -> None:
     """A namespace or level given on the command line must exist, as `query` requires: the
     app refuses it before it opens rather than showing another one."""
+    from .engine import check_level, choose_namespace
+
     if namespace is None:
         return
     chosen = choose_namespace(namespace, [n.name for n in namespaces])
@@ -675,32 +797,39 @@ def _positive(flag_name: str, value: str | None, default: int | None) -> int | N
 
 
 def add_explore_parsers(commands: Any) -> None:
+    from .store.explore import KINDS
+
     search = commands.add_parser("search", help="full-text search of a namespace (communities, entities, claims, chunks)")
-    search.add_argument("store", type=Path)
+    search.add_argument("store", type=store_argument)
     search.add_argument("query", help='FTS5 syntax: words, "a phrase", prefix*')
     search.add_argument("--namespace")
     search.add_argument("--kind", choices=KINDS, help="search one kind only")
     search.add_argument("--limit", metavar="N", help="results per kind (default 20)")
     search.add_argument("--json", action="store_true")
     show = commands.add_parser("show", help="a community, entity, claim or chunk by id")
-    show.add_argument("store", type=Path)
+    show.add_argument("store", type=store_argument)
     show.add_argument("id", help="an id, kind:ID, or a bare GraphRAG community number")
     show.add_argument("--namespace", help="for a bare community number (optional when the store has one)")
     show.add_argument("--kind", choices=KINDS)
     show.add_argument("--json", action="store_true")
     tree = commands.add_parser("tree", help="the community hierarchy with leaf and claim counts")
-    tree.add_argument("store", type=Path)
+    tree.add_argument("store", type=store_argument)
     tree.add_argument("--namespace")
     tree.add_argument("--depth", metavar="N", help="levels to show (1: the roots only; default all)")
     tree.add_argument("--json", action="store_true")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .session.explore import ExploreSession
+    from .store.explore import KINDS
+    from .store.opening import open_store
+    from .store.search_index import check_query
+
     limit = _positive("--limit", args.limit, 20)
     assert limit is not None
     check_query(args.query)  # before anything is built
     kinds = (args.kind,) if args.kind else KINDS
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         explore = ExploreSession(store, args.namespace)
         if not explore.text_search.ready():
             _warn("note: building the search index of this store (once, until the store changes)")
@@ -719,7 +848,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with CommunityStore.open(args.store) as store:
+    from .session.explore import find_in_store, view_of
+    from .store.opening import open_store
+
+    with open_store(args.store) as store:
         found = find_in_store(store, args.namespace, args.id, args.kind)
         view = view_of(store, found)
     if found.others:
@@ -755,8 +887,12 @@ def show_json(kind: str, view: Any) -> dict[str, Any]:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
+    from .session.explore import ExploreSession
+    from .store.explore import tree_json
+    from .store.opening import open_store
+
     depth = _positive("--depth", args.depth, None)
-    with CommunityStore.open(args.store) as store:
+    with open_store(args.store) as store:
         hierarchy = ExploreSession(store, args.namespace).hierarchy()
     tree = tree_json(hierarchy, depth)
     if args.json:
@@ -790,10 +926,23 @@ def _runs_limit(value: str | None) -> int | None:
     return number or None
 
 
+def runs_history_path(args: argparse.Namespace) -> Path:
+    """The history the `runs` commands read: `history_of(args).path`. Without a config file
+    or a GRAPHRAG_TUI_* variable (or with --no-config) nothing can change it but --history,
+    and the settings are not loaded (pydantic-settings, the models): `runs list` starts fast."""
+    if args.no_config or not has_user_settings(args.config, os.environ):
+        return Path(args.history).expanduser() if args.history is not None else default_history_path()
+    return history_of(args).path
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    history = RunHistory(history_of(args).path)
+    history = RunHistory(runs_history_path(args))
     if args.runs_command == "list":
-        store = str(Path(os.path.abspath(args.store))) if args.store is not None else None
+        store = None
+        if args.store is not None:
+            from .store.location import store_identity
+
+            store = store_identity(args.store)
         runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
         if args.json:
             _say_json({"runs": [r.as_json() for r in runs]})
@@ -805,6 +954,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     stored = history.load(args.run)
     if args.runs_command == "show":
+        from .session.recording import stored_document
+
         if args.json:
             _say_json(stored_document(stored))
         else:
@@ -813,10 +964,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
             _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
-    store_path = Path(stored.summary.store)
-    with CommunityStore.open(store_path) as store:
-        inputs = [store_path, *(store_path.with_name(store_path.name + x) for x in ("-wal", "-shm", "-journal")),
-                  history.path, *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
+    from .export import write_export
+    from .store.location import parse_location, store_files
+    from .store.opening import open_store
+
+    store_location = parse_location(stored.summary.store)
+    with open_store(store_location) as store:
+        inputs = [*store_files(store_location), history.path,
+                  *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
         json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
     _say(f"wrote {json_path} and {md_path}")
     return 0
@@ -834,12 +989,17 @@ def print_runs(runs: list[RunSummary]) -> None:
 
 def cmd_continue(args: argparse.Namespace) -> int:
     """`rerun` (a child run) and `resume` (the same run) of a recorded run."""
+    from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
+    from .session.options import parse_max_cost
+    from .store.location import parse_location
+    from .store.opening import open_store
+
     resolver = settings_resolver(args)
     history = resolver.history(vars(args)).path
     max_cost = parse_max_cost(args.max_cost)
     stored = RunHistory(history).load(args.run)
     settings = model_settings_for(stored, vars(args), configured=resolver.defaults.model)
-    with CommunityStore.open(Path(stored.summary.store)) as store:
+    with open_store(parse_location(stored.summary.store)) as store:
         if args.command == "rerun":
             run = prepare_rerun(stored, store, history=history, mode=args.mode or "failed", replan=args.replan,
                                 on_warning=_warn)
@@ -851,6 +1011,8 @@ def cmd_continue(args: argparse.Namespace) -> int:
 
 def cmd_prompts(args: argparse.Namespace) -> int:
     """`prompts export DIR`: the built-in templates written out for editing."""
+    from .prompt_files import export_prompts
+
     for path in export_prompts(args.directory):
         _say(f"wrote {path}")
     return 0
@@ -858,7 +1020,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "prompts": cmd_prompts,
-    "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import,
+    "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import, "copy": cmd_copy,
     "search": cmd_search, "show": cmd_show, "tree": cmd_tree,
     "runs": cmd_runs, "rerun": cmd_continue, "resume": cmd_continue,
 }
@@ -873,18 +1035,17 @@ def check_text_arguments(args: argparse.Namespace) -> None:
 
 
 def _run(argv: list[str]) -> int:
-    app_parser, tool_parser = build_parsers()
     if argv and argv[0] in SUBCOMMANDS:
         if argv[0] == "runs" and (len(argv) == 1 or argv[1] not in (*RUNS_SUBCOMMANDS, "-h", "--help")):
             argv = ["runs", "list", *argv[1:]]  # `runs` alone lists
-        args = tool_parser.parse_args(argv)
+        args = build_tool_parser(runs_only=argv[0] == "runs").parse_args(argv)
         check_text_arguments(args)
         if getattr(args, "verbose", False):
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(_OneLineFormatter("%(name)s: %(message)s"))
             logging.basicConfig(level=logging.INFO, handlers=[handler])
         return COMMANDS[args.command](args)
-    args = app_parser.parse_args(argv)
+    args = build_app_parser().parse_args(argv)
     check_text_arguments(args)
     return cmd_app(args)
 
@@ -903,7 +1064,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
     except InputError as error:
-        _warn(f"graphrag-tui: error: {error}")
+        _warn(f"graphrag-tui: error: {mask_urls(str(error))}")
         code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
@@ -911,7 +1072,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug: one line, the traceback only on request
         if os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
-        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {error} "
+        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "
               "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
         code = 1
     if as_program:  # the work is done: a late Ctrl+C must not print a traceback from the exit

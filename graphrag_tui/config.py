@@ -41,10 +41,18 @@ path = "~/runs/history.db"
 enabled = true
 
 [prompts]  # the prompt templates and the answer's form (GRAPHRAG_TUI_PROMPTS: the directory)
-dir = "~/my-prompts"                 # map.txt, reduce.txt (`graphrag-tui prompts export DIR`)
+dir = "~/my-prompts"                 # map.txt, reduce.txt, rate.txt (`graphrag-tui prompts export DIR`)
 response_type = "a bulleted list"    # GRAPHRAG_TUI_RESPONSE_TYPE
 general_knowledge = false            # GRAPHRAG_TUI_GENERAL_KNOWLEDGE
 answer_language = "French"           # GRAPHRAG_TUI_ANSWER_LANGUAGE
+
+[selection]  # community selection (issue 15): level, rollup or dynamic
+select = "dynamic"
+rate_threshold = 1   # dynamic: keep a community rated at least this (0..5)
+keep_parent = false
+max_level = 2        # dynamic: rate a whole next level at most down to this one
+rate_repeats = 1     # dynamic: ratings per community, majority vote
+min_rank = 5.0       # every mode: only communities of at least this rank
 ```
 
 pydantic-settings reads both sources and merges them; pydantic checks the values. Each source
@@ -62,7 +70,6 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-import platformdirs
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -80,6 +87,7 @@ from pydantic_settings import (
 )
 
 from .engine import Prices, form_text, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
+from .engine.selection import check_selection
 from .errors import InputError
 from .models.factory import (
     parse_api_key_header,
@@ -94,9 +102,7 @@ from .models.factory import (
     parse_top_p,
 )
 from .models.openai_http import RESPONSE_FORMATS
-
-APP_NAME = "graphrag-tui"
-ENV_PREFIX = "GRAPHRAG_TUI_"
+from .user_files import ENV_PREFIX, default_config_path
 
 #: Stands for the setting in a check's message: pydantic reports the reason alone, at the
 #: value's location, and `_one_line` names the setting from the source the value came from.
@@ -218,6 +224,24 @@ class PromptsConfig(BaseModel):
     answer_language: Annotated[str | None, BeforeValidator(_checked_by(_form_text))] = None
 
 
+class SelectionConfig(BaseModel):
+    """[selection]: how the communities are chosen (engine/selection.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    select: str | None = None
+    rate_threshold: int | None = None
+    keep_parent: bool | None = None
+    max_level: int | None = None
+    rate_repeats: int | None = None
+    min_rank: float | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _setting(cls, value: Any, info: ValidationInfo) -> Any:
+        return _checked_by(partial(check_selection, str(info.field_name)))(value)
+
+
 class Settings(BaseSettings):
     """The whole file; the sources are given when it is built (`_build_sources`)."""
 
@@ -229,6 +253,7 @@ class Settings(BaseSettings):
     prices: dict[str, Prices] = Field(default_factory=dict)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
 
@@ -239,6 +264,7 @@ SECTIONS = {
     "model": tuple(ModelConfig.model_fields),
     "history": tuple(HistoryConfig.model_fields),
     "prompts": tuple(PromptsConfig.model_fields),
+    "selection": tuple(SelectionConfig.model_fields),
 }
 #: Variables not named GRAPHRAG_TUI_<KEY>.
 ENV_NAMES = {"path": ENV_PREFIX + "HISTORY", "enabled": ENV_PREFIX + "HISTORY_ENABLED", "dir": ENV_PREFIX + "PROMPTS"}
@@ -253,6 +279,7 @@ class UserDefaults(BaseModel):
     model: dict[str, Any] = {}
     history: dict[str, Any] = {}
     prompts: dict[str, Any] = {}
+    selection: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
     #: Model name -> prices, from the file's [prices."model"] tables.
@@ -260,14 +287,6 @@ class UserDefaults(BaseModel):
     labels: dict[str, str] = {}
     #: The config file path, if one was read.
     config_file: str | None = None
-
-
-def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def default_history_path() -> Path:
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
 
 
 def file_label(path: Path | str, section: str, key: str) -> str:
@@ -362,6 +381,7 @@ def load_user_defaults(
         model=settings.model.model_dump(exclude_unset=True),
         history=settings.history.model_dump(exclude_unset=True),
         prompts=settings.prompts.model_dump(exclude_unset=True),
+        selection=settings.selection.model_dump(exclude_unset=True),
         keymap=settings.keymap,
         prices=settings.prices,
         labels=labels,

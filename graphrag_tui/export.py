@@ -163,6 +163,21 @@ def _failed_batches(result: SearchResult) -> list[str]:
     return out
 
 
+def _selection(result: SearchResult) -> list[str]:
+    """How the communities were chosen (issue 15): the mode, the selected ids, every rating."""
+    selection = result.selection
+    if selection is None:
+        return []
+    ids = ", ".join(_inline(cid) for cid in selection.selected) or "none"
+    out = ["## Selection", "", f"- Mode: {selection.mode}", f"- Selected ({len(selection.selected)}): {ids}"]
+    for rating in selection.ratings:
+        kept = "kept" if rating.kept else "not kept"
+        votes = ", ".join(str(v) for v in rating.votes)
+        out.append(f"- {_inline(rating.community_id)} (level {rating.level}): rating {rating.rating} "
+                   f"(votes {votes}), {kept}: {_inline(rating.reason, ERROR_CHARS) or '(no reason)'}")
+    return [*out, ""]
+
+
 def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo | None = None) -> str:
     """A readable provenance report: the run, the answer -> selected Map answers -> each
     community they rest on, once -> its claims -> the source text they cite; and each
@@ -185,6 +200,7 @@ def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo |
             "",
         ]
     out += _failed_batches(result)
+    out += _selection(result)
     cited = list(dict.fromkeys(cid for selected in result.selected_map_answers for cid in selected.community_ids))
     if cited:
         out += ["## Communities", ""]

@@ -53,6 +53,11 @@ class DynamicSelection:
     max_level: int | None = None
 
 
+#: The selection settings (SELECTION_DEFAULTS' names) GraphRAG's dynamic_search_* fields give.
+SELECTION_FIELDS = {"rate_threshold": "threshold", "keep_parent": "keep_parent", "rate_repeats": "num_repeats",
+                    "max_level": "max_level"}
+
+
 @dataclass(frozen=True)
 class GlobalSearchDefaults:
     """`global_search:`: token limits of the replies and of the data, and dynamic selection."""
@@ -98,6 +103,18 @@ class Project:
         if g.data_max_tokens is not None:
             values["reduce_budget"] = g.data_max_tokens + (g.reduce_max_tokens or 0)
         return values
+
+    def selection_defaults(self) -> dict[str, Any]:
+        """The dynamic selection settings the global search defaults give, by the names of
+        engine/selection.py's SELECTION_DEFAULTS (`dynamic_search_use_summary` has none:
+        the rating reads the community's text as the store holds it)."""
+        dynamic = self.global_search.dynamic
+        values = {setting: getattr(dynamic, field) for setting, field in SELECTION_FIELDS.items()}
+        return {setting: value for setting, value in values.items() if value is not None}
+
+    def selection_labels(self) -> dict[str, str]:
+        return {setting: f"settings.yaml {self.path}: global_search.dynamic_search_{field}"
+                for setting, field in SELECTION_FIELDS.items()}
 
     def retrieval_labels(self) -> dict[str, str]:
         where = f"settings.yaml {self.path}: global_search."

@@ -1,4 +1,4 @@
-"""Prompt template files: a directory holding `map.txt`, `reduce.txt` (one per template of
+"""Prompt template files: a directory holding `map.txt`, `reduce.txt`, `rate.txt` (one per template of
 engine/prompts.py's TEMPLATE_SPECS), read and checked for a run; `prompts export DIR`
 writes the built-in ones there for editing.
 

@@ -57,7 +57,15 @@ class Received:
 
     @property
     def stage(self) -> str:
-        return "reduce" if "Reduce stage" in self.prompt else "map"
+        if "Reduce stage" in self.prompt:
+            return "reduce"
+        return "rate" if self.json["messages"][0]["content"].startswith("---Role---") else "map"
+
+    @property
+    def rated_text(self) -> str:
+        """The community text a rating request carries (dynamic selection, issue 15)."""
+        system = self.json["messages"][0]["content"]
+        return system.split("---Information---\n", 1)[1].split("\n---Question---", 1)[0]
 
 
 def completion(content: str, model: str = "scripted-model", usage: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from graphrag_tui.engine.batcher import (
     build_batches,
     fisher_yates,
     part_header,
+    part_ref,
     split_community,
 )
 from graphrag_tui.engine.tokens import TextSize
@@ -62,6 +63,21 @@ def test_graphrag_ts_example_split_directly() -> None:
 def test_text_that_fits_is_one_part() -> None:
     parts = split_community(CommunityText(id="c", text="short"), TextSize.of("Q"), 80)
     assert parts == [(PartRef(community_id="c", part=1), "short", TextSize(5, 0))]
+
+
+def test_part_ref_is_the_object_model_construct_makes() -> None:
+    fast, slow = part_ref("c/1", 3), PartRef.model_construct(community_id="c/1", part=3)
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        assert getattr(fast, name) == getattr(slow, name)
+    assert type(fast) is PartRef
+    assert fast == slow == PartRef(community_id="c/1", part=3)
+    assert hash(fast) == hash(slow)
+    assert fast.model_dump_json() == '{"community_id":"c/1","part":3}'
+    assert fast.model_copy(update={"part": 4}) == PartRef(community_id="c/1", part=4)
+    assert fast.model_fields_set == {"community_id", "part"}
+    assert fast.model_fields_set is not part_ref("c/1", 3).model_fields_set  # a set of its own
+    with pytest.raises(ValueError, match="frozen"):
+        fast.part = 5
 
 
 def test_split_counts_code_points_not_utf16_units() -> None:

@@ -22,6 +22,8 @@ from graphrag_tui.errors import InputError
 from tests.cli_runner import run_cli
 from tests.stores import three_leaves
 
+KNOWN_SECTIONS = "(known sections: [retrieval], [model], [prices], [history], [prompts], [selection], [keymap])"
+
 
 def load(path: Path | None, **environ: str):
     return load_user_defaults(path, no_config=False, environ=environ)
@@ -84,9 +86,8 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
          "[retrieval] concurrency must be at most 256 (parallel model calls), got 257"),
         ("retrieval = 5\n", "retrieval must be a section ([retrieval] with its keys), got 5"),
         ('model = "llama"\n', "model must be a section ([model] with its keys), got 'llama'"),
-        ("[other]\nx = 1\n",
-         "unknown section [other] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
-        ("colour = 1\n", "unknown key 'colour' (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
+        ("[other]\nx = 1\n", "unknown section [other] " + KNOWN_SECTIONS),
+        ("colour = 1\n", "unknown key 'colour' " + KNOWN_SECTIONS),
         ("[retrieval]\nmap_budgett = 1\n", "unknown key 'map_budgett' in [retrieval]"),
     ],
 )
@@ -202,6 +203,7 @@ def test_the_sections_keys_are_the_models_fields() -> None:
         ),
         "history": ("path", "enabled"),
         "prompts": ("dir", "response_type", "general_knowledge", "answer_language"),
+        "selection": ("select", "rate_threshold", "keep_parent", "max_level", "rate_repeats", "min_rank"),
     }
 
 
@@ -218,8 +220,7 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path: Path) -> None:
     assert error_of(path) == f"config file {path}: unknown key 'map_budgett' in [retrieval]"
     path = config(tmp_path, '[retrieval]\nmap_budget = 1\n[zzz]\n[model]\ntimeout = -1\n')
     assert error_of(path) == (
-        f"config file {path}: unknown section [zzz] "
-        "(known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"
+        f"config file {path}: unknown section [zzz] {KNOWN_SECTIONS}"
     )
     # the file before the variables; the variables in their sections' order
     assert error_of(config(tmp_path, "[model]\ntimeout = 0\n"), GRAPHRAG_TUI_MAP_BUDGET="0") == \
@@ -266,7 +267,7 @@ def test_the_keymap_section(tmp_path: Path) -> None:
         ("keymap = 5\n", "keymap must be a section ([keymap] with its keys), got 5"),
         ('keymap = "goto"\n', "keymap must be a section ([keymap] with its keys), got 'goto'"),
         ('[Keymap]\ngoto = "g"\n',
-         "unknown section [Keymap] (known sections: [retrieval], [model], [prices], [history], [prompts], [keymap])"),
+         "unknown section [Keymap] " + KNOWN_SECTIONS),
     ],
 )
 def test_a_bad_keymap_entry_names_the_file_section_and_key(tmp_path: Path, text: str, message: str) -> None:

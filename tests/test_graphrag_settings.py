@@ -303,7 +303,56 @@ def test_the_resolver_names_where_each_setting_came_from(tmp_path: Path) -> None
     assert options["concurrency"] == Setting(3, "config", f"config file {config}: [retrieval] concurrency")
     assert resolved.environ["GRAPHRAG_API_KEY"] == KEY and resolved.project is not None
     assert resolved.project.global_search.dynamic.threshold == 2
+    # GraphRAG's dynamic selection settings, below the environment and above the config file
+    selection = resolved.selection.sources
+    assert selection["rate_threshold"] == Setting(2, "settings", where + "global_search.dynamic_search_threshold")
+    assert selection["keep_parent"] == Setting(True, "settings", where + "global_search.dynamic_search_keep_parent")
+    assert selection["rate_repeats"] == Setting(3, "settings", where + "global_search.dynamic_search_num_repeats")
+    assert selection["max_level"] == Setting(4, "settings", where + "global_search.dynamic_search_max_level")
+    assert selection["select"] == Setting("level", "default", "--select")
+    assert resolved.selection.options.mode == "level"  # settings.yaml sets no mode: it is not an error here
     assert KEY not in repr(resolved.project) and KEY not in repr(resolved.model)
+
+
+def test_the_projects_dynamic_selection_settings_reach_the_run_below_flags_and_variables(tmp_path: Path) -> None:
+    from tests.test_selection import RatingServer, walk_store
+
+    store = walk_store(tmp_path / "walk.db")
+    dynamic = ("  dynamic_search_threshold: 2\n  dynamic_search_keep_parent: true\n"
+               "  dynamic_search_num_repeats: 2\n  dynamic_search_max_level: 1\n")
+    config = tmp_path / "config.toml"
+    config.write_text("[selection]\nrate_threshold = 5\nrate_repeats = 1\nmax_level = 3\n", encoding="utf-8")
+
+    def run(*extra: str, env: dict[str, str] | None = None) -> dict:
+        with ScriptedChatServer(RatingServer()) as server:
+            settings = project(tmp_path, f"llm:\n  model: m\n  api_base: {server.base_url}\n"
+                                         f"global_search:\n{dynamic}")
+            done = run_query(store, settings, "--select", "dynamic", "--concurrency", "1", *extra,
+                             env=env or clean_env(), config=config)
+        assert done.code == 0, done.stderr
+        return done.json
+
+    # threshold 2, keep_parent, 2 votes each (over the config's 5 and 1): a -> a1 -> a1x kept
+    # with their parents; b and b1 never pass
+    kept = run()
+    assert kept["selection"]["selected"] == ["ns/a", "ns/a1", "ns/a1x"]
+    assert {r["community_id"]: r["votes"] for r in kept["selection"]["ratings"]} == {
+        "ns/a": [3, 3], "ns/b": [0, 0], "ns/a1": [3, 3], "ns/a2": [0, 0], "ns/a1x": [3, 3], "ns/a1y": [0, 0]}
+    # a variable and a flag over the file: threshold 4 keeps nothing, so the whole next level
+    # is rated, down to the file's max level 1 only (level 2 is never rated)
+    none = run("--rate-threshold", "4", env=clean_env(GRAPHRAG_TUI_RATE_REPEATS="1"))
+    assert none["status"] == "no_results"
+    assert {r["community_id"]: r["votes"] for r in none["selection"]["ratings"]} == {
+        "ns/a": [3], "ns/b": [0], "ns/a1": [3], "ns/a2": [0], "ns/b1": [3]}
+
+
+def test_a_bad_dynamic_selection_setting_is_exit_2_naming_the_field(store: Path, tmp_path: Path) -> None:
+    settings = project(tmp_path, "llm:\n  model: m\n  api_base: http://127.0.0.1:9/v1\n"
+                                 "global_search:\n  dynamic_search_threshold: 9\n")
+    done = run_query(store, settings, env=clean_env())
+    assert (done.code, done.stdout) == (2, "")
+    assert done.stderr == (f"graphrag-tui: error: settings.yaml {settings}: global_search.dynamic_search_threshold "
+                           "must be an integer from 0 to 5, got 9\n")
 
 
 def test_a_rerun_reads_the_recorded_key_variable_from_the_projects_dotenv(store: Path, tmp_path: Path) -> None:

@@ -71,6 +71,26 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     db.close()
 
 
+def test_a_run_recorded_with_full_batch_rows_and_a_list_plan_reads_back(tmp_path: Path) -> None:
+    """Earlier version-2 recorders wrote each row's whole BatchResult and the plan as a list of
+    [ids, [[id, part]], tokens, hash]; rows now hold only what the run added, the plan the rest."""
+    path = old_file(tmp_path / "history.db")
+    RunHistory(path).list_runs()  # migrated to the current version
+    db = sqlite3.connect(path)
+    plan = [[["ns/0"], [["ns/0", 1]], 100, "h0"], [["ns/1", "ns/2"], [["ns/1", 1], ["ns/2", 2]], 120, "h1"]]
+    db.execute("UPDATE runs SET plan = ?, status = 'interrupted', result = NULL WHERE run_id = 'aaaaaaaa0001'",
+               (json.dumps(plan),))
+    db.execute("DELETE FROM batches WHERE batch_index = 1")
+    db.commit()
+    db.close()
+    stored = RunHistory(path).load("aaaaaaaa0001")
+    first, second = stored.result.batches
+    assert (first.community_ids, first.answer, first.status, first.prompt_tokens) == (("ns/0",), "A0", "succeeded", 100)
+    assert (second.community_ids, second.status, second.prompt_tokens) == (("ns/1", "ns/2"), "cancelled", 120)
+    assert [(p.community_id, p.part) for p in second.parts] == [("ns/1", 1), ("ns/2", 2)]
+    assert [b.content_sha256 for b in stored.batches] == ["ff", "h1"]
+
+
 def test_a_newer_or_foreign_file_is_refused_and_unchanged(tmp_path: Path) -> None:
     newer = tmp_path / "newer.db"
     db = sqlite3.connect(newer)

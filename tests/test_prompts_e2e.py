@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.engine import DEFAULT_TEMPLATES
-from graphrag_tui.engine.prompts import GENERAL_KNOWLEDGE_INSTRUCTION, MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS
+from graphrag_tui.engine.prompts import (
+    GENERAL_KNOWLEDGE_INSTRUCTION,
+    MAP_INSTRUCTIONS,
+    RATE_TEMPLATE,
+    REDUCE_INSTRUCTIONS,
+)
 from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
+from tests.test_selection import RatingServer, walk_store
 
 QUESTION = "Who funds the bridge?"
 ONE_BATCH_EACH = ["--map-budget", "330", "--map-reserve", "0", "--no-shuffle", "--no-config", "--no-history"]
@@ -50,8 +56,8 @@ def test_without_options_the_prompts_are_the_built_in_ones_byte_for_byte(store: 
     assert reduce[0] == {"role": "system", "content": REDUCE_INSTRUCTIONS}
     assert all(m[0] == {"role": "system", "content": MAP_INSTRUCTIONS} for m in sent(server, "map"))
     assert run.json["prompts"] == {
-        "map": DEFAULT_TEMPLATES["map"], "reduce": DEFAULT_TEMPLATES["reduce"], "response_type": None,
-        "general_knowledge": False, "answer_language": None, "directory": None,
+        "map": DEFAULT_TEMPLATES["map"], "reduce": DEFAULT_TEMPLATES["reduce"], "rate": DEFAULT_TEMPLATES["rate"],
+        "response_type": None, "general_knowledge": False, "answer_language": None, "directory": None,
     }
 
 
@@ -114,8 +120,10 @@ def test_exported_prompts_give_back_identical_prompts(store: Path, tmp_path: Pat
     directory = tmp_path / "prompts"
     export = run_cli("prompts", "export", str(directory))
     assert export.code == 0, export.stderr
-    assert export.stdout.splitlines() == [f"wrote {directory / 'map.txt'}", f"wrote {directory / 'reduce.txt'}"]
+    assert export.stdout.splitlines() == [
+        f"wrote {directory / 'map.txt'}", f"wrote {directory / 'reduce.txt'}", f"wrote {directory / 'rate.txt'}"]
     assert (directory / "map.txt").read_text(encoding="utf-8") == DEFAULT_TEMPLATES["map"] + "\n"
+    assert (directory / "rate.txt").read_text(encoding="utf-8") == f"{RATE_TEMPLATE}\n=== user ===\n{{query}}\n"
     assert "{answer_form}" in (directory / "reduce.txt").read_text(encoding="utf-8")
     with ScriptedChatServer(answer_all) as server:
         built_in = query(store, server, "--response-type", "one sentence")
@@ -131,6 +139,41 @@ def test_exported_prompts_give_back_identical_prompts(store: Path, tmp_path: Pat
     assert (again.code, again.stdout) == (2, "")
     assert again.stderr == (f"graphrag-tui: error: prompts export: {directory / 'map.txt'} exists; "
                             "it is not overwritten (choose an empty directory)\n")
+
+
+def test_dynamic_selection_rates_with_the_directorys_rate_template(tmp_path: Path) -> None:
+    store = walk_store(tmp_path / "walk.db")
+    exported, edited = tmp_path / "exported", tmp_path / "edited"
+    assert run_cli("prompts", "export", str(exported)).code == 0
+    edited.mkdir()
+    rate = ("---Role---\nGrade the text for the question, 0 to 5.\n---Information---\n{description}\n---Question---\n"
+            "{query}\n---Response format---\n{{\"reason\": \"...\", \"rating\": 0}}\n=== user ===\nQuestion: {query}")
+    (edited / "rate.txt").write_text(rate + "\n", encoding="utf-8")
+    flags = ["--base-url", "", "--model", "m", "--no-config", "--no-history", "--concurrency", "1", "--json",
+             "--select", "dynamic"]
+    runs = {}
+    for name, extra in (("built-in", []), ("exported", ["--prompts", str(exported)]),
+                        ("edited", ["--prompts", str(edited)])):
+        with ScriptedChatServer(RatingServer()) as server:
+            flags[1] = server.base_url
+            runs[name] = (run_cli("query", str(store), QUESTION, *flags, *extra),
+                          [r.json["messages"] for r in server.chat_requests() if r.stage == "rate"])
+    for run, _ in runs.values():
+        assert run.code == 0, run.stderr
+        assert run.json["selection"]["selected"] == ["ns/a1x"]  # the rule rates alike whichever prompt asks
+    built_in, exported_sent, edited_sent = (sent for _, sent in runs.values())
+    text = "Marley's partner runs the firm. The ledger of the counting house is kept in ink."
+    assert built_in[0] == [{"role": "system", "content": RATE_TEMPLATE.format(query=QUESTION, description=text)},
+                           {"role": "user", "content": QUESTION}]
+    assert exported_sent == built_in and len(built_in) == 6  # the exported rate.txt is the built-in prompt
+    assert edited_sent[0] == [
+        {"role": "system", "content": f"---Role---\nGrade the text for the question, 0 to 5.\n---Information---\n"
+                                      f"{text}\n---Question---\n{QUESTION}\n---Response format---\n"
+                                      '{"reason": "...", "rating": 0}'},
+        {"role": "user", "content": f"Question: {QUESTION}"}]
+    assert len(edited_sent) == 6
+    recorded = runs["edited"][0].json["prompts"]
+    assert (recorded["rate"], recorded["directory"], recorded["map"]) == (rate, str(edited), DEFAULT_TEMPLATES["map"])
 
 
 def test_an_edited_template_is_sent_with_its_placeholders_filled(store: Path, tmp_path: Path) -> None:
@@ -167,6 +210,9 @@ def test_an_edited_template_is_sent_with_its_placeholders_filled(store: Path, tm
         ("reduce.txt", "{query} {context} {0}", "unknown placeholder {0} (allowed: {query}, {context}, "
          "{response_type}, {language}, {general_knowledge}, {answer_form})"),
         ("map.txt", "{query} {context} {", "Single '{' encountered in format string (write {{ and }} for literal braces)"),
+        ("rate.txt", "{query} {context}", "unknown placeholder {context} (allowed: {query}, {description})"),
+        ("rate.txt", "Rate it.\n=== user ===\n{query}",
+         "missing placeholder {description} (the template needs {query}, {description})"),
     ],
 )
 def test_a_bad_template_is_exit_2_naming_the_file_and_placeholder(
@@ -192,7 +238,7 @@ def test_a_directory_without_templates_or_a_bad_file_is_one_line(store: Path, tm
     binary = run_cli("plan", str(store), QUESTION, "--no-config", "--prompts", str(tmp_path / "bytes"))
     assert [r.code for r in (missing, none, binary)] == [2, 2, 2]
     assert missing.stderr == f"graphrag-tui: error: --prompts: {tmp_path / 'nowhere'} does not exist\n"
-    assert none.stderr == (f"graphrag-tui: error: --prompts: {empty} holds no template (map.txt, reduce.txt); "
+    assert none.stderr == (f"graphrag-tui: error: --prompts: {empty} holds no template (map.txt, reduce.txt, rate.txt); "
                            f"`graphrag-tui prompts export {empty}` writes the built-in ones there\n")
     assert binary.stderr == f"graphrag-tui: error: {tmp_path / 'bytes' / 'map.txt'} is not UTF-8 text (byte 18)\n"
 

@@ -15,6 +15,7 @@ from graphrag_tui.store.explore import entity_detail
 from graphrag_tui.store.provenance import name_score
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, CommunityRef, GoToMatch
 from graphrag_tui.tui.passages import Passage, best_sentence, find_passage
+from tests.conftest import OpenAs
 from tests.graphrag_fixtures import index_tables, write_index
 
 EXTRAS = ("source_text", "type", "status", "start_date", "end_date")
@@ -95,8 +96,8 @@ def test_a_later_import_adds_the_columns_to_a_store_without_them(tmp_path: Path)
     assert extras_of(path, "new/0")[0] == "Chunk text 0"
 
 
-def test_a_claim_with_its_chunk_document_and_the_claims_citing_the_same_chunk(store_path: Path) -> None:
-    with CommunityStore.open(store_path) as store:
+def test_a_claim_with_its_chunk_document_and_the_claims_citing_the_same_chunk(store_path: Path, open_as: OpenAs) -> None:
+    with open_as(store_path) as store:
         assert store.claim_extras == EXTRAS
         provenance = store.claim_provenance("ns/2")
         assert store.claim_provenance("ns/nope") is None
@@ -119,15 +120,15 @@ def test_a_claim_with_its_chunk_document_and_the_claims_citing_the_same_chunk(st
     ]
 
 
-def test_a_claim_citing_a_missing_chunk_says_so(store_path: Path) -> None:
-    with CommunityStore.open(store_path) as store:
+def test_a_claim_citing_a_missing_chunk_says_so(store_path: Path, open_as: OpenAs) -> None:
+    with open_as(store_path) as store:
         provenance = store.claim_provenance("ns/7")  # its text unit is not in the index
     assert provenance is not None
     assert (provenance.chunk, provenance.chunk_missing, provenance.same_chunk) == (None, False, [])
 
 
-def test_an_entitys_communities_are_those_whose_members_include_it(store_path: Path) -> None:
-    with CommunityStore.open(store_path) as store:
+def test_an_entitys_communities_are_those_whose_members_include_it(store_path: Path, open_as: OpenAs) -> None:
+    with open_as(store_path) as store:
         gamma = [
             CommunityRef(id="ns/0", name="Report title 0", level=0),
             CommunityRef(id="ns/2", name="Report title 2", level=1),
@@ -149,8 +150,8 @@ def test_an_entitys_communities_are_those_whose_members_include_it(store_path: P
         }
 
 
-def test_go_to_finds_communities_by_name_and_by_member_entity(store_path: Path) -> None:
-    with CommunityStore.open(store_path) as store:
+def test_go_to_finds_communities_by_name_and_by_member_entity(store_path: Path, open_as: OpenAs) -> None:
+    with open_as(store_path) as store:
         assert store.find_communities("ns", "title 9") == [
             GoToMatch(community=CommunityRef(id="ns/9", name="Report title 9", level=2)),
         ]
@@ -202,7 +203,7 @@ def test_the_christmas_carol_claims_mostly_quote_their_chunks(tmp_path: Path) ->
 def test_the_schema_names_the_optional_claim_columns_and_their_sql() -> None:
     from graphrag_tui.store.schema import OPTIONAL, add_column_sql, insert_sql
 
-    assert OPTIONAL == {"rag_claims": EXTRAS}
+    assert OPTIONAL == {"rag_claims": EXTRAS, "rag_community_summaries": ("rank", "rating_explanation", "findings")}
     assert insert_sql("rag_claims", ("source_text", "type")) == (
         "INSERT INTO rag_claims (id, namespace, subject_entity_id, object_entity_id, description, "
         "source_parent_id, source_chunk_id, community_summary_id, source_text, type) "

@@ -95,9 +95,11 @@ def test_the_importer_writes_every_table_through_the_store(tmp_path: Path, monke
     monkeypatch.setattr(namespace_write, "insert_sql", recording)
     store = tmp_path / "s.db"
     report = import_graphrag(write_index(tmp_path / "out"), store, "ns")
-    assert written == [(table, OPTIONAL.get(table, ()) if table == "rag_claims" else ()) for table in TABLES]
+    assert written == [(table, OPTIONAL.get(table, ())) for table in TABLES]  # the fixture's reports rank
     assert report.communities > 0
     assert table_columns(store) == {**EXPECTED_COLUMNS,
-                                    "rag_claims": EXPECTED_COLUMNS["rag_claims"] + EXPECTED_OPTIONAL}
+                                    "rag_claims": EXPECTED_COLUMNS["rag_claims"] + EXPECTED_OPTIONAL,
+                                    "rag_community_summaries": EXPECTED_COLUMNS["rag_community_summaries"]
+                                    + ("rank", "rating_explanation", "findings")}
     with CommunityStore.open(store) as opened:
         assert [info.name for info in opened.namespaces()] == ["ns"]

@@ -260,12 +260,14 @@ async def test_result_json_has_the_spec_fields() -> None:
         "estimated_prompt_tokens",
         "cost",
         "prompts",
+        "selection",  # issue 15: None for --select level
     }
     # the prompts the run was sent: the built-in templates, no answer form given
     assert data["prompts"] == {
-        "map": DEFAULT_TEMPLATES["map"], "reduce": DEFAULT_TEMPLATES["reduce"], "response_type": None,
-        "general_knowledge": False, "answer_language": None, "directory": None,
+        "map": DEFAULT_TEMPLATES["map"], "reduce": DEFAULT_TEMPLATES["reduce"], "rate": DEFAULT_TEMPLATES["rate"],
+        "response_type": None, "general_knowledge": False, "answer_language": None, "directory": None,
     }
+    assert data["selection"] is None
     # a model that reports no usage: none is made up
     assert (data["usage_total"], data["estimated_prompt_tokens"], data["cost"]) == (None, None, None)
     heading = (data["query"], data["namespace"], data["level"], data["seed"], data["status"])

@@ -1,4 +1,6 @@
-"""CommunityStore: read-only opening, errors, leaf selection, descendant walks, claims."""
+"""CommunityStore: read-only opening, errors, leaf selection, descendant walks, claims.
+
+The reading tests take `open_as` (tests/conftest.py): they run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -193,7 +195,7 @@ def test_extra_tables_and_columns_are_ignored(tmp_path):
 # -- selection ----------------------------------------------------------------------
 
 
-def test_leaves_sit_at_different_depths(tmp_path):
+def test_leaves_sit_at_different_depths(tmp_path, open_as):
     rows = {
         "rag_community_summaries": [
             community("ns/0", "ns", level=0),
@@ -208,7 +210,7 @@ def test_leaves_sit_at_different_depths(tmp_path):
         ],
     }
     path = make_store(tmp_path / "s.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         assert [c.id for c in store.select_communities("ns", None)] == [
             "ns/1", "ns/4", "ns/5", "ns/6"]
         assert [c.id for c in store.select_communities("ns", 2)] == ["ns/3", "ns/5"]
@@ -239,9 +241,9 @@ CYCLIC = {
 
 
 @pytest.mark.parametrize("indexes", [True, False])
-def test_walk_terminates_on_cycles_and_dangling_parents(tmp_path, indexes):
+def test_walk_terminates_on_cycles_and_dangling_parents(tmp_path, indexes, open_as):
     path = make_store(tmp_path / "g.db", CYCLIC, indexes=indexes)
-    with CommunityStore.open(path) as store:
+    with open_as(path, indexes=indexes) as store:
         assert [c.id for c in store.select_communities("g", None)] == ["g/q", "g/z"]
         level0 = {c.id: [cl.id for cl in c.claims] for c in store.select_communities("g", 0)}
         assert level0 == {"g/m": [], "g/p": ["c/q"], "g/s": [], "g/x": ["c/z"]}
@@ -286,9 +288,9 @@ ORDERING = {
 }
 
 
-def test_claims_order_by_leaf_then_claim_id_binary(tmp_path):
+def test_claims_order_by_leaf_then_claim_id_binary(tmp_path, open_as):
     path = make_store(tmp_path / "t.db", ORDERING)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         (top,) = store.select_communities("t", 0)
         assert [(c.leaf_id, c.id) for c in top.claims] == [
             ("t/10", "c/11"), ("t/10", "c/2"), ("t/10", "c/3"), ("t/10", "c/4"),
@@ -303,9 +305,9 @@ def test_claims_order_by_leaf_then_claim_id_binary(tmp_path):
         assert [c.id for c in leaves] == ["t/10", "t/9"]
 
 
-def test_excerpts_dedup_in_first_claim_order(tmp_path):
+def test_excerpts_dedup_in_first_claim_order(tmp_path, open_as):
     path = make_store(tmp_path / "t.db", ORDERING)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         (top,) = store.select_communities("t", 0)
         # Claim order cites k/404 (dangling), k/2, k/2, k/1, k/1, k/3.
         assert [(e.chunk_id, e.content) for e in top.excerpts] == [
@@ -315,7 +317,7 @@ def test_excerpts_dedup_in_first_claim_order(tmp_path):
         assert [e.chunk_id for e in nine.excerpts] == ["k/1", "k/3"]
 
 
-def test_community_detail(tmp_path):
+def test_community_detail(tmp_path, open_as):
     rows = dict(ORDERING)
     rows["rag_community_summaries"] = ORDERING["rag_community_summaries"] + [
         community("t/20", "t", "Bad members.", 1, "t/1", members="not json"),
@@ -323,7 +325,7 @@ def test_community_detail(tmp_path):
         community("t/22", "t", "Mixed.", 1, "t/1", name="Mixed", members='["A", 3]'),
     ]
     path = make_store(tmp_path / "t.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         assert store.community("t/missing") is None
         top = store.community("t/1")
         assert top.namespace == "t" and top.level == 0 and top.parent_id is None
@@ -341,7 +343,7 @@ def test_community_detail(tmp_path):
         assert store.community("t/9").claims[0].object == "Beta"
 
 
-def test_blank_summaries_are_left_out(tmp_path):
+def test_blank_summaries_are_left_out(tmp_path, open_as):
     rows = {"rag_community_summaries": [
         community("b/0", "b", "Root.", 0),
         community("b/1", "b", "", 1, "b/0"),
@@ -351,20 +353,20 @@ def test_blank_summaries_are_left_out(tmp_path):
         community("b/5", "b", " ", 0),
     ]}
     path = make_store(tmp_path / "b.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         leaves = store.select_communities("b", None)
         assert [(c.id, c.summary) for c in leaves] == [("b/4", "  kept  ")]
         assert [c.id for c in store.select_communities("b", 0)] == ["b/0"]
 
 
-def test_store_without_indexes_gives_the_same_answers(tmp_path):
+def test_store_without_indexes_gives_the_same_answers(tmp_path, open_as):
     with_idx = make_store(tmp_path / "a.db", ORDERING)
     without = make_store(tmp_path / "b.db", ORDERING, indexes=False)
     conn = sqlite3.connect(without)
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index' "
                         "AND name NOT LIKE 'sqlite_autoindex%'").fetchone() == (0,)
     conn.close()
-    with CommunityStore.open(with_idx) as a, CommunityStore.open(without) as b:
+    with open_as(with_idx) as a, open_as(without, indexes=False) as b:
         assert a.namespaces() == b.namespaces()
         for level in (None, 0, 1):
             assert a.select_communities("t", level) == b.select_communities("t", level)
@@ -373,7 +375,7 @@ def test_store_without_indexes_gives_the_same_answers(tmp_path):
         assert a.resolve_community("t", "10") == b.resolve_community("t", "10") == "t/10"
 
 
-def test_resolve_community(tmp_path):
+def test_resolve_community(tmp_path, open_as):
     rows = {"rag_community_summaries": [
         community("h/3", "h"), community("h/13", "h"),
         community("imp/run1/42", "imp"), community("imp/run1/5", "imp"),
@@ -381,7 +383,7 @@ def test_resolve_community(tmp_path):
         community("中文/7", "中文"),
     ]}
     path = make_store(tmp_path / "r.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         assert store.resolve_community("h", "3") == "h/3"
         assert store.resolve_community("h", " 13 ") == "h/13"
         assert store.resolve_community("h", "h/13") == "h/13"
@@ -395,7 +397,7 @@ def test_resolve_community(tmp_path):
         assert store.resolve_community("中文", "7") == "中文/7"
 
 
-def test_namespaces_counts(tmp_path):
+def test_namespaces_counts(tmp_path, open_as):
     rows = {
         "rag_parents": [("d/1", "a", "t", "c"), ("d/2", "a", "t", "c"), ("d/3", "z", "t", "c")],
         "rag_children": [("k/1", "a", "d/1", "x")],
@@ -410,7 +412,7 @@ def test_namespaces_counts(tmp_path):
         "rag_claims": [claim("c/1", "a", "a/1", "e/1"), claim("c/2", "a", "a/3", "e/2")],
     }
     path = make_store(tmp_path / "n.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         assert store.namespaces() == [
             NamespaceInfo(name="a", community_count=4, leaf_count=2,
                           levels={0: 1, 1: 2, 2: 1}, claim_count=2, chunk_count=1,
@@ -436,7 +438,7 @@ def test_create_and_insert_round_trip(tmp_path):
         assert (only.id, only.summary, only.claims, only.excerpts) == ("n/1", "One.", (), ())
 
 
-def test_entity_of_another_namespace_still_gives_its_name(tmp_path):
+def test_entity_of_another_namespace_still_gives_its_name(tmp_path, open_as):
     rows = {
         "rag_entities": [("e/here", "t", "Here", None), ("e/there", "o", "There", None)],
         "rag_community_summaries": [community("t/1", "t")],
@@ -445,7 +447,7 @@ def test_entity_of_another_namespace_still_gives_its_name(tmp_path):
                        claim("c/3", "t", "t/1", "e/nowhere", "e/there")],
     }
     path = make_store(tmp_path / "x.db", rows)
-    with CommunityStore.open(path) as store:
+    with open_as(path) as store:
         (only,) = store.select_communities("t", None)
         assert [(c.subject, c.object) for c in only.claims] == [
             ("There", "Here"), ("Here", "There"), ("e/nowhere", "There")]
@@ -471,3 +473,36 @@ def test_synthetic_benchmark_store_is_consistent(tmp_path):
                                if store.community(c.id).level < level)
             assert covered + leaves_above == 2000
     assert build_synthetic_store(tmp_path / "again.db", 500, 4).read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    # A node is a leaf when no row of the namespace names it as parent (the walk searches the
+    # parent index per node): n/1 is not, n/2 and n/3 are; a NULL id (only a writable store
+    # can hold one) is a leaf only while no row of the namespace names a parent, as with
+    # `id NOT IN (parents)`.
+    ([(None, 0, None), ("n/1", 0, None), ("n/2", 1, "n/1"), ("n/3", 0, None), ("m/1", 1, "n/3")],
+     [("n/1", "n/2"), ("n/3", "n/3")]),
+    ([(None, 0, None), ("n/1", 0, None), ("m/1", 1, "n/1")], [(None, None), ("n/1", "n/1")]),
+])
+def test_descendant_leaves_walk_down_tells_leaves_by_their_children(tmp_path, rows, expected):
+    with CommunityStore.create(tmp_path / "walk.db") as store:
+        store.insert("rag_community_summaries", [
+            {"id": cid, "namespace": "m" if cid and cid.startswith("m/") else "n", "summary_content": "Text.",
+             "level": level, "parent_community_id": parent} for cid, level, parent in rows])
+        assert store._has_parent_index
+        pairs = store._descendant_leaves("roots(id) AS (SELECT id FROM ns WHERE level = 0)", {"ns": "n"})
+    assert [tuple(pair) for pair in pairs] == expected
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ([(None, 0, None), ("n/1", 0, None), ("n/2", 1, "n/1"), ("n/3", 0, None), ("m/1", 1, "n/3")], ["n/2", "n/3"]),
+    ([(None, 0, None), ("n/1", 0, None), ("m/1", 1, "n/1")], [None, "n/1"]),
+])
+def test_leaf_selection_tells_leaves_by_their_children(tmp_path, rows, expected):
+    # The same leaves as the walk's (above), selected at the leaf level.
+    with CommunityStore.create(tmp_path / "leaves.db") as store:
+        store.insert("rag_community_summaries", [
+            {"id": cid, "namespace": "m" if cid and cid.startswith("m/") else "n", "summary_content": "Text.",
+             "level": level, "parent_community_id": parent} for cid, level, parent in rows])
+        selected, _ = store._selection("n", None)
+    assert [cid for cid, _ in selected] == expected

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from graphrag_tui.engine import DEFAULT_TEMPLATES, TEMPLATE_SPECS, Prompts, check_prompts
-from graphrag_tui.engine.prompts import MAP_INSTRUCTIONS, REDUCE_INSTRUCTIONS, map_messages, reduce_messages
+from graphrag_tui.engine.prompts import (
+    MAP_INSTRUCTIONS,
+    RATE_TEMPLATE,
+    REDUCE_INSTRUCTIONS,
+    map_messages,
+    rate_messages,
+    reduce_messages,
+)
 from graphrag_tui.engine.templates import TemplateSpec, parse_template
 from graphrag_tui.errors import InputError
 
@@ -17,8 +24,24 @@ def test_the_built_in_templates_render_the_prompts_as_they_were() -> None:
     assert [(m.role, m.content) for m in reduce_messages("Q?", "C")] == [
         ("system", REDUCE_INSTRUCTIONS),
         ("user", "User query: Q?\n\nSelected intermediate answers and source community IDs:\nC")]
-    assert set(TEMPLATE_SPECS) == set(DEFAULT_TEMPLATES) == {"map", "reduce"}
+    # the rating prompt (dynamic selection) as GraphRAG sends it: the filled prompt as the
+    # system message, the question as the user's
+    assert [(m.role, m.content) for m in rate_messages("Q?", "D {x}")] == [
+        ("system", RATE_TEMPLATE.format(query="Q?", description="D {x}")), ("user", "Q?")]
+    assert set(TEMPLATE_SPECS) == set(DEFAULT_TEMPLATES) == {"map", "reduce", "rate"}
     check_prompts(Prompts())
+
+
+def test_a_rate_template_is_checked_and_rendered() -> None:
+    custom = Prompts(rate="Rate {description} for {{q}}\n=== user ===\n{query}")
+    assert [(m.role, m.content) for m in rate_messages("Q?", "text", custom)] == [
+        ("system", "Rate text for {q}"), ("user", "Q?")]
+    with pytest.raises(InputError) as caught:
+        check_prompts(Prompts(rate="Rate {query} only", directory="/p"))
+    assert str(caught.value) == "/p/rate.txt: missing placeholder {description} (the template needs {query}, {description})"
+    with pytest.raises(InputError) as caught:
+        check_prompts(Prompts(rate="{query} {description} {context}", directory="/p"))
+    assert str(caught.value) == "/p/rate.txt: unknown placeholder {context} (allowed: {query}, {description})"
 
 
 def test_values_are_inserted_as_they_are() -> None:

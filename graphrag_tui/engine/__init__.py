@@ -6,6 +6,7 @@ events and a `SearchResult`. The names below are its public API; the faces impor
 from here.
 """
 
+from ..arguments import ascii_integer, flag, has_surrogates, shown
 from .batcher import MapBatch, PartRef
 from .corpus import Claim, CommunityContext, Excerpt, MapTextParts
 from .events import (
@@ -14,6 +15,7 @@ from .events import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    CommunityRated,
     ConcurrencyChanged,
     Event,
     Finished,
@@ -23,6 +25,7 @@ from .events import (
     ReduceStarted,
     RequestAdapted,
     RetryWaiting,
+    SelectionFinished,
     UsageReported,
 )
 from .failures import failed_batch_lines
@@ -31,7 +34,6 @@ from .options import (
     FALLBACK_DEFAULTS,
     MAX_CONCURRENCY,
     SearchOptions,
-    flag,
     form_text,
     parse_option,
     resolve_options,
@@ -61,16 +63,7 @@ from .prompts import (
 )
 from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
-from .request import (
-    ascii_integer,
-    check_level,
-    choose_namespace,
-    has_surrogates,
-    normalize_query,
-    parse_level,
-    parse_seed,
-    shown,
-)
+from .request import check_level, choose_namespace, normalize_query, parse_level, parse_seed
 from .result import (
     RAW_RESPONSE_CAP,
     Attempt,
@@ -154,6 +147,7 @@ __all__ = [
     "BatchFailed",
     "BatchStarted",
     "BatchSucceeded",
+    "CommunityRated",
     "ConcurrencyChanged",
     "Event",
     "Finished",
@@ -163,6 +157,7 @@ __all__ = [
     "ReduceStarted",
     "RequestAdapted",
     "RetryWaiting",
+    "SelectionFinished",
     "UsageReported",
     # the result
     "Attempt",

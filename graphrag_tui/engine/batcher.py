@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +21,22 @@ class PartRef(BaseModel):
 
     community_id: str
     part: int
+
+
+_NEW_OBJECT, _SET_FIELD = object.__new__, object.__setattr__
+
+
+def part_ref(community_id: str, part: int) -> PartRef:
+    """`PartRef.model_construct(community_id=..., part=...)`, the same object in a third of
+    the time: it sets what `model_construct` sets for a model without defaults, aliases,
+    extra fields or private attributes (`tests/test_batcher.py` checks them equal). Planning a
+    large store makes one per part, 90,000 at the leaves of the benchmark's tree store."""
+    ref = _NEW_OBJECT(PartRef)
+    _SET_FIELD(ref, "__dict__", {"community_id": community_id, "part": part})
+    _SET_FIELD(ref, "__pydantic_fields_set__", {"community_id", "part"})
+    _SET_FIELD(ref, "__pydantic_extra__", None)
+    _SET_FIELD(ref, "__pydantic_private__", None)
+    return ref
 
 
 class MapBatch(BaseModel):
@@ -94,16 +110,16 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
     """
     text = community.text
     # skeleton + "\n" + header + segment must stay within the budget (sizes added as ints:
-    # this runs once per community, 100k times on a large store).
+    # this runs once per community, 100k times on a large store, and most texts fit whole).
     header_ascii, header_other = header_size(TextSize.of(community.id), SIZING_PART_NUMBER)
     fixed_ascii, fixed_other = skeleton.ascii + NEWLINE.ascii + header_ascii, skeleton.other + header_other
+    size = TextSize.of(text)
+    if tokens_of(fixed_ascii + size.ascii, fixed_other + size.other) <= budget:
+        return [Part(part_ref(community.id, 1), text, size)] if text else []
 
     def fits(ascii_count: int, other_count: int) -> bool:
         return tokens_of(fixed_ascii + ascii_count, fixed_other + other_count) <= budget
 
-    size = TextSize.of(text)
-    if fits(*size):
-        return [Part(PartRef.model_construct(community_id=community.id, part=1), text, size)] if text else []
     longest = _longest_run(lambda n: fits(n, 0))
     shortest = _longest_run(lambda n: fits(0, n))
     counter: AsciiCounter | None = None  # made for the first candidate that is not all ASCII
@@ -120,7 +136,7 @@ def split_community(community: CommunityText, skeleton: TextSize, budget: int) -
                 f"community {community.id}: raise --map-budget or lower --map-reserve"
             )
         segment = text[offset : offset + length]
-        ref = PartRef.model_construct(community_id=community.id, part=len(parts) + 1)
+        ref = part_ref(community.id, len(parts) + 1)
         parts.append(Part(ref, segment, TextSize.of(segment)))
         offset += length
     return parts
@@ -226,13 +242,26 @@ def build_batches(
             )
         pieces, refs, tokens = [], [], []
 
+    # A text that fits an otherwise empty batch whole (most do) is its own single part: the
+    # test of `split_community`, made here without a call, a closure or a header built twice.
+    sizing_header = _HEADER_FIXED + len(str(SIZING_PART_NUMBER))
+    whole_ascii = fixed_ascii + sizing_header
     for position in order:
         community, communities[position] = communities[position], None
         assert community is not None
-        id_size = TextSize.of(community.id)
-        for ref, segment, segment_size in split_community(community, skeleton_size, budget):
-            header = part_header(ref.community_id, ref.part)
-            header_ascii, header_other = header_size(id_size, ref.part)
+        community_id, text = community
+        id_ascii, id_other = id_size = TextSize.of(community_id)
+        text_size = TextSize.of(text)
+        if tokens_of(whole_ascii + id_ascii + text_size[0], fixed_other + id_other + text_size[1]) <= budget:
+            if not text:
+                continue
+            parts: Iterable[Part] = (Part(part_ref(community_id, 1), text, text_size),)
+        else:
+            parts = split_community(community, skeleton_size, budget)
+        for ref, segment, segment_size in parts:
+            part = ref.part
+            header = part_header(community_id, part)
+            header_ascii, header_other = header_size(id_size, part)
             part_ascii, part_other = header_ascii + segment_size[0], header_other + segment_size[1]
             if pieces:  # joined to the batch by a newline
                 size_ascii, size_other = size_ascii + 1 + part_ascii, size_other + part_other

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .ports import ErrorKind, RateWaitSource
 from .result import Decision, Status
@@ -16,6 +16,21 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     t: float
+
+
+class _RatingCall(_Event):
+    """An event of a model call that a rating call (dynamic selection) shares with Map and
+    Reduce: `community_id` names the community rated (its `batch_index` is None). It is
+    left out of the JSON when None, so the events of Map and Reduce read as before."""
+
+    community_id: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_community(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("community_id") is None:
+            data.pop("community_id", None)
+        return data
 
 
 class Planned(_Event):
@@ -33,7 +48,7 @@ class BatchStarted(_Event):
     attempt: int
 
 
-class AttemptFailed(_Event):
+class AttemptFailed(_RatingCall):
     """A failed Map or Reduce attempt (`batch_index` is None for Reduce)."""
 
     type: Literal["attempt_failed"] = "attempt_failed"
@@ -45,7 +60,7 @@ class AttemptFailed(_Event):
     will_retry: bool
 
 
-class RetryWaiting(_Event):
+class RetryWaiting(_RatingCall):
     """The second attempt waits for the server's Retry-After."""
 
     type: Literal["retry_waiting"] = "retry_waiting"
@@ -53,7 +68,7 @@ class RetryWaiting(_Event):
     seconds: float
 
 
-class RateLimited(_Event):
+class RateLimited(_RatingCall):
     """A 429 (issue 12): every send pauses `wait_s`, then the call (a Map batch, or the
     Reduce call when `batch_index` is None) is sent again; `concurrency` is the limit on
     calls in flight from now on."""
@@ -110,7 +125,7 @@ class ReduceStarted(_Event):
     budget: int
 
 
-class UsageReported(_Event):
+class UsageReported(_RatingCall):
     """A call's usage as the server reported it (`batch_index` None for Reduce), beside its
     estimated prompt tokens, and the run's totals so far (the cost when prices apply)."""
 
@@ -132,12 +147,35 @@ class AnswerDelta(_Event):
     text: str
 
 
-class RequestAdapted(_Event):
+class RequestAdapted(_RatingCall):
     """The model changed its requests to suit the server (once per change): `change` says how."""
 
     type: Literal["request_adapted"] = "request_adapted"
     batch_index: int | None
     change: str
+
+
+class CommunityRated(_Event):
+    """Dynamic selection rated one community (issue 15): the majority of its `votes`, the
+    reason given with it, and whether it is kept (rating >= --rate-threshold). `failed`
+    counts the votes whose reply could not be used (each counted as 1)."""
+
+    type: Literal["community_rated"] = "community_rated"
+    community_id: str
+    level: int
+    rating: int
+    reason: str
+    votes: tuple[int, ...]
+    kept: bool
+    failed: int = 0
+
+
+class SelectionFinished(_Event):
+    """Dynamic selection ended: how many communities it rated and selected (Map follows)."""
+
+    type: Literal["selection_finished"] = "selection_finished"
+    rated_count: int
+    selected_count: int
 
 
 class Finished(_Event):
@@ -160,6 +198,8 @@ Event = Annotated[
     | UsageReported
     | AnswerDelta
     | RequestAdapted
+    | CommunityRated
+    | SelectionFinished
     | Finished,
     Field(discriminator="type"),
 ]

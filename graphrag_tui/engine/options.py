@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..arguments import ascii_integer, flag, has_surrogates, shown
 from ..errors import InputError
-from .request import ascii_integer, has_surrogates, shown
 
 FALLBACK_DEFAULTS: dict[str, int] = {
     "map_budget": 8000,
@@ -22,11 +22,6 @@ NON_NEGATIVE = ("map_reserve", "reduce_reserve")
 #: Each Map worker holds a connection (a file descriptor) open: 100,000 of them exhaust the
 #: process's descriptors and fail batches with ConnectError, so a higher value is refused.
 MAX_CONCURRENCY = 256
-
-
-def flag(name: str) -> str:
-    """The command-line spelling of an option: map_budget -> --map-budget."""
-    return "--" + name.replace("_", "-")
 
 
 class SearchOptions(BaseModel):

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .usage import Usage
 
-Stage = Literal["map", "reduce"]
+#: `rate`: a dynamic community selection rating call (selection_stage.py).
+Stage = Literal["map", "reduce", "rate"]
 #: `response_too_large`: the reply passed the size cap (--max-response-bytes) and was not read
 #: further; `internal`: an unexpected error while handling one call (a bug), which fails
 #: that batch or Reduce call, never the run. `rate_limited`: an HTTP 429 (issue 12), which

@@ -1,5 +1,5 @@
-"""The Map and Reduce prompts: today's wording as templates (engine/templates.py), the
-answer's form (response type, language, general knowledge), and the prompts of a run
+"""The Map, Reduce and rating prompts: today's wording as templates (engine/templates.py),
+the answer's form (response type, language, general knowledge), and the prompts of a run
 (`Prompts`). The prompt is every message's content joined by a newline."""
 
 from __future__ import annotations
@@ -40,6 +40,25 @@ REDUCE_TEMPLATE = (
     f"{_REDUCE_HEAD}{{answer_form}}\n{_REDUCE_FORMAT}\n{MESSAGE_BREAK}\n"
     "User query: {query}\n\nSelected intermediate answers and source community IDs:\n{context}"
 )
+#: GraphRAG's dynamic community selection prompt (query/context_builder/rate_prompt.py), in
+#: this project's words: the model rates one community's own text against the question on
+#: 0 to 5 and answers {"reason", "rating"}. Placeholders: {query}, {description}.
+RATE_TEMPLATE = """---Role---
+You are an assistant who decides whether the information given below helps to answer a question, even when it helps only in part.
+---Goal---
+Rate, on a scale from 0 to 5, how relevant or helpful the information is for answering the question.
+---Information---
+{description}
+---Question---
+{query}
+---Response format---
+Reply with a JSON object of two fields:
+- "reason": why you gave the rating, naming the information you weighed.
+- "rating": the relevance as an integer from 0 (not relevant at all) to 5 (directly answers the question).
+{{"reason": "...", "rating": 0}}"""
+#: The rating template as a file holds it: `RATE_TEMPLATE` as the system message and the
+#: question as the user's, as GraphRAG sends them.
+RATE_MESSAGES_TEMPLATE = f"{RATE_TEMPLATE}\n{MESSAGE_BREAK}\n{{query}}"
 #: Each template: the placeholders it must hold and those it may (README lists them).
 TEMPLATE_SPECS: dict[str, TemplateSpec] = {
     "map": TemplateSpec(required=("query", "context")),
@@ -47,8 +66,9 @@ TEMPLATE_SPECS: dict[str, TemplateSpec] = {
         required=("query", "context"),
         optional=("response_type", "language", "general_knowledge", "answer_form"),
     ),
+    "rate": TemplateSpec(required=("query", "description")),
 }
-DEFAULT_TEMPLATES: dict[str, str] = {"map": MAP_TEMPLATE, "reduce": REDUCE_TEMPLATE}
+DEFAULT_TEMPLATES: dict[str, str] = {"map": MAP_TEMPLATE, "reduce": REDUCE_TEMPLATE, "rate": RATE_MESSAGES_TEMPLATE}
 
 #: GraphRAG's default response type (its `--response-type`).
 DEFAULT_RESPONSE_TYPE = "multiple paragraphs"
@@ -68,6 +88,8 @@ class Prompts(BaseModel):
 
     map: str = MAP_TEMPLATE
     reduce: str = REDUCE_TEMPLATE
+    #: Dynamic selection's rating prompt (`--select dynamic`).
+    rate: str = RATE_MESSAGES_TEMPLATE
     response_type: str | None = None
     general_knowledge: bool = False
     answer_language: str | None = None
@@ -119,6 +141,18 @@ def map_messages(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) -
 
 def reduce_messages(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) -> tuple[ChatMessage, ...]:
     return prompts.template("reduce").messages({"query": query, "context": content, **prompts.form_values()})
+
+
+def rate_messages(query: str, text: str, prompts: Prompts = DEFAULT_PROMPTS) -> tuple[ChatMessage, ...]:
+    """The rating messages for one community's text: by default, as GraphRAG sends them, the
+    filled `RATE_TEMPLATE` as the system message and the question as the user's."""
+    return prompts.template("rate").messages({"query": query, "description": text})
+
+
+def rate_prompt(query: str, text: str, prompts: Prompts = DEFAULT_PROMPTS) -> str:
+    """The rating prompt for one community's text: the rating template's first message
+    (`RATE_TEMPLATE` filled in, by default)."""
+    return rate_messages(query, text, prompts)[0].content
 
 
 def prompt_text(messages: tuple[ChatMessage, ...]) -> str:

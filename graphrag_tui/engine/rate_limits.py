@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..arguments import ascii_integer, shown
 from ..errors import InputError
-from .request import ascii_integer, shown
 
 #: Default of --max-rate-wait: what one batch may wait in all for 429s before it fails.
 DEFAULT_MAX_RATE_WAIT = 300.0

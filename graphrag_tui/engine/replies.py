@@ -120,6 +120,34 @@ def parse_reduce_reply(raw: str) -> str:
     return answer
 
 
+#: The rating scale of dynamic community selection.
+MAX_RATING = 5
+#: A rating's reason is kept up to this many characters (the reply schema asks for at most
+#: as many): every rating is in the events, the result and the app, and a reply is hostile.
+MAX_REASON = 2000
+
+
+def parse_rate_reply(raw: str) -> tuple[int, str]:
+    """(rating, reason) of a valid rating reply: `rating` an integer 0..5 (3.0 counts as 3),
+    `reason` a string (trimmed and repaired; missing counts as empty)."""
+    parsed = extract_json(raw)
+    if not isinstance(parsed, dict) or "rating" not in parsed:
+        raise ReplyError("invalid_fields", "rating reply must be an object with `rating`")
+    rating, reason = parsed["rating"], parsed.get("reason", "")
+    if isinstance(rating, float) and rating.is_integer():
+        rating = int(rating)
+    if not isinstance(rating, int) or isinstance(rating, bool) or not 0 <= rating <= MAX_RATING:
+        raise ReplyError("invalid_fields", f"`rating` must be an integer within 0..{MAX_RATING}, got {_describe(rating)}")
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str):
+        raise ReplyError("invalid_fields", f"`reason` must be a string, got {type(reason).__name__}")
+    reason = repair_text(reason.strip())
+    if len(reason) > MAX_REASON:
+        reason = reason[:MAX_REASON] + "…"
+    return rating, reason
+
+
 def js_number(value: int | float) -> str:
     """A number as JavaScript prints it: 80, 33.5, 1e-7."""
     if isinstance(value, int):

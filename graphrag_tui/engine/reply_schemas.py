@@ -27,3 +27,13 @@ REDUCE_REPLY_SCHEMA: dict[str, Any] = {
     "required": ["answer"],
     "additionalProperties": False,
 }
+
+RATE_REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string", "maxLength": 2000},
+        "rating": {"type": "integer", "minimum": 0, "maximum": 5},
+    },
+    "required": ["reason", "rating"],
+    "additionalProperties": False,
+}

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from .batcher import PartRef
 from .ports import ErrorKind
 from .prompts import Prompts
+from .selection import SelectionReport
 from .usage import Cost, Usage
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
@@ -100,6 +101,8 @@ class SearchResult(BaseModel):
     #: The prompts the run was sent: the templates and the answer's form (None: a run
     #: recorded before prompts were recorded, which used the built-in ones).
     prompts: Prompts | None = None
+    #: How the communities were chosen (issue 15): None for `--select level`.
+    selection: SelectionReport | None = None
 
     @property
     def cited_community_ids(self) -> tuple[str, ...]:

@@ -92,6 +92,7 @@ class ModelCaller:
         number: int,
         record: list[Attempt],
         batch_index: int | None,
+        community_id: str | None = None,
     ) -> tuple[Attempt, T | None, ModelError | None]:
         """One call, recorded in `record`. Returns the attempt, the parsed reply (or None)
         and the model's error, if it raised one (a 429 as `rate_limited`, whichever kind the
@@ -117,7 +118,7 @@ class ModelCaller:
             model_error = error
             kind = "rate_limited" if error.status == 429 else error.kind
             attempt.error_kind, attempt.error = kind, error_text(str(error.message))
-            self._report_adaptations(error.adaptations, batch_index)
+            self._report_adaptations(error.adaptations, batch_index, community_id)
             if error.raw_response is not None:
                 self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
         except Exception as error:  # from the model object: this attempt fails, not the run
@@ -126,9 +127,9 @@ class ModelCaller:
         else:
             try:
                 if isinstance(raw, ChatReply):
-                    self._report_adaptations(raw.adaptations, batch_index)
+                    self._report_adaptations(raw.adaptations, batch_index, community_id)
                     if raw.usage is not None:
-                        self._record_usage(attempt, raw.usage, request, batch_index)
+                        self._record_usage(attempt, raw.usage, request, batch_index, community_id)
                     raw = raw.text
                 if not isinstance(raw, str):
                     raise TypeError(f"the model returned {type(raw).__name__}, not text")
@@ -167,7 +168,9 @@ class ModelCaller:
 
         return await cast(StreamingChatModel, self.model).complete(request, on_text=on_text)
 
-    def _record_usage(self, attempt: Attempt, usage: Usage, request: ChatRequest, batch_index: int | None) -> None:
+    def _record_usage(
+        self, attempt: Attempt, usage: Usage, request: ChatRequest, batch_index: int | None, community_id: str | None
+    ) -> None:
         attempt.usage = usage
         meter = self.meter
         if meter is None:
@@ -185,13 +188,16 @@ class ModelCaller:
                 usage_total=meter.total,
                 estimated_prompt_tokens_total=meter.estimated_prompt_tokens,
                 cost=meter.cost,
+                community_id=community_id,
             )
         )
 
-    def _report_adaptations(self, changes: tuple[str, ...], batch_index: int | None) -> None:
+    def _report_adaptations(self, changes: tuple[str, ...], batch_index: int | None, community_id: str | None) -> None:
         for change in changes:
             log.info("request adapted to the server: %s", change)
-            self.report(RequestAdapted(t=self.report.now(), batch_index=batch_index, change=change))
+            self.report(
+                RequestAdapted(t=self.report.now(), batch_index=batch_index, change=change, community_id=community_id)
+            )
 
     def _keep_raw_response(self, attempt: Attempt, batch_index: int | None, raw: str) -> None:
         """Keep the first RAW_RESPONSE_CAP bytes and the full size; hand a longer reply whole
@@ -242,6 +248,7 @@ async def call_with_retry(
     batch_index: int | None,
     worker: int | None,
     on_start: Callable[[int], None] | None = None,
+    community_id: str | None = None,
 ) -> T | None:
     """The parsed reply of the first of ATTEMPTS attempts that succeeds, or None.
 
@@ -250,7 +257,8 @@ async def call_with_retry(
     the next one, capped at MAX_RETRY_WAIT and reported (RetryWaiting). A 429 is recorded
     with the number of the send that follows it and reported (RateLimited): the call waits
     in the gate and is sent again, unless its wait would pass what is left of the budget,
-    which fails it at once. `batch_index` and `worker` are None for Reduce. Cancellation
+    which fails it at once. `batch_index` and `worker` are None for Reduce; a rating call
+    names its community (`community_id`), which its events carry. Cancellation
     propagates, recorded on the attempt."""
     report, throttle = caller.report, caller.throttle
     tokens = request_tokens(request) if throttle.counts_tokens else 0
@@ -261,12 +269,12 @@ async def call_with_retry(
     while True:
         if retry_after:
             wait = retry_wait(retry_after)
-            report(RetryWaiting(t=report.now(), batch_index=batch_index, seconds=wait))
+            report(RetryWaiting(t=report.now(), batch_index=batch_index, seconds=wait, community_id=community_id))
             await asyncio.sleep(wait)
         async with throttle.slot(tokens) as sent_in:
             if on_start is not None:
                 on_start(number)
-            attempt, parsed, error = await caller.attempt(request, parse, number, record, batch_index)
+            attempt, parsed, error = await caller.attempt(request, parse, number, record, batch_index, community_id)
         assert parsed is not None or (attempt.error_kind is not None and attempt.error is not None)
         if attempt.error_kind == "rate_limited":
             in_a_row += 1
@@ -279,7 +287,7 @@ async def call_with_retry(
                 report(
                     RateLimited(
                         t=report.now(), batch_index=batch_index, wait_s=round(wait, 6), source=source,
-                        concurrency=throttle.limit,
+                        concurrency=throttle.limit, community_id=community_id,
                     )
                 )
                 log.info("rate limited: %s waits %g s (%s); calls in flight limited to %d",
@@ -306,6 +314,7 @@ async def call_with_retry(
                 error_kind=attempt.error_kind,
                 error=attempt.error,
                 will_retry=will_retry,
+                community_id=community_id,
             )
         )
         if not will_retry:

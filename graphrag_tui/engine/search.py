@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from .events import Event, EventReporter, Finished, Planned
+from .events import Event, EventReporter, Finished, Planned, SelectionFinished
 from .failures import failed_batch_lines, for_log, internal_error, map_failure_summary
 from .map_stage import MapStage
 from .plan import SearchPlan
@@ -22,12 +22,16 @@ from .reduce_stage import ReduceStage
 from .replies import js_number
 from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
+from .selection import SelectionNode, SelectionOptions, SelectionReport, at_least_rank
+from .selection_stage import DynamicSelection
 from .throttle import Throttle
 from .usage import Prices, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
 T = TypeVar("T")
+#: Plans the Map batches of the communities dynamic selection chose (a store read).
+Replan = Callable[[list[str]], Awaitable[SearchPlan]]
 
 
 def utc_now() -> datetime:
@@ -50,7 +54,12 @@ class GlobalSearch:
     finished before): they are kept as given, only the others are sent, and Reduce ranks
     them all together. `prior_paid`: the prior batches were paid for in this same run (a
     resume), so their usage counts toward its totals and its cost limit; a re-run's parent
-    paid for them, so they do not."""
+    paid for them, so they do not.
+
+    `selection`: how the plan's communities were chosen (recorded in the result). With
+    `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
+    chosen ones), the run first rates communities with the model (selection_stage.py) and
+    Maps what it kept: `plan` is then only the question, namespace and options."""
 
     def __init__(
         self,
@@ -68,6 +77,8 @@ class GlobalSearch:
         max_cost: float | None = None,
         prior: Mapping[int, BatchResult] | None = None,
         prior_paid: bool = False,
+        selection: SelectionReport | None = None,
+        dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -82,15 +93,11 @@ class GlobalSearch:
         self.report = EventReporter(self.on_event, clock)
         #: The run's usage and spend; reaching `max_cost` cancels the run.
         self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set)
-        self.batches = [
-            BatchResult(
-                index=b.index,
-                community_ids=b.community_ids,
-                parts=b.parts,
-                prompt_tokens=plan.prompt_tokens(b),
-            )
-            for b in plan.batches
-        ]
+        self.selection = selection
+        self.dynamic = dynamic
+        self.selector: DynamicSelection | None = None
+        self.batches: list[BatchResult] = []
+        self._set_batches(plan)
         for index, batch in (prior or {}).items():
             self.batches[index] = batch.model_copy(deep=True)
             for attempt in batch.attempts if prior_paid else ():
@@ -100,13 +107,52 @@ class GlobalSearch:
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []
 
+    def _set_batches(self, plan: SearchPlan) -> None:
+        """One BatchResult per batch of `plan`, in place (listeners hold the list)."""
+        self.plan = plan
+        self.batches[:] = [
+            BatchResult(index=b.index, community_ids=b.community_ids, parts=b.parts, prompt_tokens=plan.prompt_tokens(b))
+            for b in plan.batches
+        ]
+
+    async def _select(self, caller: ModelCaller) -> SearchResult | None:
+        """Dynamic selection, then the plan of what it kept; a result when the run ends here."""
+        assert self.dynamic is not None
+        nodes, options, replan = self.dynamic
+        self.selector = selector = DynamicSelection(
+            self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts
+        )
+        self.selection = SelectionReport(mode="dynamic")
+        try:
+            kept = await self._unless_cancelled(selector.run())
+        except _Cancelled:
+            self.selection.ratings = list(selector.ratings)
+            return self._finish("cancelled", detail=self._cancel_reason("community selection"))
+        ranks = {node.id: node.rank for node in nodes}
+        selected = at_least_rank(kept, ranks, options.min_rank)
+        self.selection.ratings, self.selection.selected = list(selector.ratings), selected
+        self.report(SelectionFinished(t=self.report.now(), rated_count=len(selector.ratings), selected_count=len(selected)))
+        log.info("dynamic selection rated=%d selected=%d", len(selector.ratings), len(selected))
+        if not selected:
+            why = (f"no community rated at or above --rate-threshold {options.rate_threshold}" if not kept else
+                   f"no community it kept has a rank of at least --min-rank {options.min_rank:g}")
+            return self._finish("no_results", detail=f"dynamic selection chose no community: {why}")
+        self._set_batches(await replan(selected))
+        self.to_send = [b.index for b in self.plan.batches]
+        return None
+
     async def run(self) -> SearchResult:
         self.report.start()
-        plan, report = self.plan, self.report
+        report = self.report
         caller = ModelCaller(
             self.model, report, self.timeout, self.clock, self.wall_clock, self.on_long_response,
             throttle=self.throttle, meter=self.meter,
         )
+        if self.dynamic is not None:
+            ended = await self._select(caller)
+            if ended is not None:
+                return ended
+        plan = self.plan
         workers = min(plan.options.concurrency, len(self.to_send))
         summaries, batch_count = plan.summary_count, len(plan.batches)
         report(Planned(t=report.now(), summary_count=summaries, batch_count=batch_count, workers=workers, seed=plan.seed))
@@ -116,7 +162,8 @@ class GlobalSearch:
         if not plan.batches:
             return self._finish(
                 "no_results",
-                detail=f"no community of namespace {plan.namespace!r} at level {plan.level} has a summary",
+                detail=f"no community of namespace {plan.namespace!r} at level {plan.level} has a summary"
+                if self.selection is None else f"no community the {self.selection.mode} selection chose has a summary",
             )
         try:
             await self._unless_cancelled(MapStage(plan, self.batches, caller, self.to_send).run(workers))
@@ -213,6 +260,7 @@ class GlobalSearch:
             prompts=plan.prompts,
             reduce=self.reduce,
             selected_map_answers=self.selected,
+            selection=self.selection,
             **self.usage_fields(),
         )
         self.report(Finished(t=self.report.now(), status=status, error=error))

@@ -2,14 +2,21 @@
 
 The run's row is written before the first model call (so an unusable history is known, and
 said, before anything is paid for). Everything after that goes through a queue to a thread
-of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction:
-a finished batch is on disk within a second, the run's event loop never waits for SQLite
-or zlib, and the thread does not wake per event (which would cost the run the GIL each
-time). A kill -9 loses the attempts in flight and at most one interval of finished ones.
+of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction
+(its batch rows in one executemany): a finished batch is on disk within a second, the run's
+event loop never waits for SQLite or zlib, and the thread does not wake per event (which
+would cost the run the GIL each time). A kill -9 loses the attempts in flight and at most
+one interval of finished ones.
 
-A batch's prompt is recorded as its content (zlib) and the run's Map prompt once (batch
-0's messages): the prompts are the engine's template over the query and the content, so
-each is rebuilt byte for byte, and a re-run checks the template is still the recorded one."""
+What the run's thread does per event is a queue put of the objects it already has: no
+copy, no JSON. The writer thread does the rest once per batch: its content record (hash,
+and the text compressed when long) is made the first time the batch gets a row and kept, and
+its row's JSON holds only what the run added (attempts, answer, usefulness, status): the
+batch's communities, parts and prompt tokens are in the run's plan, written once.
+
+A batch's prompt is recorded as its content and the run's Map prompt once (batch 0's
+messages): the prompts are the engine's template over the query and the content, so each is
+rebuilt byte for byte, and a re-run checks the template is still the recorded one."""
 
 from __future__ import annotations
 
@@ -19,20 +26,24 @@ import queue
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import DEFAULT_PROMPTS, BatchResult, MapBatch, Prompts, SearchPlan, SearchResult, map_messages
+from pydantic import TypeAdapter
+
+from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, MapBatch, Prompts, SearchPlan, SearchResult, map_messages
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .ids import new_run_id
 from .owner import is_alive, this_process
+from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
 FLUSH_INTERVAL = 0.25
+#: WAL pages (4 KiB) past which a commit checkpoints.
+WAL_CHECKPOINT_PAGES = 4096
 
 
 @dataclass(frozen=True)
@@ -58,37 +69,68 @@ def content_hash(batch: MapBatch) -> str:
     return _sha256(batch.content)
 
 
-#: Shorter texts are stored as they are: zlib allocates some 256 KiB of state per call, which
-#: costs more than a short text saves.
-COMPRESS_FROM = 2048
-
-
-def pack_text(text: str) -> str | bytes:
-    """`text` as stored: itself (SQLite TEXT) when short, else zlib (a BLOB)."""
-    if len(text) < COMPRESS_FROM:
-        return text
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
-
-
-def unpack_text(data: str | bytes) -> str:
-    return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")
-
-
 def messages_json(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) -> str:
     """A Map prompt as recorded and compared: its messages as JSON."""
     return json.dumps([m.model_dump() for m in map_messages(query, content, prompts)], ensure_ascii=False)
 
 
+#: What the plan records of each batch (with its content hash): the rest is the run's.
+_PLANNED_FIELDS = {"__all__": {"community_ids", "parts", "prompt_tokens"}}
+_BATCHES: TypeAdapter[list[BatchResult]] = TypeAdapter(list[BatchResult])
+
+#: A planned batch as `read_plan` gives it: community ids, [(community id, part)], prompt
+#: tokens, content hash.
+PlannedBatch = tuple[list[str], list[tuple[str, int]], int, str]
+
+
 def plan_json(planned: Sequence[BatchResult], hashes: Sequence[str]) -> str:
-    """Each batch's communities, parts, prompt tokens and content hash, in plain lists (a
-    batch without a row of its own, never finished, is read from them)."""
-    return json.dumps(
-        [
-            [list(b.community_ids), [[p.community_id, p.part] for p in b.parts], b.prompt_tokens, digest]
-            for b, digest in zip(planned, hashes, strict=True)
-        ],
-        ensure_ascii=False,
-    )
+    """Each batch's communities, parts, prompt tokens and content hash (one serialization of
+    the whole plan): a batch never finished (it has no row) is read from them, and a row gets
+    its batch's planned fields from them."""
+    batches = _BATCHES.dump_json(list(planned), include=_PLANNED_FIELDS).decode()
+    return '{"hashes":' + json.dumps(list(hashes)) + ',"batches":' + batches + "}"
+
+
+def read_plan(text: str | None) -> list[PlannedBatch]:
+    """A recorded plan: `plan_json`'s, or the list of [ids, [[id, part]...], tokens, hash]
+    that earlier versions wrote."""
+    if not text:
+        return []
+    found = json.loads(text)
+    if isinstance(found, list):
+        return [(ids, [(c, p) for c, p in parts], tokens, digest) for ids, parts, tokens, digest in found]
+    return [
+        (b["community_ids"], [(p["community_id"], p["part"]) for p in b["parts"]], b["prompt_tokens"], digest)
+        for b, digest in zip(found["batches"], found["hashes"], strict=True)
+    ]
+
+
+#: A batch row's JSON has what the run added to the batch; `batch_from_row` puts the
+#: planned fields back.
+_RUN_FIELDS = {"attempts", "usefulness", "answer", "status"}
+_ATTEMPTS: TypeAdapter[list[Attempt]] = TypeAdapter(list[Attempt])
+
+
+def batch_json(batch: BatchResult) -> str:
+    """A finished batch's row: what the run added to it (attempts, answer, usefulness, status)."""
+    return batch.model_dump_json(include=_RUN_FIELDS)
+
+
+def attempts_json(attempts: Sequence[Attempt]) -> str:
+    """The row of a batch that goes on after failed attempts: those attempts (the batch reads
+    as `cancelled` until it finishes)."""
+    return '{"attempts":' + _ATTEMPTS.dump_json(list(attempts)).decode() + "}"
+
+
+def batch_from_row(index: int, text: str, planned: Sequence[PlannedBatch]) -> BatchResult:
+    """A batch as its row and the run's plan (`read_plan`) record it. A row written
+    before rows left out the planned fields holds them itself."""
+    fields = json.loads(text)
+    if "index" not in fields:
+        ids, parts, tokens, _ = planned[index]
+        fields.update(index=index, community_ids=ids, prompt_tokens=tokens,
+                      parts=[{"community_id": c, "part": p} for c, p in parts])
+    return BatchResult.model_validate(fields)
 
 
 def result_summary(result: SearchResult) -> str:
@@ -116,9 +158,18 @@ class RunRecorder:
         #: The run's batches as the engine set them up (their communities, parts and prompt
         #: tokens, which never change, are read from them).
         self._planned = planned
-        self._hashes: list[str] = []  # each batch's content hash, made by the writer thread
+        #: Made by the writer thread: each batch's content (joined once) and its hash; the
+        #: content as stored (compressed when long) the first time the batch gets a row.
+        self._contents: list[str] = []
+        self._hashes: list[str] = []
+        self._packed: dict[int, str | bytes] = {}
+        #: Batches whose final row is written (or was, before a resume): later rows skip them.
+        self._finished: set[int] = set()
         self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
         self._connection = connection
+        # A commit copies the WAL into the file only past 16 MiB of it (SQLite's default: 4 MiB):
+        # most runs' commits never wait for a checkpoint, closing the connection does it.
+        connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self.error: str | None = None
         self._done = False
@@ -199,12 +250,12 @@ class RunRecorder:
                 time.sleep(0.001)
         raise sqlite3.IntegrityError("no free run id")
 
-    # -- what the run reports (from the run's thread) -------------------------------------------
+    # -- what the run reports (from the run's thread): a queue put, no copy, no JSON ------------
 
     def attempt_failed(self, batch: BatchResult) -> None:
-        """A Map attempt failed and the batch goes on: its attempts so far (a copy: the
-        batch changes on)."""
-        self._queue.put(("attempt", batch.index, batch.model_dump_json()))
+        """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
+        does not change any more; the list does, so it is copied, not its attempts)."""
+        self._queue.put(("attempt", batch.index, list(batch.attempts)))
 
     def batch_finished(self, batch: BatchResult, model: str | None) -> None:
         """A batch that succeeded or failed; it does not change any more."""
@@ -255,11 +306,13 @@ class RunRecorder:
         if self.error is not None:
             return
         try:
+            writers = {"plan": self._write_plan, "attempt": self._write_attempt, "batch": self._write_batch,
+                       "finish": self._write_finish, "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
-                for item in items:
-                    if item[0] == "finish":
+                for kind, *values in items:
+                    if kind == "finish":
                         self._flush_rows(connection)
-                    getattr(self, "_write_" + item[0])(connection, *item[1:])
+                    writers[kind](connection, *values)
                 self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
@@ -268,6 +321,8 @@ class RunRecorder:
 
     def _flush_rows(self, connection: sqlite3.Connection) -> None:
         rows, self._rows = self._rows, []
+        if not rows:
+            return
         connection.executemany(
             "INSERT OR REPLACE INTO batches (run_id, batch_index, content_sha256, content, status, result, model) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -282,11 +337,14 @@ class RunRecorder:
         self, connection: sqlite3.Connection, kept: dict[int, tuple[BatchResult, str | None]], resumed: bool
     ) -> None:
         plan = self.plan
-        self._hashes = [content_hash(b) for b in plan.batches]
+        self._contents = [b.content for b in plan.batches]  # joined from its pieces once
+        self._hashes = [_sha256(content) for content in self._contents]
         if resumed:  # the finished batches stay; the others start again
             connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
+            self._finished.update(i for (i,) in connection.execute(
+                "SELECT batch_index FROM batches WHERE run_id = ?", (self.run_id,)))
             return
-        first = plan.batches[0].content if plan.batches else ""
+        first = self._contents[0] if plan.batches else ""
         connection.execute(
             "UPDATE runs SET plan = ?, map_prompt = ? WHERE run_id = ?",
             (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
@@ -294,26 +352,28 @@ class RunRecorder:
         for result, model in kept.values():
             self._write_batch(connection, result, model)
 
-    def _write_attempt(self, connection: sqlite3.Connection, index: int, text: str) -> None:
-        self._add_row(index, "pending", text, None)
+    def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
+        if index not in self._finished:  # never over a finished batch's row
+            self._add_row(index, "pending", attempts_json(attempts), None)
 
     def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
-        self._add_row(batch.index, batch.status, batch.model_dump_json(), model)
+        self._finished.add(batch.index)
+        self._add_row(batch.index, batch.status, batch_json(batch), model)
 
     def _add_row(self, index: int, status: str, result: str, model: str | None) -> None:
-        content = pack_text(self.plan.batches[index].content)
+        content = self._packed.get(index)
+        if content is None:  # the batch's content record, made once
+            content = self._packed[index] = pack_text(self._contents[index])
         self._rows.append((self.run_id, index, self._hashes[index], content, status, result, model))
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
-        recorded = {i: s for i, s in connection.execute(
-            "SELECT batch_index, status FROM batches WHERE run_id = ?", (self.run_id,))}
         for batch in result.batches:
-            if recorded.get(batch.index, "pending") != "pending":
+            if batch.index in self._finished:
                 continue
             if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
                 self._write_batch(connection, batch, model)
             elif batch.attempts:  # cancelled while it went on: its attempts as they ended
-                self._add_row(batch.index, "pending", batch.model_dump_json(), None)
+                self._add_row(batch.index, "pending", attempts_json(batch.attempts), None)
         self._flush_rows(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "

@@ -1,6 +1,9 @@
 """Reading the run history: the list of runs (filtered, newest first), one run as a
-SearchResult with what the history knows besides, its batches' recorded prompts, and
-deleting a run."""
+SearchResult with what the history knows besides (stored.py), its batches' recorded prompts,
+and deleting a run.
+
+Listing and deleting runs need no engine (`runs list` starts without it): what makes a
+run's result again, or its prompts, is imported when a run is read whole."""
 
 from __future__ import annotations
 
@@ -9,26 +12,18 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..engine import (
-    DEFAULT_PROMPTS,
-    BatchResult,
-    PartRef,
-    Prompts,
-    ReduceReport,
-    SearchOptions,
-    SearchResult,
-    check_prompts,
-)
 from ..errors import InputError
 from ..safe_text import one_line
 from .database import HistoryError, connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
-from .recorder import messages_json, unpack_text
+from .texts import unpack_text
+
+if TYPE_CHECKING:
+    from .stored import StoredRun
 
 #: Statuses a run can have in the history: the engine's, and `running` / `interrupted`.
 RUN_STATUSES = ("running", "interrupted", "completed", "partial", "no_results", "failed", "cancelled")
@@ -70,55 +65,14 @@ class RunSummary(NamedTuple):
         return self._asdict()
 
 
-@dataclass(frozen=True)
-class RecordedBatch:
-    index: int
-    content_sha256: str
-    #: pending (never finished), succeeded or failed
-    status: str
-    #: The model that answered it (None: never sent).
-    model: str | None
-    result: BatchResult
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A run as the history has it. `result` is a SearchResult (a run that never finished
-    reads as `cancelled`, with the batches that finished); `status` is the history's."""
-
-    summary: RunSummary
-    result: SearchResult
-    batches: tuple[RecordedBatch, ...]
-    store_size: int | None
-    store_mtime_ns: int | None
-    seed: int | None
-    shuffle: bool
-    options: SearchOptions
-    #: kind, base_url, model, api_key_env (a variable's name), response_format, ...
-    model_settings: dict[str, Any] = field(default_factory=dict)
-    #: The templates and the answer's form the run's prompts were made from.
-    prompts: Prompts = DEFAULT_PROMPTS
-
-    @property
-    def run_id(self) -> str:
-        return self.summary.run_id
-
-    @property
-    def status(self) -> str:
-        return self.summary.status
-
-    @property
-    def batch_models(self) -> list[str | None]:
-        return [b.model for b in self.batches]
-
-
-_SUMMARY_COLUMNS = (
+#: A run's line of `runs list` (a finished run's owner is not read: only a running run's matters).
+SUMMARY_COLUMNS = (
     "run_id, parent_run_id, started_at, finished_at, question, store_path, namespace, level, model_name, status, "
-    "batch_count, failed_batch_count, usage_total, owner"
+    "batch_count, failed_batch_count, usage_total, CASE WHEN status = 'running' THEN owner END"
 )
 
 
-def _summary(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
+def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     (run_id, parent, started, finished, question, store, namespace, level, model, status, batch_count, failed,
      usage, owner) = row
     if status == "running" and not is_alive(owner):
@@ -163,7 +117,7 @@ class RunHistory:
             where.append("(instr(lower(question || ' ' || namespace || ' ' || ifnull(model_name, '') || ' ' || "
                          "status || ' ' || run_id), lower(?)) > 0)")
             args.append(text)
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs"
+        sql = f"SELECT {SUMMARY_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY run_id DESC"
@@ -172,7 +126,7 @@ class RunHistory:
             connection = self._connect()
             try:
                 for row in connection.execute(sql, args):
-                    summary = _summary(row)
+                    summary = summary_of(row)
                     if status is None or summary.status == status:
                         found.append(summary)
                         if limit is not None and len(found) >= limit:
@@ -222,6 +176,8 @@ class RunHistory:
             connection = self._connect()
             try:
                 run_id = self.resolve(connection, run)
+                from .stored import load_run  # the engine, only to read a run whole
+
                 with unreadable(self.path, f"run {run_id}"):
                     return load_run(connection, run_id)
             finally:
@@ -239,9 +195,12 @@ class RunHistory:
                     "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:
                 connection.close()
+        from .recorder import messages_json  # the engine's Map template
+        from .stored import recorded_prompts
+
         wanted = set(indexes)
         with unreadable(self.path, f"run {run_id}'s prompts"):
-            prompts = _prompts(prompts_text)
+            prompts = recorded_prompts(prompts_text)
             return {index: messages_json(question, unpack_text(data), prompts) for index, data in rows if index in wanted}
 
     def recorded_map_prompt(self, run_id: str) -> str | None:
@@ -269,57 +228,3 @@ class RunHistory:
                 return run_id
             finally:
                 connection.close()
-
-
-def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
-    row = connection.execute(
-        f"SELECT {_SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    if row is None:
-        raise UnknownRun(f"no run {run_id!r} in the run history")
-    summary = _summary(row[:14])
-    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text,
-     prompts_text) = row[14:]
-    options = SearchOptions.model_validate_json(options_text)
-    planned = json.loads(plan_text) if plan_text else []
-
-    rows = {row[0]: row[1:] for row in connection.execute(
-        "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))}
-
-    def batch(index: int) -> RecordedBatch:
-        if index in rows:
-            digest, status, model, text = rows[index]
-            return RecordedBatch(index, digest, status, model, BatchResult.model_validate_json(text))
-        ids, parts, tokens, digest = planned[index]  # never finished: as planned
-        result = BatchResult(index=index, community_ids=tuple(ids), prompt_tokens=tokens,
-                             parts=tuple(PartRef(community_id=c, part=p) for c, p in parts))
-        return RecordedBatch(index, digest, "pending", None, result)
-
-    batches = tuple(batch(index) for index in range(len(planned) if planned else len(rows)))
-    results = [b.result for b in batches]
-    if result_text is not None and summary.status not in ("running", "interrupted"):
-        fields = json.loads(result_text)
-        fields["batches"] = [b.model_dump(mode="json") for b in results]
-        result = SearchResult.model_validate(fields)
-    else:
-        result = SearchResult(
-            query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
-            detail="the run did not finish: its process ended first" if summary.status == "interrupted"
-            else "the run is still going",
-            summary_count=summary_count, batch_count=summary.batch_count,
-            failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
-            reduce=ReduceReport(budget=options.reduce_prompt_budget),
-        )
-    prompts = _prompts(prompts_text)
-    if result.prompts is None and prompts_text is not None:
-        result = result.model_copy(update={"prompts": prompts})
-    return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     json.loads(settings_text), prompts)
-
-
-def _prompts(text: str | None) -> Prompts:
-    """A run's recorded prompts (checked: a template edited in the file is refused as any
-    bad template is); the built-in ones for a run recorded before prompts were."""
-    if text is None:
-        return DEFAULT_PROMPTS
-    return check_prompts(Prompts.model_validate_json(text))

@@ -10,19 +10,27 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.importer.mapping import build_rows
 from graphrag_tui.importer.parquet_tables import read_index
 from graphrag_tui.importer.report import ImportReport
-from graphrag_tui.importer.writer import ImportInterrupted, check_writable, write_namespace
+from graphrag_tui.importer.writer import (
+    ImportInterrupted,
+    check_writable,
+    write_namespace,
+    write_namespace_postgres,
+)
 from graphrag_tui.safe_text import clean
+from graphrag_tui.store.location import PostgresLocation
+from graphrag_tui.store.pg_adapt import Adaptations
 
 TEXT_COLUMNS = ("summary", "full_content")
 
 
 def import_graphrag(
     source_dir: Path,
-    store_path: Path,
+    store_path: Path | PostgresLocation,
     namespace: str,
     text: Literal["summary", "full_content"] = "summary",
     *,
     interrupted: Callable[[], bool] = lambda: False,
+    strict: bool = False,
 ) -> ImportReport:
     """Import a GraphRAG 1.x/2.x/3.x index into ``namespace`` of the store, replacing it.
 
@@ -31,6 +39,10 @@ def import_graphrag(
     `interrupted` is polled between the steps and while writing: once it returns True before
     the commit, the import stops with ImportInterrupted and the store is left as it was. Once
     the commit has begun, the import completes.
+
+    A PostgreSQL store (`PostgresLocation`) gets graphrag-ts's tables when it has none, and
+    rows adapted to their constraints, each change reported (`report.adaptations`);
+    `strict` refuses any such change instead (InputError, nothing written).
     """
     if text not in TEXT_COLUMNS:
         raise InputError(f"--text must be summary or full_content, not {text!r}")
@@ -47,9 +59,9 @@ def import_graphrag(
             "or bytes that are not UTF-8"
         )
     source_dir = Path(source_dir)
-    store_path = Path(store_path)
-
-    check_writable(store_path)  # before the (long) read; checked again when writing
+    if not isinstance(store_path, PostgresLocation):
+        store_path = Path(store_path)
+        check_writable(store_path)  # before the (long) read; checked again when writing
     index = read_index(source_dir, text)
     if interrupted():
         raise ImportInterrupted
@@ -63,5 +75,10 @@ def import_graphrag(
     rows = build_rows(index, namespace, text, report)
     if interrupted():
         raise ImportInterrupted
-    report.replaced_rows, report.new_store = write_namespace(store_path, namespace, rows, interrupted)
+    if isinstance(store_path, PostgresLocation):
+        report.adaptations = Adaptations(strict=strict)
+        report.replaced_rows, report.new_store = write_namespace_postgres(
+            store_path, namespace, rows, report.adaptations, interrupted)
+    else:
+        report.replaced_rows, report.new_store = write_namespace(store_path, namespace, rows, interrupted)
     return report

@@ -11,6 +11,7 @@ null or not unique uses its ``id`` column instead. Entities that only claims nam
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ class StoreRows:
     claims: list[tuple[Any, ...]] = field(default_factory=list)
     #: The optional ``rag_claims`` columns (``store.schema.OPTIONAL``) the covariates fill.
     claim_extras: tuple[str, ...] = ()
+    #: The optional ``rag_community_summaries`` columns the reports fill (rank, rating
+    #: explanation, findings); a summary's tuple goes on with them.
+    summary_extras: tuple[str, ...] = ()
 
 
 @dataclass
@@ -48,6 +52,27 @@ class _Community:
     entity_ids: list[str]
     text_unit_ids: set[str]
     children: list[int] | None
+
+
+def _report_extras(table: Table, index: int, row: dict, columns: tuple[str, ...]) -> list[Any]:
+    """A report's rank (a finite number, else NULL), rating explanation and findings (a JSON
+    array of {summary, explanation}), for those of `columns` the reports have."""
+    values: list[Any] = []
+    for column in columns:
+        value = row.get(column)
+        if column == "rank":
+            number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            values.append(float(number) if number is not None and math.isfinite(number) else None)
+        elif column == "findings":
+            items = as_list(table, column, index, value)
+            values.append(json.dumps(
+                [{"summary": as_text(i.get("summary")) or "", "explanation": as_text(i.get("explanation")) or ""}
+                 for i in items if isinstance(i, dict)],
+                ensure_ascii=False,
+            ) if value is not None else None)
+        else:
+            values.append(as_text(value))
+    return values
 
 
 def store_id(namespace: str, key: object) -> str:
@@ -210,6 +235,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
 
     members: dict[int, list[str]] = {}  # number -> entity store ids
     empty_text = 0
+    rows.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if reports_table.has(c))
     for number in sorted(structure):
         level, _ = structure[number]
         parent = parent_of[number]
@@ -235,6 +261,7 @@ def build_rows(index: GraphRagIndex, namespace: str, text_column: str, report: I
                 level,
                 None if parent is None else store_id(ns, parent),
                 json.dumps([entity_names[sid] for sid in ids], ensure_ascii=False),
+                *_report_extras(reports_table, reports[number]["index"], row, rows.summary_extras),
             )
         )
         report.communities_per_level[level] = report.communities_per_level.get(level, 0) + 1

@@ -55,8 +55,10 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("full_content", required=False),
         Column("level", required=False),
         Column("parent", required=False),
-        # `rating_explanation` (2.x+) / `rank_explanation` (1.x) is not read: the store has no
-        # column for it, so either name (or none) is fine.
+        # Kept in optional store columns (issue 15); `rank_explanation` is 1.x's name.
+        Column("rank", required=False),
+        Column("rating_explanation", aliases=("rank_explanation",), required=False),
+        Column("findings", required=False),
     ),
     "entities": (
         Column("id"),

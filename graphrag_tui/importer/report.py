@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graphrag_tui.store.location import PostgresLocation, display_location
+from graphrag_tui.store.pg_adapt import Adaptations
+
 
 @dataclass
 class ImportReport:
     source_dir: Path
-    store_path: Path
+    store_path: Path | PostgresLocation  # shown masked (display_location)
     namespace: str
     layout: str  # GraphRAG version family: "1.x", "2.x" or "3.x"
     text_column: str  # "summary" or "full_content"
@@ -27,7 +30,9 @@ class ImportReport:
     notes: list[str] = field(default_factory=list)
     #: rows of the namespace that the import replaced (0 for a new namespace)
     replaced_rows: int = 0
-    new_store: bool = False
+    new_store: bool = False  # a new SQLite file, or graphrag-ts's tables created in the database
+    #: what fitting the rows to graphrag-ts's tables changed (PostgreSQL stores only)
+    adaptations: Adaptations | None = None
 
     @property
     def communities(self) -> int:
@@ -45,7 +50,7 @@ def format_report(report: ImportReport) -> str:
     """The multi-line summary the CLI prints on stdout after an import."""
     lines = [
         f"Imported GraphRAG {report.layout} index {report.source_dir}",
-        f"  into {'new store' if report.new_store else 'store'} {report.store_path}, "
+        f"  into {'new store' if report.new_store else 'store'} {display_location(report.store_path)}, "
         f"namespace '{report.namespace}' (community text: {report.text_column})",
     ]
     if report.replaced_rows:
@@ -75,4 +80,6 @@ def format_report(report: ImportReport) -> str:
     if report.notes:
         lines.append("Notes:")
         lines.extend(f"  - {note}" for note in report.notes)
+    if report.adaptations is not None:
+        lines.extend(report.adaptations.lines())
     return "\n".join(lines)

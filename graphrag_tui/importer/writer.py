@@ -8,7 +8,10 @@ from pathlib import Path
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer.mapping import StoreRows
+from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted, replace_namespace
+from graphrag_tui.store.pg_adapt import Adaptations
+from graphrag_tui.store.schema import COLUMNS, TABLES
 
 #: Where each table's rows are in StoreRows.
 ROWS_OF_TABLE = {
@@ -41,7 +44,7 @@ def write_namespace(
     try:
         replaced = replace_namespace(
             store_path, namespace, by_table, new_file=new_file, interrupted=interrupted,
-            optional={"rag_claims": rows.claim_extras} if rows.claim_extras else None,
+            optional={"rag_claims": rows.claim_extras, "rag_community_summaries": rows.summary_extras},
         )
     except WriteInterrupted:
         raise ImportInterrupted from None
@@ -70,3 +73,32 @@ def check_writable(store_path: Path) -> bool:
     except OSError as exc:  # e.g. a folder on the way that cannot be searched
         raise InputError(f"cannot import into {store_path}: {exc.strerror or exc}") from None
     return not exists
+
+
+def write_namespace_postgres(
+    location: PostgresLocation, namespace: str, rows: StoreRows, adaptations: Adaptations,
+    interrupted: Callable[[], bool] = lambda: False,
+) -> tuple[int, bool]:
+    """Replace ``namespace`` in a PostgreSQL store with ``rows`` in one transaction, as on
+    SQLite: graphrag-ts's tables created when the database has none, every row adapted to
+    their constraints (`pg_adapt`; each change and skip recorded in ``adaptations``, which
+    refuses them when strict). Returns (rows of the namespace that were replaced, whether
+    the tables were created)."""
+    from graphrag_tui.store.pg_write import PgWriter  # psycopg only when a URL is given
+
+    by_table = {table: getattr(rows, attribute) for table, attribute in ROWS_OF_TABLE.items()}
+    extras = tuple(rows.claim_extras)
+    if rows.summary_extras:  # a report's rank, reason and findings are kept in SQLite stores only
+        width = len(COLUMNS["rag_community_summaries"])
+        by_table["rag_community_summaries"] = [row[:width] for row in by_table["rag_community_summaries"]]
+    try:
+        with PgWriter.begin(location, adaptations, interrupted=interrupted) as writer:
+            if extras:
+                writer.add_optional({"rag_claims": extras})
+            replaced = writer.delete_namespace(namespace)
+            for table in TABLES:
+                writer.write_table(table, namespace, by_table[table], extras if table == "rag_claims" else ())
+            writer.commit()
+    except WriteInterrupted:
+        raise ImportInterrupted from None
+    return replaced, writer.created_schema

@@ -375,6 +375,10 @@ class ExtractiveModel:
         if request.stage == "map":
             result = score_batch(request.query, request.content)
             return _to_json({"answer": result.answer, "usefulness": result.usefulness})
+        if request.stage == "rate":  # dynamic selection: the text's Map usefulness on 0..5
+            usefulness = score_batch(request.query, request.content).usefulness
+            rating = (usefulness * 5 + 99) // 100  # 0 stays 0; any match is at least 1
+            return _to_json({"reason": f"extractive: BM25 usefulness {usefulness} of 100", "rating": rating})
         answer = merge_answers(request.content)
         if not answer:
             answer = "No intermediate answers to merge (extractive, not an LLM)."

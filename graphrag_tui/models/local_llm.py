@@ -473,11 +473,13 @@ class LocalChatModel(OpenAIChatModel):
         tokens = await self.count_prompt_tokens(request)
         reserve = request.max_tokens or 0
         if tokens + reserve > self.slot_context:
+            remedy = ("the community's text is too long to rate" if request.stage == "rate"
+                      else f"lower --{request.stage}-budget")
             raise ModelError(
                 "http",
                 f"not sent: the prompt is {tokens} tokens by the local model's tokenizer"
                 + (f", plus {reserve} reserved for the reply" if reserve else "")
-                + f", over its slot of {self.slot_context} tokens; lower --{request.stage}-budget",
+                + f", over its slot of {self.slot_context} tokens; {remedy}",
             )
         reply, data = await self._chat(request)
         timings = data.get("timings")

@@ -31,11 +31,12 @@ RerunMode = Literal["failed", "all"]
 
 
 def request_of(stored: StoredRun) -> SearchRequest:
-    """The recorded run's request: its question, namespace, level, options and seed."""
+    """The recorded run's request: its question, namespace, level, options and seed, and the
+    communities its selection chose (issue 15), planned again as they were."""
     summary = stored.summary
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
-        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts,
+        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, recorded_selection=stored.result.selection,
     )
 
 

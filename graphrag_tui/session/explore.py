@@ -32,12 +32,22 @@ from ..store.explore import (
     overview,
     qualified_id,
 )
+from ..store.postgres import PostgresStore
 from ..store.search_index import SqliteTextSearch, TextSearch
 from ..store.store import CommunityDetail
 
 APP_NAME = "graphrag-tui"
 
 View = CommunityDetail | EntityDetail | ClaimView | ChunkView
+
+
+def text_search_of(store: CommunityStore, namespace: str, cache_dir: Path) -> TextSearch:
+    """A database store searches with the server's text search; a file with its FTS5 index."""
+    if isinstance(store, PostgresStore):
+        from ..store.pg_search import PostgresTextSearch
+
+        return PostgresTextSearch(store, namespace)
+    return SqliteTextSearch(store, namespace, cache_dir)
 
 
 def default_cache_dir() -> Path:
@@ -100,7 +110,7 @@ class ExploreSession:
         self.cache_dir = cache_dir or default_cache_dir()
         self._hierarchy: Hierarchy | None = None
         self._lock = threading.Lock()
-        self.text_search: TextSearch = SqliteTextSearch(store, self.namespace, self.cache_dir)
+        self.text_search: TextSearch = text_search_of(store, self.namespace, self.cache_dir)
 
     def hierarchy(self) -> Hierarchy:
         """The namespace's hierarchy, read on the first call."""

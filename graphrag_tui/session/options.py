@@ -16,16 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..config import ENV_PREFIX, UserDefaults, default_history_path, load_user_defaults
+from ..config import UserDefaults, load_user_defaults
 from ..engine import DEFAULT_PROMPTS, ChatModel, Prices, Prompts, form_text, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
+from ..engine.selection import DYNAMIC_ONLY, SELECTION_DEFAULTS, SelectionOptions, check_selection
 from ..errors import InputError
 from ..graphrag_settings import Project, load_project
 from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
 from ..prompt_files import load_prompts
+from ..user_files import ENV_PREFIX, default_history_path
 
 Source = Literal["default", "config", "settings", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
@@ -90,6 +92,39 @@ class HistoryChoice:
 
 
 @dataclass(frozen=True)
+class ResolvedSelection:
+    """How the communities are chosen (issue 15), each setting with where it came from."""
+
+    options: SelectionOptions
+    sources: Mapping[str, Setting]
+
+
+def resolve_selection(given: Mapping[str, Setting]) -> ResolvedSelection:
+    """The selection settings from the given ones (flags or form fields over the environment
+    and the config), each checked and named by its source; the rest default. A setting only
+    dynamic selection reads, given as a flag or a form field with another mode, is an error."""
+    values: dict[str, Any] = {}
+    sources: dict[str, Setting] = {}
+    for name, default in SELECTION_DEFAULTS.items():
+        setting = given.get(name)
+        if setting is None or setting.value is None:
+            values[name] = default
+            sources[name] = Setting(default, "default", flag(name))
+            continue
+        values[name] = check_selection(name, setting.value, setting.label)
+        sources[name] = Setting(values[name], setting.source, setting.label)
+    if values["select"] != "dynamic":
+        for name in DYNAMIC_ONLY:
+            if sources[name].source in ("flag", "form"):
+                raise InputError(f"{sources[name].label} applies to --select dynamic only (the mode is {values['select']})")
+    options = SelectionOptions(
+        mode=values["select"], rate_threshold=values["rate_threshold"], keep_parent=values["keep_parent"],
+        max_level=values["max_level"], rate_repeats=values["rate_repeats"], min_rank=values["min_rank"],
+    )
+    return ResolvedSelection(options, sources)
+
+
+@dataclass(frozen=True)
 class Resolved:
     """Everything a command resolved: retrieval options, and the model settings (None for
     commands without a model)."""
@@ -101,14 +136,16 @@ class Resolved:
     user_defaults: UserDefaults = field(default_factory=UserDefaults)
     #: The run history (None: the command has none).
     history: HistoryChoice | None = None
+    #: How the communities are chosen.
+    selection: ResolvedSelection = field(default_factory=lambda: resolve_selection({}))
     #: The prompt templates and the answer's form, and where each of their settings came from.
     prompts: Prompts = DEFAULT_PROMPTS
     prompt_sources: Mapping[str, Setting] = field(default_factory=dict)
     #: The environment the model is opened with: the process's, with the variables a
     #: GraphRAG project's .env gives that it lacks (an API key: never shown).
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    #: The GraphRAG project's settings (--graphrag-settings), for what is not resolved here
-    #: yet: its dynamic selection settings (`project.global_search.dynamic`).
+    #: The GraphRAG project's settings (--graphrag-settings); its model, retrieval and
+    #: dynamic selection settings are resolved here (source "settings").
     project: Project | None = None
 
 
@@ -175,18 +212,33 @@ class SettingsResolver:
         budgets are fitted to one slot and the server gets one slot per Map worker."""
         given = self.retrieval_given({n: flags.get(n) for n in FALLBACK_DEFAULTS})
         options = resolve_retrieval(given)  # checked first: a bad option is the first error
+        selection = resolve_selection(self.selection_given(flags))
         history = self.history(flags)
         prompts, prompt_sources = self.prompts(flags)
         if not with_model:
-            return Resolved(options, user_defaults=self.defaults, history=history, prompts=prompts,
-                            prompt_sources=prompt_sources, project=self.project)
+            return Resolved(options, user_defaults=self.defaults, history=history, selection=selection,
+                            prompts=prompts, prompt_sources=prompt_sources, project=self.project)
         settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.model_defaults())
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
         environ = {**os.environ, **self.environ_overlay} if self.environ_overlay else os.environ
-        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, prompts,
-                        prompt_sources, environ, self.project)
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, selection,
+                        prompts, prompt_sources, environ, self.project)
+
+    def selection_given(
+        self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
+    ) -> dict[str, Setting]:
+        """The selection settings given: `values` (None or False: not given) over the user's
+        defaults (the environment over the project's settings.yaml over the config file)."""
+        given = self.user_settings(self.defaults.selection)
+        if self.project is not None:
+            self._over_config(given, self.project.selection_defaults(), self.project.selection_labels())
+        for name in SELECTION_DEFAULTS:
+            value = values.get(name)
+            if value is not None and value is not False:
+                given[name] = Setting(value, source, (labels or {}).get(name) or flag(name))
+        return given
 
     def prompts(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None

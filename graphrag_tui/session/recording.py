@@ -11,6 +11,7 @@ from typing import Any
 from ..engine import ChatModel, SearchResult
 from ..history import RunMetadata, StoredRun
 from ..models.factory import ModelSettings
+from ..store.location import StoreLocation, store_identity
 
 #: The settings a run records: how to reach the model again. The key itself never.
 RECORDED_SETTINGS = (
@@ -41,16 +42,17 @@ def model_name(model: ChatModel, settings: ModelSettings | None) -> str:
 
 
 def run_metadata(
-    store_path: Path, settings: ModelSettings | None, model: ChatModel, parent_run_id: str | None
+    store_path: StoreLocation, settings: ModelSettings | None, model: ChatModel, parent_run_id: str | None
 ) -> RunMetadata:
-    path = Path(os.path.abspath(store_path))
-    try:
-        stat = path.stat()
-        size, mtime = stat.st_size, stat.st_mtime_ns
-    except OSError:
-        size = mtime = None
+    size = mtime = None
+    if isinstance(store_path, Path):
+        try:
+            stat = Path(os.path.abspath(store_path)).stat()
+            size, mtime = stat.st_size, stat.st_mtime_ns
+        except OSError:
+            pass
     return RunMetadata(
-        store_path=str(path),
+        store_path=store_identity(store_path),  # a database: its URL masked, never the password
         store_size=size,
         store_mtime_ns=mtime,
         model_settings=recorded_settings(settings) if settings is not None else {"kind": "unknown"},

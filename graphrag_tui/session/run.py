@@ -38,12 +38,13 @@ from ..engine import (
     SearchPlan,
     utc_now,
 )
-from ..engine.events import Event
+from ..engine.events import Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
+from ..engine.selection import SelectionOptions, SelectionReport
 from ..history import HistoryError, RunRecorder
 from ..models.factory import ModelSettings
-from ..planning import prepare_plan
+from ..planning import Selected, prepare_plan, prepare_selected_plan
 from ..store import CommunityStore
 from .recording import model_name, run_document, run_metadata
 from .run_failure import failed_result
@@ -63,6 +64,11 @@ class SearchRequest:
     shuffle: bool = True
     #: The templates and the answer's form (engine/prompts.py).
     prompts: Prompts = DEFAULT_PROMPTS
+    #: How the communities are chosen (issue 15): `level` by default.
+    selection: SelectionOptions = SelectionOptions()
+    #: A re-run's or a resume's recorded selection: its communities are planned again as
+    #: they were chosen (dynamic selection is not rated again), and the result keeps it.
+    recorded_selection: SelectionReport | None = None
 
 
 class RunSession:
@@ -100,11 +106,24 @@ class RunSession:
         self.batch_models: list[str | None] = []
         self._recorder: RunRecorder | None = None
         self._model_name: str | None = None
+        #: What the selection mode chose at prepare(); dynamic selection plans again once
+        #: the model has rated, and `on_plan` gets that plan (the app shows its batches).
+        self.selected: Selected | None = None
+        self.on_plan: Callable[[SearchPlan], None] | None = None
+        self._recording_deferred: tuple[ChatModel, ModelSettings | None] | None = None
 
     def prepare(self, request: SearchRequest) -> SearchPlan:
         """The plan: reads the store (call it off an event loop for a large store)."""
         self.request = request
-        self.plan = prepare_plan(
+        recorded = request.recorded_selection
+        if recorded is not None:
+            self.plan = prepare_plan(
+                self.store, request.query, namespace=request.namespace, level=request.level, options=request.options,
+                seed=request.seed, shuffle=request.shuffle, prompts=request.prompts, ids=list(recorded.selected),
+            )
+            self.selected = Selected(request.level, recorded, list(recorded.selected))
+            return self.plan
+        self.plan, self.selected = prepare_selected_plan(
             self.store,
             request.query,
             namespace=request.namespace,
@@ -113,7 +132,26 @@ class RunSession:
             seed=request.seed,
             shuffle=request.shuffle,
             prompts=request.prompts,
+            selection=request.selection,
         )
+        return self.plan
+
+    @property
+    def dynamic(self) -> bool:
+        return self.selected is not None and self.selected.nodes is not None
+
+    async def _replan(self, ids: list[str]) -> SearchPlan:
+        """The plan of the communities dynamic selection chose (the store read off the loop):
+        the same namespace, options and seed."""
+        assert self.plan is not None and self.request is not None
+        plan = self.plan
+        self.plan = await asyncio.to_thread(
+            prepare_plan, self.store, plan.query, namespace=plan.namespace, level=plan.level, options=plan.options,
+            seed=plan.seed, shuffle=self.request.shuffle, prompts=plan.prompts, ids=ids,
+        )
+        self.batch_models = [None] * len(self.plan.batches)
+        if self.on_plan is not None:
+            self.on_plan(self.plan)
         return self.plan
 
     async def run(
@@ -144,12 +182,18 @@ class RunSession:
             max_cost=max_cost,
             prior={index: batch for index, (batch, _) in self.prior.items()},
             prior_paid=self.resume_run_id is not None,
+            selection=self.selected.report if self.selected is not None and not self.dynamic else None,
+            dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
+            if self.selected is not None and self.dynamic and self.request is not None else None,
         )
         self._model_name = model_name(model, settings)
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
         if self.started_at is None:  # a resumed run keeps its start
             self.started_at = self.wall_clock().isoformat()
-        self._start_recording(model, settings)
+        if self.dynamic:  # recorded once its communities are planned (the Planned event)
+            self._recording_deferred = (model, settings)
+        else:
+            self._start_recording(model, settings)
         try:
             self.result = await self.search.run()
         except Exception as error:
@@ -180,6 +224,9 @@ class RunSession:
         self.run_id = self._recorder.run_id
 
     def _on_event(self, event: Event) -> None:  # type: ignore[valid-type]
+        if isinstance(event, Planned) and self._recording_deferred is not None:
+            deferred, self._recording_deferred = self._recording_deferred, None
+            self._start_recording(*deferred)
         recorder, search = self._recorder, self.search
         if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
             self.batch_models[event.batch_index] = self._model_name
@@ -192,6 +239,9 @@ class RunSession:
             self.on_event(event)
 
     def _finish_recording(self, result: SearchResult) -> None:
+        if self._recording_deferred is not None and self.search is not None:  # ended while selecting
+            deferred, self._recording_deferred = self._recording_deferred, None
+            self._start_recording(*deferred)
         if self.finished_at is None:
             self.finished_at = self.wall_clock().isoformat()
         recorder, self._recorder = self._recorder, None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..engine import BatchResult, GlobalSearch, ReduceReport, SearchPlan, SearchResult
+from ..engine.selection import SelectionReport
 from ..safe_text import one_line
 
 if TYPE_CHECKING:
@@ -56,5 +57,16 @@ def failed_result(
         reduce=reduce,
         prompts=plan.prompts if plan else request.prompts,
         selected_map_answers=selected,
+        selection=_selection_so_far(search),
         **(search.usage_fields() if search is not None else {}),
     )
+
+
+def _selection_so_far(search: GlobalSearch | None) -> SelectionReport | None:
+    """The run's selection, with every rating dynamic selection finished before the break."""
+    if search is None or search.selection is None:
+        return None
+    report = search.selection.model_copy(deep=True)
+    if search.selector is not None and not report.ratings:
+        report.ratings = list(search.selector.ratings)
+    return report

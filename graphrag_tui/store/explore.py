@@ -128,7 +128,7 @@ class Hierarchy:
 
 def load_hierarchy(store: CommunityStore, namespace: str) -> Hierarchy:
     """The namespace's communities with their counts: two queries, then sums in Python."""
-    has_rank = "rank" in {row[1].lower() for row in store._query("PRAGMA table_info(rag_community_summaries)")}
+    has_rank = "rank" in store.column_names("rag_community_summaries")
     rank_column = "rank" if has_rank else "NULL"
     rows = store._query(
         f"SELECT id, community_name, level, parent_community_id, {rank_column} "

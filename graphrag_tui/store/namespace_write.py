@@ -1,11 +1,11 @@
-"""Replacing one namespace of a store in one transaction: the store's bulk write (the
-importer's only way in). All SQL comes from `schema`."""
+"""Writing namespaces into a SQLite store in one transaction: the store's bulk write (the
+importer's and `copy`'s only way in). All SQL comes from `schema`."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,51 +45,125 @@ def replace_namespace(
     On any failure the transaction is rolled back, the store file is removed when
     `new_file` says this write creates it, and a StoreError says what went wrong
     (WriteInterrupted when `interrupted()` turned True before the commit)."""
-    try:
-        conn = sqlite3.connect(store_path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        _remove_new(store_path, new_file)
-        raise StoreError(f"cannot open store {store_path}: {_flat(exc)}") from None
-    try:
+    with SqliteWriter.begin(store_path, new_file=new_file, interrupted=interrupted) as writer:
+        writer.add_optional(optional or {})
+        replaced = writer.delete_namespace(namespace)
+        for table in TABLES:
+            writer.write_table(table, namespace, rows.get(table, ()), tuple((optional or {}).get(table, ())))
+        writer.commit()
+    return replaced
+
+
+class SqliteWriter:
+    """One write transaction on a SQLite store: the schema created where missing, then
+    namespaces deleted and written, then `commit`. Leaving the `with` block without a
+    commit rolls everything back (and removes a file the write created). Every SQLite
+    error is a StoreError naming the file."""
+
+    def __init__(self, conn: sqlite3.Connection, store_path: Path, new_file: bool,
+                 interrupted: Callable[[], bool]) -> None:
+        self._conn = conn
+        self.store_path = store_path
+        self.new_file = new_file
+        self._interrupted = interrupted
+        self._namespace = ""
+        self.committed = False
+
+    @classmethod
+    def begin(cls, store_path: Path, *, new_file: bool,
+              interrupted: Callable[[], bool] = lambda: False) -> SqliteWriter:
         try:
+            conn = sqlite3.connect(store_path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        except sqlite3.Error as exc:
+            _remove_new(store_path, new_file)
+            raise StoreError(f"cannot open store {store_path}: {_flat(exc)}") from None
+        writer = cls(conn, store_path, new_file, interrupted)
+        with writer._errors():
             # A True from the handler aborts the running statement ("interrupted").
             conn.set_progress_handler(interrupted, POLL_STEPS)
             conn.execute("BEGIN IMMEDIATE")
             for statement in schema_statements():  # inside the transaction: DDL rolls back too
                 conn.execute(statement)
-            optional = dict(optional or {})
+        return writer
+
+    @property
+    def new_store(self) -> bool:
+        """Whether this write creates the store."""
+        return self.new_file
+
+    def __enter__(self) -> SqliteWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.committed:
+            self._abandon()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as exc:
+            self._abandon()
+            if isinstance(exc, sqlite3.Error) and self._interrupted():
+                raise WriteInterrupted from None
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(_describe(exc, self.store_path, self._namespace)) from None
+            raise
+
+    def _abandon(self) -> None:
+        if self._conn is None:
+            return
+        conn, self._conn = self._conn, None  # type: ignore[assignment]
+        conn.set_progress_handler(None, 0)
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        conn.close()
+        _remove_new(self.store_path, self.new_file)
+
+    def namespaces(self) -> set[str]:
+        """Every namespace that has rows in any of the store's tables."""
+        with self._errors():
+            union = " UNION ".join(f"SELECT DISTINCT namespace FROM {table}" for table in TABLES)
+            return {row[0] for row in self._conn.execute(union) if isinstance(row[0], str)}
+
+    def add_optional(self, optional: Mapping[str, Sequence[str]]) -> None:
+        """Add the optional columns (`schema.OPTIONAL` names) the store lacks."""
+        with self._errors():
             for table, columns in optional.items():
                 if table not in TABLES:
                     raise ValueError(f"unknown table {table!r}")
-                present = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({table})")}
+                present = {row[1].lower() for row in self._conn.execute(f"PRAGMA table_info({table})")}
                 for column in columns:
                     if column not in present:
-                        conn.execute(add_column_sql(table, column))
-            replaced = 0
-            for table in reversed(TABLES):  # claims first: they reference the others
-                replaced += conn.execute(delete_namespace_sql(table), (namespace,)).rowcount
-            for table in TABLES:
-                conn.executemany(insert_sql(table, optional.get(table, ())), rows.get(table, ()))
-            if interrupted():
+                        self._conn.execute(add_column_sql(table, column))
+
+    def delete_namespace(self, namespace: str) -> int:
+        """Delete every row of `namespace`; returns how many there were."""
+        self._namespace = namespace
+        with self._errors():
+            return sum(self._conn.execute(delete_namespace_sql(table), (namespace,)).rowcount
+                       for table in reversed(TABLES))  # claims first: they reference the others
+
+    def write_table(self, table: str, namespace: str, rows: Iterable[Sequence[Any]],
+                    extras: tuple[str, ...] = ()) -> int:
+        """Insert `rows` (tuples in `COLUMNS[table]` order, then `extras`) into `table`;
+        returns how many. Tables are written in `schema.TABLES` order."""
+        self._namespace = namespace
+        with self._errors():
+            cursor = self._conn.executemany(insert_sql(table, extras), rows)
+            return cursor.rowcount
+
+    def commit(self) -> None:
+        """Commit the transaction; once past the last poll of `interrupted`, the write
+        completes."""
+        with self._errors():
+            if self._interrupted():
                 raise WriteInterrupted
-            conn.set_progress_handler(None, 0)  # from here on the write completes
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            conn.set_progress_handler(None, 0)
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error) and interrupted():
-                raise WriteInterrupted from None
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(_describe(exc, store_path, namespace)) from None
-            raise
-    except BaseException:
-        conn.close()
-        _remove_new(store_path, new_file)
-        raise
-    conn.close()
-    return replaced
+            self._conn.set_progress_handler(None, 0)  # from here on the write completes
+            self._conn.execute("COMMIT")
+        self.committed = True
+        self._conn.close()
 
 
 def _describe(exc: sqlite3.Error, store_path: Path, namespace: str) -> str:

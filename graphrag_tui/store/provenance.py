@@ -200,7 +200,9 @@ def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text.casefold())
 
 
-def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch]:
+def find_communities(
+    query: Query, namespace: str, typed: str, communities_of: Callable[[str, str], list[CommunityRef]] | None = None,
+) -> list[GoToMatch]:
     """Communities of the namespace that `typed` names: by community name (best match
     first), then the communities whose members include an entity so named (the best
     ENTITY_LIMIT entities). At most MATCH_LIMIT, each community once.
@@ -208,7 +210,8 @@ def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch
     The names holding the typed words are found first (SQL's LIKE on the longest typed word
     narrows them down; it ignores case for ASCII letters only). Only when there are none are names matched
     fuzzily: the typed words against the distinct words of all names (far fewer than the
-    names), then the names holding a close word for each typed word."""
+    names), then the names holding a close word for each typed word. `communities_of`: the
+    store's own `entity_communities` (default: this module's)."""
     words = _words(typed)
     if not words:
         return []
@@ -231,7 +234,8 @@ def find_communities(query: Query, namespace: str, typed: str) -> list[GoToMatch
     entities.sort(key=lambda item: (-item[0], item[1]))
     seen = {m.community.id for m in matches}
     for _, entity in entities[:ENTITY_LIMIT]:
-        for ref in entity_communities(query, namespace, entity):
+        refs = communities_of(namespace, entity) if communities_of else entity_communities(query, namespace, entity)
+        for ref in refs:
             if len(matches) >= MATCH_LIMIT:
                 return matches
             if ref.id not in seen:

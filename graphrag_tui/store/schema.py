@@ -55,7 +55,8 @@ TABLE_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 #: Table -> optional (column, SQL definition): not created with the table, not required at
 #: open. `rag_claims` keeps what GraphRAG's covariates say of a claim beyond SPEC §2: the
-#: passage it quotes, its type, status and dates.
+#: passage it quotes, its type, status and dates; `rag_community_summaries` a report's rank,
+#: rating explanation and findings.
 OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "rag_claims": (
         ("source_text", "TEXT"),
@@ -63,6 +64,13 @@ OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("status", "TEXT"),
         ("start_date", "TEXT"),
         ("end_date", "TEXT"),
+    ),
+    # What a GraphRAG community report says beyond its text (issue 15): its rank (importance,
+    # 0..10 by GraphRAG's prompt), why, and its findings as a JSON array of {summary, explanation}.
+    "rag_community_summaries": (
+        ("rank", "REAL"),
+        ("rating_explanation", "TEXT"),
+        ("findings", "TEXT"),
     ),
 }
 #: Table -> its optional column names, in order.

@@ -21,9 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
+from graphrag_tui.engine.selection import SelectionNode
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store import map_parts, provenance
+from graphrag_tui.store import map_parts, provenance, table_rows
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
@@ -55,9 +56,22 @@ ns(id, parent, level, summary) AS (
 parent_ids(id) AS (SELECT parent FROM ns WHERE parent IS NOT NULL)
 """
 
+# Whether the row `{row}` of the namespace is a leaf, as `id NOT IN (SELECT id FROM
+# parent_ids)` tells it, by searching the parent_community_id index for a child: a search
+# per row costs less than materializing `ns` to list every parent (so this names no CTE of
+# `_NAMESPACE_CTES`; naming one would materialize it). The same test, since ids and parents
+# are text or NULL (`check_communities`), also for a NULL id, which only a writable store
+# can hold: NOT IN gives NULL for it, unless no row of the namespace names a parent.
+_IS_LEAF_BY_INDEX = """(
+    NOT EXISTS (SELECT 1 FROM rag_community_summaries AS child
+                WHERE child.parent_community_id = {row}.id AND child.namespace = :ns)
+    AND ({row}.id IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
+)"""
+
 # Walk DOWN from the roots through the children. Fast with an index on
 # parent_community_id; without one every step would scan the table.
-_WALK_DOWN = """
+_WALK_DOWN = f"""
 down(root, id) AS (
     SELECT id, id FROM roots
     UNION
@@ -65,7 +79,7 @@ down(root, id) AS (
         ON s.parent_community_id = down.id AND s.namespace = :ns
 ),
 wanted(root, leaf) AS (
-    SELECT root, id FROM down WHERE id NOT IN (SELECT id FROM parent_ids)
+    SELECT root, id FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
 )
 """
 
@@ -131,6 +145,15 @@ class NamespaceInfo(BaseModel):
     entity_count: int = 0
 
 
+class Finding(BaseModel):
+    """One finding of a GraphRAG community report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary: str
+    explanation: str
+
+
 class CommunityDetail(BaseModel):
     """Everything the drill-down shows about one community.
 
@@ -154,6 +177,35 @@ class CommunityDetail(BaseModel):
     members: list[str] = []
     claims: list[ClaimDetail] = []
     chunks: list[ChunkDetail] = []
+    #: What a GraphRAG report says beyond its text (None, []: the store does not say).
+    rank: float | None = None
+    rating_explanation: str | None = None
+    findings: list[Finding] = []
+
+
+def _rank(value: Any) -> float | None:
+    """A rank as a finite float; anything else (text, NaN, infinities) is no rank."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < float("inf"):
+        return float(value)
+    return None
+
+
+def _findings(raw: Any) -> list[Finding]:
+    """The `findings` JSON array; items that are not objects are left out, fields that are
+    not text are written out."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (str, bytes)) else None
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(value, list):
+        return []
+
+    def field(item: dict[str, Any], key: str) -> str:
+        got = item.get(key)
+        return got if isinstance(got, str) else ("" if got is None else json.dumps(got, ensure_ascii=False))
+
+    return [Finding(summary=field(i, "summary"), explanation=field(i, "explanation"))
+            for i in value if isinstance(i, dict)]
 
 
 def _group_leaves(group: list[tuple], leaves_of: Mapping[str, list[str]]) -> str:
@@ -203,9 +255,12 @@ def _claim_detail(claim: Claim, source_parent_id: Any, extras: Mapping[str, str 
 
 
 def _parse_members(raw: Any) -> list[str]:
-    """The `members` JSON array as strings; anything unparsable or not a list gives []."""
+    """The `members` JSON array as strings; anything unparsable or not a list gives [].
+    A list (PostgreSQL's TEXT[] or json) is taken as the parsed array."""
     if raw is None:
         return []
+    if isinstance(raw, list):
+        return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for item in raw]
     try:
         value = json.loads(raw)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deep
@@ -214,6 +269,13 @@ def _parse_members(raw: Any) -> list[str]:
         return []
     return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
             for item in value]
+
+
+def _member_names(raw: Any) -> list[str]:
+    """`members` as names: a JSON array (SQLite), or an array as PostgreSQL gives `TEXT[]`."""
+    if isinstance(raw, (list, tuple)):
+        return [item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for item in raw]
+    return _parse_members(raw)
 
 
 def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
@@ -302,6 +364,10 @@ class CommunityStore:
         claim_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_claims)")}
         #: The optional `rag_claims` columns this store has (`schema.OPTIONAL`), read where present.
         self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in claim_columns)
+        summary_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_community_summaries)")}
+        #: The optional `rag_community_summaries` columns this store has (rank, rating
+        #: explanation, findings), read where present.
+        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summary_columns)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -357,6 +423,10 @@ class CommunityStore:
         with self._lock:
             self._conn.close()
 
+    def column_names(self, table: str) -> set[str]:
+        """The (lower-case) column names of one of the store's tables."""
+        return {row[1].lower() for row in self._query(f"PRAGMA table_info({table})")}
+
     def __enter__(self) -> CommunityStore:
         return self
 
@@ -389,6 +459,8 @@ class CommunityStore:
             self._conn.executemany(insert_sql(table, optional), ([row.get(col) for col in columns] for row in rows))
         if table == "rag_claims" and optional:
             self.claim_extras = tuple(dict.fromkeys((*self.claim_extras, *optional)))
+        if table == "rag_community_summaries" and optional:
+            self.summary_extras = tuple(dict.fromkeys((*self.summary_extras, *optional)))
         return len(rows)
 
     # -- reading -------------------------------------------------------------------------
@@ -408,6 +480,11 @@ class CommunityStore:
                     return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"Cannot read store {self.path}: {one_line(str(exc), 200)}") from None
+
+    def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A namespace's rows of one table as stored (`COLUMNS[table]` order, then the
+        optional `extras`), in id order, a page at a time (`table_rows`): what `copy` reads."""
+        return table_rows.iter_table_rows(self._query, table, namespace, extras)
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every namespace found in any table, sorted by name, with its counts."""
@@ -501,13 +578,16 @@ class CommunityStore:
                 excerpts = tuple(filter(None, map(chunks.get, cited)))  # None: no chunk id, or no such chunk
                 yield CommunityContext(id=cid, summary=summary, claims=claims, excerpts=excerpts)
 
-    def iter_map_parts(self, namespace: str, level: int | None) -> Iterator[MapTextParts]:
+    def iter_map_parts(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> Iterator[MapTextParts]:
         """What planning reads: the communities of `iter_communities`, in the same order and
         with the same selection and tolerated damage, as their Map text's lines (`map_text`
         of either gives the same text), rendered by SQLite (`map_parts`): one string per
         leaf's claims and one per cited chunk, no record per claim. Groups are read ahead on
-        two connections (`read_ahead`) while the caller builds Map texts."""
-        selected, leaves_of = self._selection(namespace, level)
+        two connections (`read_ahead`) while the caller builds Map texts. `ids`: exactly
+        these communities of the namespace (a selection mode chose them), not a level."""
+        selected, leaves_of = self._selection(namespace, level, ids)
         if not selected:
             return
         grouped = self._claims_grouped_in_order()
@@ -573,11 +653,20 @@ class CommunityStore:
                            {**map_parts.LINE_PIECES, "leaves": "[]"})
         return map_parts.grouped_in_claim_order(plan, indexes)
 
-    def _selection(self, namespace: str, level: int | None) -> tuple[list[tuple], Mapping[str, list[str]]]:
-        """The selected (id, summary) rows of `iter_communities`, ordered by id, and each
-        one's descendant leaves, ordered by id."""
-        params: dict[str, Any] = {"ns": namespace, "level": level}
-        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = :level"
+    def _selection(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> tuple[list[tuple], Mapping[str, list[str]]]:
+        """The selected (id, summary) rows of `iter_communities` (or those of `ids`), ordered
+        by id, and each one's descendant leaves, ordered by id."""
+        params: dict[str, Any] = {"ns": namespace, "level": level, "ids": json.dumps(ids or [])}
+        if ids is not None:  # exactly these (a selection mode chose them)
+            condition = "id IN (SELECT value FROM json_each(:ids))"
+        elif level is not None:
+            condition = "level = :level"
+        elif self._has_parent_index:
+            condition = _IS_LEAF_BY_INDEX.format(row="ns")
+        else:
+            condition = "id NOT IN (SELECT id FROM parent_ids)"
         selected = self._query(
             f"WITH {_NAMESPACE_CTES} SELECT id, summary FROM ns "
             f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)) ORDER BY id COLLATE BINARY",
@@ -585,10 +674,10 @@ class CommunityStore:
         )
         if not selected:
             return selected, {}
-        if level is None:  # a leaf is its own single descendant: no walk needed
+        if level is None and ids is None:  # a leaf is its own single descendant: no walk needed
             return selected, {cid: [cid] for cid, _ in selected}
-        roots = ("roots(id) AS (SELECT id FROM ns "
-                 "WHERE level = :level AND NOT grt_is_blank(CAST(summary AS BLOB)))")
+        roots = (f"roots(id) AS (SELECT id FROM ns "
+                 f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)))")
         leaves_of: defaultdict[str, list[str]] = defaultdict(list)
         for root, leaf in self._descendant_leaves(roots, params):
             leaves_of[root].append(leaf)
@@ -624,6 +713,22 @@ class CommunityStore:
         """Entity id -> name, for every entity of the store."""
         return dict(self._query(_ENTITY_NAMES_SELECT))
 
+    def selection_nodes(self, namespace: str) -> list[SelectionNode]:
+        """Every community of the namespace as selection reads it (engine.selection): level,
+        parent, its own text (U+FFFD for bad bytes), members and rank (None without the
+        column, or when not a finite number), ordered by id."""
+        rank = "rank" if "rank" in self.summary_extras else "NULL"
+        rows = self._query(
+            f"SELECT id, level, parent_community_id, summary_content, members, {rank} FROM rag_community_summaries "
+            "WHERE namespace = ? ORDER BY id COLLATE BINARY",
+            (namespace,),
+        )
+        return [
+            SelectionNode(str(cid), int(level), None if parent is None else str(parent), _text(text) or "",
+                          tuple(_member_names(members)), _rank(value))
+            for cid, level, parent, text, members, value in rows
+        ]
+
     def community(self, community_id: str) -> CommunityDetail | None:
         """The drill-down view of one community (any namespace), or None if no such id.
 
@@ -637,6 +742,13 @@ class CommunityStore:
         if not rows:
             return None
         cid, namespace, name, level, parent, summary, members = rows[0]
+        report: dict[str, Any] = {}
+        if self.summary_extras:
+            values = self._query(
+                f"SELECT {', '.join(self.summary_extras)} FROM rag_community_summaries WHERE id = ?", (cid,))[0]
+            given = dict(zip(self.summary_extras, values, strict=True))
+            report = {"rank": _rank(given.get("rank")), "rating_explanation": _text(given.get("rating_explanation")),
+                      "findings": _findings(given.get("findings"))}
         params = {"ns": namespace, "id": cid, "parent": parent}
         parent_dangling = parent is not None and not self._query(
             "SELECT 1 FROM rag_community_summaries WHERE id = :parent AND namespace = :ns",
@@ -674,6 +786,7 @@ class CommunityStore:
             is_leaf=not children, summary=_text(summary) or "", members=_parse_members(members),
             claims=[_claim_detail(claim, documents.get(claim.id), extras.get(claim.id, {})) for claim in claims],
             chunks=[found[c] for c in cited if c in found],
+            **report,
         )
 
     def resolve_community(self, namespace: str, text: str) -> str | None:
@@ -720,4 +833,4 @@ class CommunityStore:
     def find_communities(self, namespace: str, text: str) -> list[GoToMatch]:
         """Communities of the namespace named by `text`: fuzzily by community name, or
         through an entity of that name among their members."""
-        return provenance.find_communities(self._query, namespace, text.strip())
+        return provenance.find_communities(self._query, namespace, text.strip(), self.entity_communities)

@@ -32,12 +32,14 @@ from ..engine import (
     Prices,
     Prompts,
     SearchOptions,
+    SearchPlan,
     SearchResult,
     map_messages,
     prompt_text,
     resolve_options,
     utc_now,
 )
+from ..engine.selection import SelectionOptions
 from ..errors import InputError
 from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
@@ -46,7 +48,8 @@ from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setti
 from ..session.explore import ExploreSession
 from ..session.options import form_defaults, prices_for, resolve_retrieval
 from ..session.run_failure import error_words
-from ..store import CommunityStore
+from ..store.location import StoreLocation, display_location, store_files
+from ..store.opening import open_store
 from .commands import GraphRAGCommands
 from .copying import copy_text
 from .history_actions import RunHistoryActions
@@ -76,6 +79,7 @@ from .screens.main import MainScreen
 from .screens.overview import OverviewScreen
 from .screens.record import RecordScreen
 from .widgets.batch_grid import BatchGrid
+from .widgets.run_tabs import SELECTION_TAB, show_selection_tab
 from .widgets.setup_form import OPTION_LABELS, RunRequest, SetupForm, in_form_terms
 from .widgets.status_line import StatusLine
 
@@ -102,8 +106,8 @@ LOCAL_MODEL_LIMITS = (
 class AppSettings(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    store_path: Path
-    #: What the header shows for the store (tests fix it; defaults to the path as given).
+    store_path: StoreLocation
+    #: What the header shows for the store (tests fix it; defaults to the path as given, a URL masked).
     display_path: str | None = None
     #: What the header shows for the model (tests fix it: a scripted server's port varies).
     display_model: str | None = None
@@ -130,6 +134,8 @@ class AppSettings(BaseModel):
     #: The prompt templates (the built-in ones, or --prompts DIR's) and the answer's form
     #: the fields start with; each run's form is the fields'.
     prompts: Prompts = DEFAULT_PROMPTS
+    #: How the communities are chosen (--select and its settings); the form picks the mode.
+    selection: SelectionOptions = SelectionOptions()
 
 
 def describe_model(settings: ModelSettings) -> str:
@@ -186,7 +192,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self.wall_clock = wall_clock
         self.environ = os.environ if environ is None else environ
         self.repaint_interval = repaint_interval
-        self.store = CommunityStore.open(settings.store_path)
+        self.store = open_store(settings.store_path)
         try:  # read now: a bad store is an input error before the app starts, not a traceback
             self.store_namespaces = self.store.namespaces()
         except BaseException:
@@ -234,6 +240,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             response_type=s.prompts.response_type,
             answer_language=s.prompts.answer_language,
             general_knowledge=s.prompts.general_knowledge,
+            select=s.selection.mode,
             id="setup",
         )
         return MainScreen(setup)
@@ -265,7 +272,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def update_status(self) -> None:
         form = self.setup_form
         self.main_screen.query_one(StatusLine).show(
-            store=self.settings.display_path or str(self.settings.store_path),
+            store=self.settings.display_path or display_location(self.settings.store_path),
             namespace=form.namespace,
             level=str(form.level),
             model=self.model_text(self.model_kind),
@@ -382,15 +389,17 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         if self.run_state.running:
             self.notify("A run is going: press Esc to cancel it first.", severity="warning")
             return
-        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock())  # painted by _show_run
+        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock(),  # painted by _show_run
+                                  selection_mode=request.select)
         #: What the export says about the run beyond its result: when it started, with which model.
         self._run_started, self._run_model = self.wall_clock(), self.model_text(self.model_kind)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
+        poster = self._event_poster()
         self.run_session = run = RunSession(
             self.store,
-            on_event=self._event_poster(),
+            on_event=poster,
             on_long_response=self.spill.add,
             cancel=self.cancel_event,
             clock=self.clock,
@@ -398,6 +407,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             history=self.settings.history,
             on_warning=self._history_warning,
         )
+        run.on_plan = poster  # dynamic selection's plan, in order with the events around it
         self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)
         # The panels switch to the run when its plan is ready, or after a moment if planning
         # takes longer: a small plan is made without the screen's work competing for the CPU.
@@ -417,11 +427,12 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self.setup_form.lock_model(True)
         self.main_screen.query_one(BatchGrid).focus()
 
-    def _event_poster(self) -> Callable[[Event], None]:  # type: ignore[valid-type]
-        """Engine events to the App as RunEvents messages, coalesced."""
-        pending: list[Event] = []  # type: ignore[valid-type]
+    def _event_poster(self) -> Callable[[Event | SearchPlan], None]:  # type: ignore[valid-type]
+        """Engine events to the App as RunEvents messages, coalesced; a plan made during the
+        run (dynamic selection's) travels among them, so it is shown before its batches' events."""
+        pending: list[Event | SearchPlan] = []  # type: ignore[valid-type]
 
-        def on_event(event: Event) -> None:  # type: ignore[valid-type]
+        def on_event(event: Event | SearchPlan) -> None:  # type: ignore[valid-type]
             pending.append(event)
             if len(pending) == 1:  # the first since the App took the last batch: post it
                 self.post_message(RunEvents(pending))
@@ -436,7 +447,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             "response_type": form.response_type, "answer_language": form.answer_language,
             "general_knowledge": form.general_knowledge,
         })
-        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle, prompts)
+        selection = self.settings.selection.model_copy(update={"mode": form.select})
+        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle,
+                                prompts=prompts, selection=selection)
         try:
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
@@ -472,6 +485,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def on_run_planned(self, message: RunPlanned) -> None:
         self.run_state.planned(message.plan, self.clock())
         self._show_run()
+        if self.run_state.selection_mode == "dynamic" and not message.plan.batches:  # the rating wave comes first
+            tabs = self.main_screen.query_one(TabbedContent)
+            show_selection_tab(tabs, self.run_state)
+            tabs.active = SELECTION_TAB
         self.setup_form.show_default_options(message.plan.options)  # e.g. capped for the local LLM
 
     def on_run_events(self, message: RunEvents) -> None:
@@ -482,7 +499,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             return
         try:
             for event in events:
-                self.run_state.apply(event, now)
+                if isinstance(event, SearchPlan):
+                    self.run_state.planned(event, now)
+                else:
+                    self.run_state.apply(event, now)
         except Exception as error:
             self._break_run(error)
 
@@ -691,7 +711,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
 
     def input_files(self) -> tuple[Path, ...]:
         """Files no output may overwrite."""
-        return (self.settings.store_path,)
+        return tuple(store_files(self.settings.store_path))
 
     def run_info(self) -> RunInfo | None:
         """The run's metadata for the export (None before a plan was made)."""
@@ -701,7 +721,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         duration = None
         if state.started_at is not None and state.finished_at is not None:
             duration = state.finished_at - state.started_at
-        store = self.settings.display_path or str(self.settings.store_path)
+        store = self.settings.display_path or display_location(self.settings.store_path)
         return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
 
     def _write_export(self, result: SearchResult, path: Path) -> None:

@@ -9,7 +9,6 @@ state. The history is read and written in thread workers; their answers come as 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..models.factory import ModelSettings
 from ..session import RunSession
 from ..session.continuation import model_settings_for, prepare_rerun, prepare_resume
 from ..session.run_failure import error_words
+from ..store.location import parse_location, store_files, store_identity
 from .messages import RunFinished, RunPlanned, RunRejected
 from .run_state import RunState
 from .safe_text import one_line
@@ -130,7 +130,7 @@ class RunHistoryActions:
         if self.run_state.running:
             self.notify(f"A run is going: cancel it (Esc on the main screen) before you {what}.", severity="warning")
             return False
-        here = os.path.abspath(self.settings.store_path)
+        here = store_identity(self.settings.store_path)
         if stored.summary.store != here:
             self.notify(
                 one_line(f"Run {stored.run_id} ran on the store {stored.summary.store}, not on the one open here "
@@ -323,9 +323,8 @@ class RunHistoryActions:
     def _ask_export(self: GraphRAGApp, stored: StoredRun) -> None:  # type: ignore[misc]
         history = self.history_path
         assert history is not None
-        store_path = Path(stored.summary.store)
-        inputs = (store_path, *(store_path.with_name(store_path.name + x) for x in ("-wal", "-shm", "-journal")),
-                  history, *(history.with_name(history.name + x) for x in ("-wal", "-shm")))
+        inputs = (*store_files(parse_location(stored.summary.store)), history,
+                  *(history.with_name(history.name + x) for x in ("-wal", "-shm")))
 
         def write(path: Path) -> None:
             self.run_worker(lambda: self._export_in_thread(stored, path, inputs), thread=True, group="history",

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.keys import Keys, _character_to_key
 
-from ..engine.request import has_surrogates, shown
+from ..arguments import has_surrogates, shown
 from ..errors import InputError
 
 MODIFIERS = ("ctrl", "alt", "shift", "super", "meta", "hyper")

@@ -32,9 +32,10 @@ class RunPlanned(Message):
 
 class RunEvents(Message):
     """Engine events, in order. Events are coalesced: while one of these waits in the
-    queue, new events join its list instead of posting another message."""
+    queue, new events join its list instead of posting another message. A plan made during
+    the run (dynamic selection's) comes among them, where it was made."""
 
-    def __init__(self, events: list[Event]) -> None:  # type: ignore[valid-type]
+    def __init__(self, events: list[Event | SearchPlan]) -> None:  # type: ignore[valid-type]
         super().__init__()
         self.events = events
 

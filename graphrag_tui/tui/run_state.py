@@ -15,6 +15,7 @@ from ..engine import (
     BatchFailed,
     BatchStarted,
     BatchSucceeded,
+    CommunityRated,
     ConcurrencyChanged,
     Cost,
     Event,
@@ -30,8 +31,11 @@ from ..engine import (
     Usage,
     UsageReported,
 )
+from ..engine.selection import Rating
 
 Candidate = ReduceCandidate | ReduceCandidateDecided
+#: A community's rating: as the event reported it live, or the result's.
+RatingRow = CommunityRated | Rating
 CellState = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]
 Phase = Literal["idle", "planning", "map", "reduce", "finished"]
 
@@ -99,6 +103,10 @@ class RunState:
     #: The Reduce answer as it streams (its pieces), and the attempt it belongs to.
     streamed: list[str] = field(default_factory=list)
     streamed_attempt: int | None = None
+    #: How the run chooses its communities (issue 15): level, rollup or dynamic.
+    selection_mode: str | None = None
+    #: Dynamic selection's ratings, as they come in (then the result's).
+    ratings: list[RatingRow] = field(default_factory=list)
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
 
@@ -134,6 +142,10 @@ class RunState:
                 cell.state, cell.worker, cell.attempt = ("running" if attempt == 1 else "retrying"), worker, attempt
                 self.workers[worker] = WorkerSlot(index, attempt, now)
                 self.retry_wait = None
+            case CommunityRated():
+                self.ratings.append(event)
+            case AttemptFailed(community_id=str()):
+                pass  # a rating call's failure: its rating says so (the Selection tab)
             case AttemptFailed(batch_index=index, attempt=attempt, error_kind=kind, error=error, will_retry=retry):
                 self.failures.append(FailedAttempt(index, attempt, kind, error, retry))
                 if index is not None and retry:
@@ -183,6 +195,9 @@ class RunState:
 
     def finished(self, result: SearchResult, now: float | None = None) -> None:
         self.result = result
+        if result.selection is not None:
+            self.selection_mode = result.selection.mode
+            self.ratings = list(result.selection.ratings)
         if result.usage_total is not None:
             self.usage_total = result.usage_total
             self.estimated_prompt_tokens = result.estimated_prompt_tokens or 0

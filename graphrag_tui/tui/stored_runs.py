@@ -62,10 +62,40 @@ def recorded_plan(stored: StoredRun) -> SearchPlan:
     )
 
 
+def _instant(iso: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(iso or "")
+    except ValueError:
+        return None
+
+
+def recorded_times(stored: StoredRun) -> tuple[float, float | None, float | None] | None:
+    """The run's clock as its events would have set it, in seconds from its start: its end,
+    and the Map stage's start and end (its attempts' first start and last end; None without
+    any). A run that never finished ends with its last attempt. None: no start time."""
+    started = _instant(stored.summary.started_at)
+    if started is None:
+        return None
+    spans = []
+    for batch in stored.result.batches:
+        for attempt in batch.attempts:
+            begun = _instant(attempt.started_at)
+            if begun is not None:
+                offset = (begun - started).total_seconds()
+                spans.append((offset, offset + attempt.duration_s))
+    map_start = min((s for s, _ in spans), default=None)
+    map_end = max((e for _, e in spans), default=None)
+    finished = _instant(stored.summary.finished_at)
+    end = (finished - started).total_seconds() if finished is not None else map_end if map_end is not None else 0.0
+    return max(end, 0.0), map_start, map_end
+
+
 def run_state_of(stored: StoredRun) -> RunState:
-    """The panels' state of a finished run, as the run's own events would have left it."""
+    """The panels' state of a finished run, as the run's own events would have left it (its
+    clock in seconds from the run's start: `RunClock.show(state, state.finished_at)`)."""
     result = stored.result
     state = RunState()
+    times = recorded_times(stored)
     state.planned(recorded_plan(stored))
     timed: list[tuple[str, FailedAttempt]] = []
     for batch, cell in zip(result.batches, state.cells, strict=True):
@@ -83,5 +113,10 @@ def run_state_of(stored: StoredRun) -> RunState:
                 position < len(reduce_attempts) - 1)))
     state.failures = [failure for _, failure in sorted(timed, key=lambda pair: pair[0])]
     state.scores = [(b.index, b.usefulness) for b in result.batches if b.status == "succeeded" and b.usefulness is not None]
-    state.finished(result)
+    if times is not None:
+        end, state.map_started_at, state.map_ended_at = times
+        state.started_at = 0.0
+        state.finished(result, end)
+    else:
+        state.finished(result)
     return state

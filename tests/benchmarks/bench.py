@@ -18,6 +18,8 @@
    of repeats; and how long a keypress takes to be handled while the run goes.
 4. The run history (bench_history.py): recording against --no-history on that 2,000-batch
    run, `runs list` over 10,000 runs, the history's growth per 1,000-batch run.
+5. `--only pg-planning` (bench_postgres.py): planning the 100k store from PostgreSQL on
+   loopback against SQLite, side by side (needs initdb and pg_ctl).
 """
 
 from __future__ import annotations
@@ -357,7 +359,7 @@ def bench_app(workdir: Path, repeats: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k communities only, fewer repeats")
-    parser.add_argument("--only", choices=("planning", "scheduling", "app", "explore", "history"),
+    parser.add_argument("--only", choices=("planning", "scheduling", "app", "explore", "history", "pg-planning"),
                         help="run one part (explore: tests/benchmarks/bench_explore.py, on its own)")
     parser.add_argument("--repeats", type=int, help="planning runs per measure (default 1 with --quick, else 3)")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
@@ -386,6 +388,10 @@ def main() -> None:
             rows += bench_scheduling(repeats=3 if args.quick else 5)
         if args.only in (None, "app"):
             rows += bench_app(workdir, repeats=3 if args.quick else 7)
+        if args.only == "pg-planning":  # needs PostgreSQL (initdb, pg_ctl): only when asked
+            from tests.benchmarks.bench_postgres import bench_pg_planning
+
+            rows += bench_pg_planning(workdir, repeats=args.repeats or 3, size=10_000 if args.quick else 100_000)
         if args.only in (None, "history"):
             from tests.benchmarks.bench_history import bench_history
 

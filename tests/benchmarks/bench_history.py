@@ -69,7 +69,7 @@ def recording_overhead(store: Path, repeats: int) -> list[Row]:
             (f"{label}, {unit}: --no-history", f"median {off:.2f} s (range {min(r[measure] for r in unrecorded):.2f}-"
              f"{max(r[measure] for r in unrecorded):.2f}, {repeats} runs)", "reference", ""),
             (f"{label}, {unit}: recorded", f"median {on:.2f} s (range {min(r[measure] for r in recorded):.2f}-"
-             f"{max(r[measure] for r in recorded):.2f}), {overhead * 100:+.1f} %", "<= +5 %",
+             f"{max(r[measure] for r in recorded):.2f}), {overhead * 100:+.1f} % ({(on - off) * 1000:+.0f} ms)", "<= +5 %",
              "ok" if overhead <= 0.05 else "MISSED"),
         ]
     return rows

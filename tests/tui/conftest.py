@@ -107,7 +107,7 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
+            raise AssertionError(f"timed out waiting for {what or condition}; the screen:\n{screen_text(pilot.app)}")
         await pilot.pause(0.05)
 
 

@@ -93,6 +93,49 @@ async def test_tree_loads_children_lazily_sorts_filters_and_opens(store: Path, t
         assert isinstance(pilot.app.screen, CommunityScreen) and pilot.app.screen.community_id == "carol/0"
 
 
+async def test_expanding_after_sort_and_level_filter_and_by_click_and_expand_all(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_explore(pilot)
+        await pilot.press("down")
+        await pilot.press("s")  # by name: Crew dinner (a leaf), then Guards (not loaded)
+        assert labels(screen) == ["Crew dinner  L0 · 1 leaf · 1 claim", "Guards  L0 · 2 leaves · 2 claims"]
+        crew, guards_item = screen.tree.root.children
+        assert not crew.allow_expand and guards_item.allow_expand and len(guards_item.children) == 0
+        await pilot.press("down", "space")
+        await pilot.pause()
+        assert guards_item.is_expanded
+        assert labels(screen, guards_item) == ["Harrow's visit  L1 · 1 leaf · 1 claim",
+                                               "The counting house  L1 · 1 leaf · 1 claim"]
+        assert [str(line.node.label.plain).split("  ")[0] for line in screen.tree._tree_lines] == [
+            "Crew dinner", "Guards", "Harrow's visit", "The counting house"]
+        await pilot.press("space")  # collapses: the children stay loaded, once
+        assert not guards_item.is_expanded and len(guards_item.children) == 2
+        await pilot.press("space")
+        assert guards_item.is_expanded and len(guards_item.children) == 2
+
+        await pilot.press("l", "l", "l")  # level 0, level 1, all levels again: the tree is new, unloaded
+        assert screen.level is None
+        guards_item = screen.tree.root.children[1]
+        assert labels(screen, guards_item) == [] and not guards_item.is_expanded
+        await pilot.click("#explore-tree", offset=(0, 1))  # the arrow of Guards: children loaded after the fact
+        await wait_until(pilot, lambda: guards_item.is_expanded and len(guards_item.children) == 2,
+                         what="Guards expanded by its arrow")
+        assert labels(screen, guards_item) == ["Harrow's visit  L1 · 1 leaf · 1 claim",
+                                               "The counting house  L1 · 1 leaf · 1 claim"]
+
+        await pilot.press("s")  # rank: this store has none, so size; the tree again unloaded
+        assert screen.sort == "size"
+        screen.tree.move_cursor(screen.tree.root.children[0])
+        await pilot.press("asterisk")  # expand all below Guards: loaded and expanded all the way down
+        guards_item = screen.tree.root.children[0]
+        assert guards_item.is_expanded and labels(screen, guards_item) == [
+            "Harrow's visit  L1 · 1 leaf · 1 claim", "The counting house  L1 · 1 leaf · 1 claim"]
+        await pilot.pause()
+        assert [str(line.node.label.plain).split("  ")[0] for line in screen.tree._tree_lines] == [
+            "Guards", "Harrow's visit", "The counting house", "Crew dinner"]
+
+
 async def test_the_community_view_shows_its_community_in_the_tree(store: Path, tmp_path: Path) -> None:
     app = explore_app(store, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -258,3 +301,23 @@ async def test_a_communitys_members_open_their_entities(store: Path, tmp_path: P
         await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.kind == "entity"
                          and app.screen.loaded, what="the entity")
         assert app.screen.record_id == "carol/89"
+
+
+async def test_the_members_listed_in_the_community_view_open_their_entities(store: Path, tmp_path: Path) -> None:
+    app = explore_app(store, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(app.screen.query("#run")), what="the main screen")
+        app.open_community("carol/2")
+        await wait_community(pilot)
+        community = app.screen
+        links = community.query_one("#hierarchy", OptionList)
+        prompts = [str(links.get_option_at_index(i).prompt) for i in range(links.option_count)]
+        assert prompts[-3:] == ["Members (2)", "ELIAS QUILL  carol/e2", "TOM PENROSE  carol/e3"]
+        links.highlighted = links.option_count - 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecordScreen) and app.screen.loaded, what="the entity")
+        assert app.screen.kind == "entity" and app.screen.record_id == "carol/e3"
+        assert "Quill's clerk" in str(app.screen.query_one("#record-text", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is community

@@ -143,7 +143,9 @@ async def test_runs_screen_lists_filters_and_opens_a_run_read_only(store: Path, 
                 QUESTION,
             ]
             assert text_of(pilot, "#run-store-note") == ""  # the app's own store, unchanged
-            assert text_of(pilot, "#batch-counts") == "succeeded 2  failed 1  cancelled 0  "
+            # The live run's counts and clock lines (the recorded times: the test's clock stands still).
+            assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 0  ■ succeeded 2  ✗ failed 1"
+            assert text_of(pilot, "#run-clock") == "took 0 s"
             assert text_of(pilot, "#answer-status") == "PARTIAL"
             assert [c.state for c in view.state.cells] == ["succeeded", "succeeded", "failed"]  # type: ignore[union-attr]
             grid = view.query_one("#batch-grid")

@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 import graphrag_tui.history.recorder as recorder
 from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.screens.compare import CompareScreen
+from graphrag_tui.tui.screens.run_view import RunViewScreen
 from graphrag_tui.tui.screens.runs import RunsScreen
 from tests.chat_server import ScriptedChatServer, map_reply, reduce_reply
 from tests.stores import three_leaves
@@ -100,6 +101,24 @@ def test_compare_view(snap_compare, store: Path, size: tuple[int, int], tab: str
                              what="the comparison")
             await pilot.press(tab)
             await pilot.pause()
+            await settle(pilot)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_recorded_run_view(snap_compare, store: Path, size: tuple[int, int]) -> None:
+    """A recorded run opened read-only: the live run's clock and counts lines over its grid."""
+    script = partial_script()
+    with ScriptedChatServer(script) as server:
+        app = snapshot_app(store, server.base_url)
+
+        async def run_before(pilot: Pilot) -> None:
+            await two_runs(pilot, script)
+            await runs_screen(pilot)
+            await pilot.press("down", "enter")  # the first, partial run
+            await wait_until(pilot, lambda: isinstance(app.screen, RunViewScreen) and app.screen.loaded,
+                             what="the recorded run")
             await settle(pilot)
 
         assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -76,7 +76,7 @@ def store(tmp_path: Path):
             {"id": "ns/2", "community_name": EVIL, "level": 1, "parent_community_id": "ns/0",
              "summary_content": EVIL + "\nSecond line.", "members": json.dumps([EVIL])},
             {"id": "ns/9", "community_name": "Orphan", "level": 1, "parent_community_id": "ns/gone",
-             "summary_content": "Its parent row is missing."},
+             "summary_content": "Its parent row is missing.", "members": '["Nobody Known", "Harbour Bridge"]'},
         ],
         entities=[
             {"id": "e1", "name": "Port Authority"},
@@ -147,7 +147,7 @@ async def test_community_overview_shows_hierarchy_summary_members(store) -> None
         )
         assert hierarchy(app) == [
             "Parent", "ns/0", "Children (0)", "none", "Descendant leaves",
-            "this community is a leaf",
+            "this community is a leaf", "Members (2)", "Port Authority  e1", "Harbour Bridge  e2",
         ]
         assert rendered(app, "#summary") == "The bridge is funded by the port authority."
         assert rendered(app, "#members") == "Port Authority, Harbour Bridge"
@@ -184,9 +184,17 @@ async def test_enter_on_child_posts_open_community_and_esc_pops(store) -> None:
         assert app.opened == ["ns/1", "ns/2"]
 
         await push(app, pilot, CommunityScreen(store, "ns/1"))
-        await pilot.press("down", "enter")  # the parent, "ns/0"
+        options = app.screen.query_one("#hierarchy", OptionList)
+        options.highlighted = 1  # the parent, "ns/0"
+        await pilot.press("enter")
         await pilot.pause()
-        assert app.opened[-1] == "ns/0"
+        assert app.opened[-1] == "ns/0" and app.records == []
+        await pilot.press("down", "enter")  # the first member, Port Authority: its entity view
+        await pilot.pause()
+        assert app.records == ["entity:e1"] and app.opened[-1] == "ns/0"
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.records == ["entity:e1", "entity:e2"]
 
         assert len(app.screen_stack) == 3
         await pilot.press("escape")
@@ -204,9 +212,15 @@ async def test_dangling_parent_and_unknown_id(store) -> None:
         await push(app, pilot, CommunityScreen(store, "ns/9"))
         assert rendered(app, "#community-header").endswith(
             "Parent ns/gone (dangling: no such community)   Claims 0   Chunks 0")
-        assert hierarchy(app)[:2] == ["Parent", "ns/gone (dangling)"]
+        assert hierarchy(app) == ["Parent", "ns/gone (dangling)", "Children (0)", "none", "Descendant leaves",
+                                  "this community is a leaf", "Members (2)", "Nobody Known  (no entity)",
+                                  "Harbour Bridge  e2"]
         options = app.screen.query_one("#hierarchy", OptionList)
         assert options.get_option_at_index(1).disabled
+        assert options.get_option_at_index(7).disabled and not options.get_option_at_index(8).disabled
+        await pilot.press("enter")  # the only link: Harbour Bridge (the member with no entity is not one)
+        await pilot.pause()
+        assert app.records == ["entity:e2"] and app.opened == []
 
         await push(app, pilot, CommunityScreen(store, "ns/404"))
         assert rendered(app, "#community-missing") == (

@@ -7,6 +7,7 @@ import pytest
 from graphrag_tui.engine import Attempt, BatchResult, ReduceReport, SearchOptions, SearchResult
 from graphrag_tui.history import RecordedBatch, RunSummary, StoredRun
 from graphrag_tui.tui.stored_runs import duration_s, duration_text, recorded_plan, run_state_of, tokens_text
+from graphrag_tui.tui.widgets.batch_status import run_times, times_texts
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
@@ -64,3 +65,31 @@ def test_run_state_of_a_recorded_run() -> None:
         (1, 2, "timeout", "timeout 2", False),
         (None, 1, "invalid_json", "invalid_json 1", False),
     ]
+
+
+def test_a_recorded_run_has_the_clock_its_events_would_have_set() -> None:
+    """Seconds from the run's start: its end, and Map from its first attempt's start to its
+    last attempt's end; the clock line then reads as the live run's did when it ended."""
+    batches = [
+        BatchResult(index=0, community_ids=("c/1",), parts=(), prompt_tokens=10, status="succeeded", usefulness=70,
+                    answer="a", attempts=[attempt(1, "2026-01-02T03:04:06+00:00")]),
+        BatchResult(index=1, community_ids=("c/2",), parts=(), prompt_tokens=12, status="failed",
+                    attempts=[attempt(1, "2026-01-02T03:04:05.500000+00:00", "http"),
+                              attempt(2, "2026-01-02T03:04:07.900000+00:00", "http")]),
+    ]
+    result = SearchResult(query="q", namespace="ns", level=0, seed=3, status="partial", summary_count=2,
+                          batch_count=2, failed_batch_count=1, batches=batches, reduce=ReduceReport(budget=100))
+
+    def stored(finished: str | None) -> StoredRun:
+        summary = RunSummary("r", None, "2026-01-02T03:04:05+00:00", finished, "q", "/s.db", "ns", 0, "m",
+                             "partial" if finished else "interrupted", 2, 1)
+        return StoredRun(summary, result, tuple(RecordedBatch(b.index, "h", "x", "m", b) for b in batches),
+                         None, None, 3, True, SearchOptions())
+
+    state = run_state_of(stored("2026-01-02T03:04:15+00:00"))
+    assert (state.started_at, state.map_started_at, state.map_ended_at, state.finished_at) == (0.0, 0.5, 3.0, 10.0)
+    assert [t.plain for t in times_texts(run_times(state, state.finished_at))][:2] == [
+        "took 10 s  48.0 batches/min", "took 10 s"]
+    unfinished = run_state_of(stored(None))  # ends with its last attempt
+    assert (unfinished.started_at, unfinished.finished_at) == (0.0, 3.0)
+    assert times_texts(run_times(unfinished, 99.0))[0].plain == "took 3 s  48.0 batches/min"

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPan
 from textual.widgets.option_list import Option
 
 from ...errors import InputError
+from ...store.explore import MemberRef, members_view
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity, OpenRecord, ShowInTree
 from ..passages import Passage
@@ -80,6 +81,28 @@ def claim_text(claim: ClaimDetail) -> Text:
     return text
 
 
+def report_text(detail: CommunityDetail) -> Text | None:
+    """What a GraphRAG report says beyond its text: its rank and why, then its findings
+    (issue 15); None when the store keeps none of them. Store text, shown literally."""
+    if detail.rank is None and not detail.rating_explanation and not detail.findings:
+        return None
+    text = Text()
+    text.append("Rank ", style="dim")
+    text.append(f"{detail.rank:g}" if detail.rank is not None else "—", style="bold")
+    if detail.rating_explanation:
+        text.append("\n")
+        text.append_text(safe(detail.rating_explanation))
+    if detail.findings:
+        text.append(f"\n\nFindings ({len(detail.findings)})", style="dim")
+    for finding in detail.findings:
+        text.append("\n• ")
+        text.append_text(safe_line(finding.summary, style="bold"))
+        if finding.explanation:
+            text.append("\n  ")
+            text.append_text(safe(finding.explanation))
+    return text
+
+
 class CommunityScreen(Findable, TabbedScreen):
     """One community of the store. Selecting a community id posts `OpenCommunity`; Enter on
     a claim posts `OpenRecord("claim", id)`."""
@@ -112,6 +135,10 @@ class CommunityScreen(Findable, TabbedScreen):
         self.detail: CommunityDetail | None = None
         #: Option index in the hierarchy list -> the community id it opens.
         self._targets: dict[int, str] = {}
+        #: Option index in the hierarchy list -> the entity (a member) it opens.
+        self._entities: dict[int, str] = {}
+        #: The members with their entities (None: not read, or unreadable).
+        self.members: list[MemberRef] | None = None
         self._chunk_index: dict[str, int] = {}
         #: Chunk id -> {claim id: the claim's passage in the chunk}.
         self.passages: dict[str, dict[str, Passage]] = {}
@@ -124,17 +151,29 @@ class CommunityScreen(Findable, TabbedScreen):
         detail: CommunityDetail | None
         error: str | None
         passages: dict[str, dict[str, Passage]] | None = None
+        members: list[MemberRef] | None = None
 
     # -- reading the store (off the UI thread) -------------------------------------------
 
     def on_mount(self) -> None:
         self.run_worker(self._read, thread=True, exit_on_error=False, group="community")
 
+    def _read_members(self, detail: CommunityDetail | None) -> list[MemberRef] | None:
+        """The members with the entity of each name (None: the store cannot say; the view
+        then lists the names only, as text)."""
+        if detail is None or not detail.members:
+            return []
+        try:
+            view = members_view(self.store, detail.id)
+        except InputError:
+            return None
+        return None if view is None else view.members
+
     def _read(self) -> None:
         try:
             detail = self.store.community(self.community_id)
             passages = read_passages(detail) if detail is not None else {}
-            self.post_message(self.Loaded(detail, None, passages))
+            self.post_message(self.Loaded(detail, None, passages, self._read_members(detail)))
         except InputError as error:  # StoreError: an unreadable store or row
             self.post_message(self.Loaded(None, str(error)))
 
@@ -143,6 +182,7 @@ class CommunityScreen(Findable, TabbedScreen):
         message.stop()
         self.detail, self.error, self._arrived = message.detail, message.error, True
         self.passages = message.passages or {}
+        self.members = message.members
         if self.detail is not None:
             self._chunk_index = {chunk.id: index for index, chunk in enumerate(self.detail.chunks)}
         await self.recompose()
@@ -181,6 +221,10 @@ class CommunityScreen(Findable, TabbedScreen):
                         yield Static(Text(f"Members ({len(detail.members)})"),
                                      classes="section-title")
                         yield MarkableStatic(self._members_text(detail), id="members")
+                        report = report_text(detail)
+                        if report is not None:  # GraphRAG's rank, its reason and the findings
+                            yield Static(Text("Report"), classes="section-title")
+                            yield MarkableStatic(report, id="report")
             with TabPane(f"Claims ({_count(len(detail.claims))})", id="tab-claims"):
                 with Vertical():
                     yield DataTable(id="claims", cursor_type="row", zebra_stripes=True)
@@ -309,6 +353,17 @@ class CommunityScreen(Findable, TabbedScreen):
                 note("none (cyclic links?)")
             for leaf in detail.leaf_ids[:MAX_ROWS]:
                 target(leaf)
+        if self.members:
+            separator()
+            heading(f"Members ({_count(len(self.members))})")
+            for member in self.members[:MAX_ROWS]:
+                if member.entity_id is None:
+                    options.append(Option(Text.assemble(one_line(member.name), ("  (no entity)", "dim")),
+                                          disabled=True))
+                else:
+                    self._entities[len(options) - separators] = member.entity_id
+                    options.append(Option(Text.assemble(one_line(member.name),
+                                                        (f"  {one_line(member.entity_id)}", "dim"))))
         return options
 
     @staticmethod
@@ -351,6 +406,9 @@ class CommunityScreen(Findable, TabbedScreen):
         community_id = self._targets.get(event.option_index)
         if community_id is not None:
             self.post_message(OpenCommunity(community_id))
+        entity_id = self._entities.get(event.option_index)
+        if entity_id is not None:
+            self.post_message(OpenRecord("entity", entity_id))
 
     @on(DataTable.RowHighlighted, "#claims")
     def _claim_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -9,6 +9,7 @@ Every string from the store is shown as `Text` built by `safe_text` (never marku
 
 from __future__ import annotations
 
+import gc
 import threading
 from dataclasses import dataclass
 
@@ -30,18 +31,30 @@ from ...store.search_index import SearchHit, SearchResults
 from ..messages import OpenCommunity, OpenRecord
 from ..safe_text import one_line
 from ..widgets.footer import KeyFooter
+from ..widgets.lazy_tree import LazyTree
 
 #: Seconds of quiet typing before a search runs.
 SEARCH_DEBOUNCE = 0.25
 #: "Expand all below" stops after this many nodes (a root can stand for thousands).
 EXPAND_ALL_LIMIT = 2000
 #: Nodes added to a level of the tree at a time; a last "more" line adds the next page.
-#: Textual's Tree measures every line again on each expansion, so thousands of lines
-#: would make every expansion slow.
+#: Textual's Tree walks every line again on each expansion (LazyTree makes each line
+#: cheap, not free), so thousands of lines would make every expansion slow.
 PAGE = 200
 KIND_TITLES: dict[Kind, str] = {"community": "Communities", "entity": "Entities", "claim": "Claims",
                                 "chunk": "Chunks"}
 MARK_STYLE = "bold reverse"
+SEARCH_PLACEHOLDER = 'Search: words, "a phrase", prefix*   (Down: to the results)'
+
+
+def keep_out_of_gc() -> None:
+    """Take what lives now (the hierarchy just read: a 100,000-community namespace is
+    130,000 objects kept as long as the app) out of the cyclic garbage collector's walks,
+    as the app does with its start-up objects: otherwise each full collection walks them
+    all, a 30-80 ms stall that lands on whatever key is being handled. The young
+    generations are collected first, so little garbage is kept with them."""
+    gc.collect(1)
+    gc.freeze()
 
 
 def node_label(node: TreeNode) -> Text:
@@ -134,10 +147,11 @@ class ExploreScreen(Screen):
     # -- composing --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder='Search: words, "a phrase", prefix*   (Down: to the results)', id="explore-query")
+        yield Input(placeholder=SEARCH_PLACEHOLDER, id="explore-query")
         yield ProgressBar(id="index-progress", show_eta=False)
         yield Static(self._status(), id="explore-status")
-        tree: Tree[TreeNode | None] = Tree(Text(one_line(self.explore.namespace)), id="explore-tree")
+        tree: LazyTree[TreeNode | None] = LazyTree(Text(one_line(self.explore.namespace)), self.populate,
+                                                   id="explore-tree")
         tree.show_root = False
         tree.auto_expand = False
         yield tree
@@ -187,14 +201,16 @@ class ExploreScreen(Screen):
     def _hierarchy_read(self, message: HierarchyRead) -> None:
         message.stop()
         self.hierarchy, self.error = message.hierarchy, message.error
+        if message.hierarchy is not None:
+            keep_out_of_gc()
         self._fill_tree()
         if self.pending_select is not None:
             self.show_community(self.pending_select)
             self.pending_select = None
 
     @property
-    def tree(self) -> Tree[TreeNode | None]:
-        return self.query_one("#explore-tree", Tree)
+    def tree(self) -> LazyTree[TreeNode | None]:
+        return self.query_one("#explore-tree", LazyTree)
 
     def _fill_tree(self) -> None:
         tree, hierarchy = self.tree, self.hierarchy
@@ -204,11 +220,11 @@ class ExploreScreen(Screen):
         if hierarchy is not None:
             nodes = hierarchy.children_of(None, self.sort) if self.level is None else hierarchy.at_level(
                 self.level, self.sort)
-            self._add_children(tree.root, nodes)
+            self._add_nodes(tree.root, nodes)
             tree.cursor_line = 0
         self._refresh_status()
 
-    def _add_children(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
+    def _add_nodes(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
         """The first PAGE nodes under `item`, then a "more" line for the rest."""
         for node in nodes[:PAGE]:
             item.add(node_label(node), node, allow_expand=node.child_count > 0)
@@ -222,16 +238,17 @@ class ExploreScreen(Screen):
     def _show_more(self, more: TreeItem[TreeNode | None]) -> None:
         parent, rest = self._more.pop(more.id)
         more.remove()
-        self._add_children(parent, rest)
+        self._add_nodes(parent, rest)
 
     def populate(self, item: TreeItem[TreeNode | None]) -> None:
         """Add the item's children (once): from the hierarchy in memory, no store read."""
         if item.id in self._populated or item.data is None or self.hierarchy is None:
             return
-        self._add_children(item, self.hierarchy.children_of(item.data.id, self.sort))
+        self._add_nodes(item, self.hierarchy.children_of(item.data.id, self.sort))
 
     @on(Tree.NodeExpanded, "#explore-tree")
     def _expanded(self, event: Tree.NodeExpanded[TreeNode | None]) -> None:
+        """A node expanded other than by Space (a click on its arrow): children now."""
         event.stop()
         self.populate(event.node)
 

@@ -11,7 +11,7 @@ from ..run_state import RunState
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
-from ..widgets.run_tabs import run_tabs
+from ..widgets.run_tabs import run_tabs, show_selection_tab
 from ..widgets.setup_form import SetupForm
 from ..widgets.status_line import StatusLine
 from ..widgets.workers_panel import WorkersPanel
@@ -59,6 +59,7 @@ class MainScreen(TabbedScreen):
 
     def on_mount(self) -> None:
         self.query_one("#query").focus()
+        show_selection_tab(self.query_one(TabbedContent), None)
         self._shape_setup()
 
     def on_resize(self) -> None:
@@ -113,6 +114,7 @@ class MainScreen(TabbedScreen):
         self.query_one("#batch-counts", BatchCounts).show(counts, usage_texts(state))
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         self.query_one("#workers-panel", WorkersPanel).update_from(state, now)
+        show_selection_tab(self.query_one(TabbedContent), state)
         active = self.query_one(TabbedContent).active
         caught_up = True
         for tab, panel in TAB_PANELS.items():
@@ -130,4 +132,5 @@ TAB_PANELS = {
     "tab-reduce": "#reduce-panel",
     "tab-scores": "#scores-panel",
     "tab-retries": "#retries-panel",
+    "tab-selection": "#selection-panel",
 }

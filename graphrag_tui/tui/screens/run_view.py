@@ -18,26 +18,29 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
 from ...store import CommunityStore
+from ...store.location import PostgresLocation, display_location, parse_location
+from ...store.opening import open_store
 from ..messages import OpenBatch, OpenCommunity
 from ..run_state import RunState
 from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of, scope_text, started_text, tokens_text
 from ..widgets.batch_grid import BatchGrid
+from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter
-from ..widgets.run_tabs import run_tabs
+from ..widgets.run_tabs import run_tabs, show_selection_tab
 from .batch import BatchScreen
 from .community import CommunityScreen
 from .goto import GoToCommunityScreen
 from .tabbed import TabbedScreen
 
 PANELS = {"tab-answer": "#answer-panel", "tab-reduce": "#reduce-panel", "tab-scores": "#scores-panel",
-          "tab-retries": "#retries-panel"}
+          "tab-retries": "#retries-panel", "tab-selection": "#selection-panel"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,10 @@ class StoreAtHand:
 def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> StoreAtHand:
     """The run's store: the app's own when it is the same file, else opened now. Blocks:
     call it off the UI thread."""
-    path = Path(stored.summary.store)
+    location = parse_location(stored.summary.store)
+    if isinstance(location, PostgresLocation):
+        return _database_store(location, app_store)
+    path = location
     note = None
     try:
         stat = path.stat()
@@ -62,10 +68,22 @@ def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> Store
     except OSError as error:
         return StoreAtHand(None, f"The store {path} is not at hand ({error.strerror or error}): the batches, "
                                  "prompts and answers come from the run history; communities cannot be opened.", False)
-    if app_store is not None and os.path.abspath(app_store.path) == str(path):
+    if app_store is not None and isinstance(app_store.path, Path) and os.path.abspath(app_store.path) == str(path):
         return StoreAtHand(app_store, note, False)
     try:
-        return StoreAtHand(CommunityStore.open(path), note, True)
+        return StoreAtHand(open_store(path), note, True)
+    except InputError as error:
+        return StoreAtHand(None, f"The store of this run cannot be opened ({one_line(str(error))}): communities "
+                                 "cannot be opened.", False)
+
+
+def _database_store(location: PostgresLocation, app_store: CommunityStore | None) -> StoreAtHand:
+    """A run on a database: the app's own connection when it is the same database, else a
+    new read-only one (a database has no size or time to tell a change by)."""
+    if app_store is not None and display_location(app_store.path) == location.masked:
+        return StoreAtHand(app_store, None, False)
+    try:
+        return StoreAtHand(open_store(location), None, True)
     except InputError as error:
         return StoreAtHand(None, f"The store of this run cannot be opened ({one_line(str(error))}): communities "
                                  "cannot be opened.", False)
@@ -166,7 +184,10 @@ class RunViewScreen(TabbedScreen):
         self.call_after_refresh(self._show_state, self.state)
 
     def _show_state(self, state: RunState) -> None:
-        self.query_one("#batch-counts", Static).update(counts_text(state))
+        counts = state.cell_counts()  # drawn as the live run draws them
+        self.query_one("#run-clock", RunClock).show(state, state.finished_at or 0.0, counts)
+        self.query_one("#batch-counts", BatchCounts).show(counts, usage_texts(state))
+        show_selection_tab(self.query_one(TabbedContent), state)
         self.query_one("#batch-grid", BatchGrid).set_cells(state.cells)
         for panel in PANELS.values():
             self.query_one(panel).update_from(state)  # type: ignore[attr-defined]
@@ -194,7 +215,8 @@ class RunViewScreen(TabbedScreen):
             with Horizontal(id="top-row"):
                 with Vertical(id="batches-panel", classes="panel") as batches:
                     batches.border_title = "Batches"
-                    yield Static(id="batch-counts")
+                    yield RunClock(id="run-clock")
+                    yield BatchCounts(id="batch-counts")
                     yield BatchGrid(id="batch-grid")
             yield from run_tabs()
         yield KeyFooter()
@@ -292,10 +314,3 @@ class RunViewScreen(TabbedScreen):
         if self.stored is not None:
             self.app.delete_stored_run(self.stored.summary)  # type: ignore[attr-defined]
 
-
-def counts_text(state: RunState) -> Text:
-    counts = state.cell_counts()
-    text = Text()
-    for name, style in (("succeeded", "#40b95f"), ("failed", "#ff4d5e"), ("cancelled", "#8a8f98")):
-        text.append(f"{name} {counts[name]}  ", style=style)  # type: ignore[index]
-    return text

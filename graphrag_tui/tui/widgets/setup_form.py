@@ -23,6 +23,7 @@ from ...engine import (
     parse_seed,
     resolve_options,
 )
+from ...engine.selection import SELECT_MODES, SelectMode
 from ...errors import InputError
 from ...store import NamespaceInfo
 from ..safe_text import one_line
@@ -39,7 +40,7 @@ OPTION_LABELS = {
 #: The form's fields by the command-line flags that messages from below name.
 FIELD_OF_FLAG = {
     **{"--" + name.replace("_", "-"): label for name, label in OPTION_LABELS.items()},
-    "--seed": "Seed", "--namespace": "Namespace", "--level": "Level",
+    "--seed": "Seed", "--namespace": "Namespace", "--level": "Level", "--select": "Selection",
     "--response-type": "Response type", "--answer-language": "Language",
 }
 #: The answer's form: field id -> (label, placeholder, the flag it stands for). An empty field
@@ -49,6 +50,8 @@ FORM_TEXT_FIELDS = {
     "response_type": ("Response type", "not asked", "--response-type"),
     "answer_language": ("Language", "the question's", "--answer-language"),
 }
+#: The selection picker's choices (issue 15), as GraphRAG names them.
+SELECT_CHOICES: list[tuple[Text, SelectMode]] = [(Text(mode), mode) for mode in SELECT_MODES]
 _FLAG = re.compile("(?:" + "|".join(sorted(map(re.escape, FIELD_OF_FLAG), key=len, reverse=True)) + r")(?![\w-])")
 
 
@@ -73,6 +76,8 @@ class RunRequest:
     response_type: str | None = None
     answer_language: str | None = None
     general_knowledge: bool = False
+    #: How the communities are chosen: level, rollup (at the level) or dynamic.
+    select: SelectMode = "level"
 
 
 def level_options(info: NamespaceInfo) -> list[tuple[Text, Level]]:
@@ -114,6 +119,7 @@ class SetupForm(VerticalScroll):
         response_type: str | None = None,
         answer_language: str | None = None,
         general_knowledge: bool = False,
+        select: SelectMode = "level",
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -128,6 +134,7 @@ class SetupForm(VerticalScroll):
         self.initial_model = model if any(v == model for _, v in self.models) else self.models[0][1]
         self.initial_form_text = {"response_type": response_type, "answer_language": answer_language}
         self.initial_general_knowledge = general_knowledge
+        self.initial_select: SelectMode = select if select in SELECT_MODES else "level"
         #: The text each option field shows by default (a field showing other text was edited).
         self._default_texts = {name: str(getattr(options, name)) for name in FALLBACK_DEFAULTS}
 
@@ -151,6 +158,12 @@ class SetupForm(VerticalScroll):
         levels = level_options(info) if info else [(Text("leaf"), "leaf")]
         initial_level = self.initial_level if any(v == self.initial_level for _, v in levels) else "leaf"
         yield Select(levels, value=initial_level, allow_blank=False, id="level")
+        with Horizontal(classes="option-row", id="select-row"):
+            yield Label("Selection", classes="option-label")
+            select = Select(SELECT_CHOICES, value=self.initial_select, allow_blank=False, compact=True, id="select")
+            select.tooltip = ("level: the level's communities · rollup: GraphRAG's static selection at the level · "
+                              "dynamic: the model rates communities from the top down")
+            yield select
         for name in FALLBACK_DEFAULTS:
             with Horizontal(classes="option-row"):
                 yield Label(OPTION_LABELS[name], classes="option-label")
@@ -191,6 +204,11 @@ class SetupForm(VerticalScroll):
     def level(self) -> Level:
         value = self.query_one("#level", Select).value
         return value if isinstance(value, int) or value == "leaf" else "leaf"  # type: ignore[return-value]
+
+    @property
+    def select(self) -> SelectMode:
+        value = self.query_one("#select", Select).value
+        return value if value in SELECT_MODES else "level"  # type: ignore[return-value]
 
     @property
     def model(self) -> str:
@@ -353,6 +371,7 @@ class SetupForm(VerticalScroll):
                     response_type=self.form_text("response_type"),
                     answer_language=self.form_text("answer_language"),
                     general_knowledge=self.query_one("#general-knowledge", Checkbox).value,
+                    select=self.select,
                 )
             )
         )

@@ -1,0 +1,163 @@
+"""Dynamic community selection (issue 15), as GraphRAG's DynamicCommunitySelection does it:
+a breadth-first walk from the shallowest level. The model rates each community's own text
+against the question (0..5); a rating at or above the threshold keeps the community, queues
+its children, and drops its parent (unless `keep_parent`). When a whole wave keeps nothing
+and nothing was kept before, every community of the next level is rated, down to
+`max_level` (which limits only that step: children of kept communities are always rated).
+
+The rating calls go through the run's ModelCaller: its gate (rate limits, concurrency), its
+retry loop, its events and its usage, like Map's. A reply that cannot be used after its two
+attempts counts as 1, recorded so. Walking from the shallowest level present means a store
+without level 0 works (GraphRAG's #2382)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .events import CommunityRated
+from .failures import for_log, internal_error
+from .ports import ChatRequest
+from .prompts import DEFAULT_PROMPTS, Prompts, prompt_text, rate_messages
+from .replies import parse_rate_reply
+from .reply_schemas import RATE_REPLY_SCHEMA
+from .result import Attempt
+from .retry import ModelCaller, call_with_retry
+from .selection import Rating, SelectionNode, SelectionOptions, majority
+from .tokens import TextSize
+
+log = logging.getLogger("graphrag_tui.engine")
+
+#: A rating reply is short: room for the reason and the number.
+RATE_MAX_TOKENS = 256
+#: What a vote counts as when its reply could not be used.
+FAILED_VOTE = 1
+
+
+class _Vote:
+    __slots__ = ("rating", "reason", "error")
+
+    def __init__(self, rating: int, reason: str, error: str | None = None) -> None:
+        self.rating, self.reason, self.error = rating, reason, error
+
+
+class DynamicSelection:
+    """Rates `nodes` (one namespace; blank texts already left out) for `query` with the
+    run's rating template (`prompts.rate`). `ratings` holds every rating so far (a finished
+    wave in its order: by level, then id); `run` returns the selected ids."""
+
+    def __init__(
+        self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
+        concurrency: int, prompts: Prompts = DEFAULT_PROMPTS,
+    ) -> None:
+        self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
+        self.prompts = prompts
+        self.nodes = {node.id: node for node in nodes}
+        self.children: dict[str, list[str]] = defaultdict(list)
+        self.by_level: dict[int, list[str]] = defaultdict(list)
+        for node in sorted(nodes, key=lambda n: n.id):
+            self.by_level[node.level].append(node.id)
+            if node.parent is not None and node.parent in self.nodes and node.parent != node.id:
+                self.children[node.parent].append(node.id)
+        self.ratings: list[Rating] = []
+        self.attempts: list[Attempt] = []
+
+    async def run(self) -> list[str]:
+        if not self.nodes:
+            return []
+        level = min(self.by_level)
+        queue = list(self.by_level[level])
+        rated: set[str] = set()
+        relevant: dict[str, None] = {}  # insertion-ordered set
+        while queue:
+            queue = [cid for cid in dict.fromkeys(queue) if cid not in rated]  # a cycle is rated once
+            rated.update(queue)
+            wave = await self._rate_wave(queue)
+            following: list[str] = []
+            for rating in wave:
+                if not rating.kept:
+                    continue
+                relevant[rating.community_id] = None
+                following.extend(self.children.get(rating.community_id, ()))
+                parent = self.nodes[rating.community_id].parent
+                if not self.options.keep_parent and parent is not None:
+                    relevant.pop(parent, None)
+            queue = following
+            level += 1
+            if not queue and not relevant and level in self.by_level and level <= self.options.max_level:
+                log.info("dynamic selection: nothing kept so far; rating every community of level %d", level)
+                queue = list(self.by_level[level])
+        return sorted(relevant)
+
+    async def _rate_wave(self, ids: list[str]) -> list[Rating]:
+        """Every community of `ids` rated `rate_repeats` times by a pool of workers; the
+        ratings in the order of `ids`, each reported as its last vote comes in."""
+        repeats = self.options.rate_repeats
+        calls = [(cid, n) for cid in ids for n in range(repeats)]
+        votes: dict[str, list[_Vote | None]] = {cid: [None] * repeats for cid in ids}
+        done: dict[str, Rating] = {}
+        next_index = 0
+
+        async def worker(number: int) -> None:
+            nonlocal next_index
+            while next_index < len(calls):
+                cid, repeat = calls[next_index]
+                next_index += 1
+                votes[cid][repeat] = await self._vote(cid, number)
+                if all(v is not None for v in votes[cid]):
+                    done[cid] = self._rated(cid, [v for v in votes[cid] if v is not None])
+                await asyncio.sleep(0)
+
+        async with asyncio.TaskGroup() as group:
+            for number in range(1, min(self.concurrency, len(calls)) + 1):
+                group.create_task(worker(number))
+        wave = [done[cid] for cid in ids]
+        self.ratings[len(self.ratings) - len(wave):] = wave  # recorded in the wave's order, not as they finished
+        return wave
+
+    async def _vote(self, cid: str, worker: int) -> _Vote:
+        try:
+            return await self._ask(cid, worker)
+        except Exception as error:  # a bug rating one community fails that vote, not the run
+            log.info("rating community %s failed unexpectedly: %s", cid, for_log(error))
+            return _Vote(FAILED_VOTE, "", f"internal error: {internal_error(error)}")
+
+    async def _ask(self, cid: str, worker: int) -> _Vote:
+        text = self.nodes[cid].text
+        messages = rate_messages(self.query, text, self.prompts)
+        request = ChatRequest(
+            stage="rate", messages=messages, query=self.query, content=text, max_tokens=RATE_MAX_TOKENS,
+            json_schema=RATE_REPLY_SCHEMA, prompt_tokens=TextSize.of(prompt_text(messages)).tokens,
+        )
+        record: list[Attempt] = []
+        parsed = await call_with_retry(
+            self.caller, request, parse_rate_reply, record=record, batch_index=None, worker=worker, community_id=cid
+        )
+        self.attempts.extend(record)
+        if parsed is None:
+            return _Vote(FAILED_VOTE, "", record[-1].error if record else "no reply")
+        return _Vote(*parsed)
+
+    def _rated(self, cid: str, votes: list[_Vote]) -> Rating:
+        node = self.nodes[cid]
+        ratings = [v.rating for v in votes]
+        rating = majority(ratings)
+        failed = [v for v in votes if v.error is not None]
+        reason = next((v.reason for v in votes if v.error is None and v.rating == rating), "")
+        if not reason and failed:
+            reason = f"no usable rating ({failed[-1].error}): counted as {FAILED_VOTE}"
+        result = Rating(
+            community_id=cid, level=node.level, rating=rating, reason=reason, votes=ratings, failed=len(failed),
+            kept=rating >= self.options.rate_threshold,
+        )
+        self.ratings.append(result)
+        report = self.caller.report
+        report(
+            CommunityRated(
+                t=report.now(), community_id=cid, level=node.level, rating=rating, reason=reason,
+                votes=tuple(ratings), kept=result.kept, failed=result.failed,
+            )
+        )
+        return result

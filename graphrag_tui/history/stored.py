@@ -1,0 +1,119 @@
+"""One recorded run read back whole: the SearchResult it was (a run that never finished
+reads as `cancelled`, with the batches that finished), each batch's record, and what the
+history knows besides."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import (
+    DEFAULT_PROMPTS,
+    BatchResult,
+    PartRef,
+    Prompts,
+    ReduceReport,
+    SearchOptions,
+    SearchResult,
+    check_prompts,
+)
+from .recorder import batch_from_row, read_plan
+from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
+
+
+@dataclass(frozen=True)
+class RecordedBatch:
+    index: int
+    content_sha256: str
+    #: pending (never finished), succeeded or failed
+    status: str
+    #: The model that answered it (None: never sent).
+    model: str | None
+    result: BatchResult
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the history has it. `result` is a SearchResult (a run that never finished
+    reads as `cancelled`, with the batches that finished); `status` is the history's."""
+
+    summary: RunSummary
+    result: SearchResult
+    batches: tuple[RecordedBatch, ...]
+    store_size: int | None
+    store_mtime_ns: int | None
+    seed: int | None
+    shuffle: bool
+    options: SearchOptions
+    #: kind, base_url, model, api_key_env (a variable's name), response_format, ...
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    #: The templates and the answer's form the run's prompts were made from.
+    prompts: Prompts = DEFAULT_PROMPTS
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id
+
+    @property
+    def status(self) -> str:
+        return self.summary.status
+
+    @property
+    def batch_models(self) -> list[str | None]:
+        return [b.model for b in self.batches]
+
+
+def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
+    row = connection.execute(
+        f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
+        "summary_count, plan, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise UnknownRun(f"no run {run_id!r} in the run history")
+    summary = summary_of(row[:14])
+    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text,
+     prompts_text) = row[14:]
+    options = SearchOptions.model_validate_json(options_text)
+    planned = read_plan(plan_text)
+
+    rows = {row[0]: row[1:] for row in connection.execute(
+        "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))}
+
+    def batch(index: int) -> RecordedBatch:
+        if index in rows:
+            digest, status, model, text = rows[index]
+            return RecordedBatch(index, digest, status, model, batch_from_row(index, text, planned))
+        ids, parts, tokens, digest = planned[index]  # never finished: as planned
+        result = BatchResult(index=index, community_ids=tuple(ids), prompt_tokens=tokens,
+                             parts=tuple(PartRef(community_id=c, part=p) for c, p in parts))
+        return RecordedBatch(index, digest, "pending", None, result)
+
+    batches = tuple(batch(index) for index in range(len(planned) if planned else len(rows)))
+    results = [b.result for b in batches]
+    if result_text is not None and summary.status not in ("running", "interrupted"):
+        fields = json.loads(result_text)
+        fields["batches"] = [b.model_dump(mode="json") for b in results]
+        result = SearchResult.model_validate(fields)
+    else:
+        result = SearchResult(
+            query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
+            detail="the run did not finish: its process ended first" if summary.status == "interrupted"
+            else "the run is still going",
+            summary_count=summary_count, batch_count=summary.batch_count,
+            failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
+            reduce=ReduceReport(budget=options.reduce_prompt_budget),
+        )
+    prompts = recorded_prompts(prompts_text)
+    if result.prompts is None and prompts_text is not None:
+        result = result.model_copy(update={"prompts": prompts})
+    return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
+                     json.loads(settings_text), prompts)
+
+
+def recorded_prompts(text: str | None) -> Prompts:
+    """A run's recorded prompts (checked: a template edited in the file is refused as any
+    bad template is); the built-in ones for a run recorded before prompts were."""
+    if text is None:
+        return DEFAULT_PROMPTS
+    return check_prompts(Prompts.model_validate_json(text))

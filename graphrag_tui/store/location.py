@@ -1,0 +1,111 @@
+"""Where a store lives: an SQLite file (a path) or a PostgreSQL database (a URL).
+
+`parse_location` turns what the user gave as STORE into a `Path` or a `PostgresLocation`.
+A `PostgresLocation` keeps the URL as given (the driver needs it, password and all) but
+shows itself only masked, `postgresql://user:***@host:port/db`: `str()`, `repr()`, the
+header, every error, the logs, JSON and the run history use `display_location`, so the
+password is never shown in any form. `mask_urls` masks every PostgreSQL URL inside a text
+(an argparse message, an error from elsewhere), the last guard of the CLI's output.
+
+`postgresql:///db` (no host) leaves the host, user, password, port and TLS to libpq's
+environment: PGHOST, PGPORT, PGUSER, PGPASSWORD, ~/.pgpass, PGSSLMODE and the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.url_mask import MASK, SECRET_PARAMETERS, mask_urls
+
+SCHEMES = ("postgresql://", "postgres://")
+
+# A URL whose password was masked, as the run history records it.
+_MASKED_PASSWORD = re.compile(r"(?i)^(postgres(?:ql)?://[^\s/?#:@]*):\*\*\*@")
+
+
+def is_postgres_url(text: str) -> bool:
+    return text[:13].lower().startswith(SCHEMES)
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    """A PostgreSQL store. `url` is secret: never show it (`masked` is what to show)."""
+
+    url: str = field(repr=False)
+    masked: str
+    database: str
+
+    def __str__(self) -> str:
+        return self.masked
+
+    def __repr__(self) -> str:
+        return f"PostgresLocation({self.masked!r})"
+
+
+StoreLocation = Path | PostgresLocation
+
+
+def _masked_url(url: str) -> tuple[str, str]:
+    """(the URL masked as postgresql://user:***@host:port/db, the database name)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname or ""
+        user = unquote(parts.username) if parts.username is not None else ""
+        has_password = parts.password is not None
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        raise InputError(f"Not a PostgreSQL URL: {mask_urls(url)}") from None
+    database = unquote(parts.path.lstrip("/"))
+    user = user or next((v for k, v in query if k == "user"), "")
+    has_password = has_password or any(k.lower() in SECRET_PARAMETERS for k, _ in query)
+    host = host or next((v for k, v in query if k == "host"), "")
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    userinfo = (user + (f":{MASK}" if has_password else "") + "@") if user or has_password else ""
+    netloc = userinfo + host + (f":{port}" if port is not None else "")
+    shown = [f"{k}={MASK if k.lower() in SECRET_PARAMETERS else v}" for k, v in query
+             if k not in ("user", "host")]
+    masked = f"postgresql://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
+    return mask_urls(masked), database
+
+
+def parse_location(text: str | Path) -> StoreLocation:
+    """STORE as given on the command line or in the run history: a PostgreSQL URL, else a path."""
+    if isinstance(text, Path):
+        return text
+    if is_postgres_url(text):
+        masked, database = _masked_url(text)
+        url = _MASKED_PASSWORD.sub(r"\1@", text)  # a recorded URL: the password comes from libpq's environment
+        return PostgresLocation(url=url, masked=masked, database=database)
+    return Path(text)
+
+
+def display_location(location: StoreLocation | str) -> str:
+    """How a store is shown and recorded: a path as given, a URL masked."""
+    if isinstance(location, PostgresLocation):
+        return location.masked
+    if isinstance(location, str) and is_postgres_url(location):
+        return _masked_url(location)[0]
+    return str(location)
+
+
+def store_identity(location: StoreLocation) -> str:
+    """What the run history records as a run's store: a file's absolute path, a URL masked
+    (a re-run connects with libpq's environment or ~/.pgpass for the password)."""
+    if isinstance(location, PostgresLocation):
+        return location.masked
+    return os.path.abspath(location)
+
+
+def store_files(location: StoreLocation) -> list[Path]:
+    """The files a store is (an SQLite file with its journal companions; none for a URL):
+    what an output file must never be."""
+    if isinstance(location, PostgresLocation):
+        return []
+    return [location, *(location.with_name(location.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]

@@ -1,0 +1,101 @@
+"""Connecting to a PostgreSQL store (psycopg 3), and its errors as one line.
+
+`connect(location)` opens a session that cannot write: `default_transaction_read_only=on`
+and a statement timeout are sent with the connection's startup options (after any options
+of the URL or PGOPTIONS, so they win). `connect(location, read_only=False)` is for the
+commands that write (import, copy). Every failure becomes a `StoreError` naming the store
+by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
+
+The driver is optional (`pip install 'graphrag-tui[postgres]'`): without it a URL store is
+one line with the install hint.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.safe_text import one_line
+from graphrag_tui.store.location import PostgresLocation, mask_urls
+from graphrag_tui.store.validation import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: Seconds a statement of a read-only session may run before the server cancels it.
+STATEMENT_TIMEOUT_S = 60
+#: Seconds to wait for the server to answer a connection (unless the URL says otherwise).
+CONNECT_TIMEOUT_S = 10
+INSTALL_HINT = "PostgreSQL stores need the psycopg driver: pip install 'graphrag-tui[postgres]'"
+
+
+def driver() -> Any:
+    """The psycopg module, or InputError with the install hint."""
+    try:
+        import psycopg
+    except ImportError:
+        raise InputError(INSTALL_HINT) from None
+    return psycopg
+
+
+def driver_text(error: BaseException) -> str:
+    """The driver's message in one line, masked: libpq puts the reason on the first line
+    and hints on the next ones."""
+    text = str(error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else type(error).__name__
+    if first.startswith("connection failed: ") and len(first) < 30 and len(lines) > 1:
+        first = lines[1]
+    return mask_urls(one_line(first, 300))
+
+
+class ConnectFailed(StoreError):
+    """No session could be opened; `reason` is the driver's masked one-line text."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
+    text = driver_text(error)
+    lowered = str(error).lower()
+    if "password authentication failed" in lowered or "authentication failed" in lowered \
+            or "no password supplied" in lowered or "no pg_hba.conf entry" in lowered:
+        return ConnectFailed(f"Cannot open store {location}: the server refused the login ({text})", text)
+    if "does not exist" in lowered and "database" in lowered:
+        return ConnectFailed(f"Cannot open store {location}: {text}", text)
+    return ConnectFailed(f"Cannot reach the database server of store {location}: {text}", text)
+
+
+def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Connection[Any]:
+    """An autocommit connection; read-only sessions also get the statement timeout."""
+    psycopg = driver()
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(location.url)
+    except psycopg.ProgrammingError as error:
+        raise StoreError(f"Not a PostgreSQL URL: {location} ({driver_text(error)})") from None
+    options = " ".join(filter(None, (str(given.get("options") or os.environ.get("PGOPTIONS") or ""),)))
+    if read_only:
+        options += f" -c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_S * 1000}"
+    extra: dict[str, Any] = {"options": options.strip(), "application_name": "graphrag-tui", "autocommit": True}
+    if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+        extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    try:
+        return psycopg.connect(location.url, **extra)  # type: ignore[no-any-return]
+    except psycopg.Error as error:
+        raise _failure(location, error) from None
+    except UnicodeError as error:
+        raise StoreError(f"Cannot open store {location}: {one_line(str(error), 200)}") from None
+
+
+def query_failure(location: PostgresLocation, error: BaseException) -> StoreError:
+    """A failed read as one line: a lost server, the statement timeout, or the error."""
+    psycopg = driver()
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return StoreError(f"Cannot read store {location}: a query ran longer than the "
+                          f"statement timeout ({STATEMENT_TIMEOUT_S} s)")
+    if isinstance(error, psycopg.OperationalError):
+        return StoreError(f"Lost the database server of store {location}: {driver_text(error)}")
+    return StoreError(f"Cannot read store {location}: {driver_text(error)}")

@@ -1,0 +1,265 @@
+"""Writing namespaces into graphrag-ts's PostgreSQL tables in one transaction: what
+`import-graphrag` and `copy` do to a PostgreSQL store.
+
+The tables are graphrag-ts's own (`graphrag_ts_schema.sql`), created when the database has
+none of them. Each table's rows go through `pg_adapt` (row by row), are streamed with
+COPY into a temporary table, and the rules that need the other rows are applied there in
+SQL before one INSERT ... SELECT moves them in:
+
+- a row whose id, or whose key graphrag-ts makes unique (an entity's name, a claim's
+  subject and description hash), repeats an earlier row's (in the order read: id order
+  for `copy`) is skipped: the first is kept,
+  as graphrag-ts's own `createMany(skipDuplicates)` does;
+- a child chunk whose document is not there, or a claim whose subject entity is not
+  there, is skipped (graphrag-ts deletes those with their parent: ON DELETE CASCADE);
+- any other reference to a row that is not there becomes NULL (ON DELETE SET NULL).
+
+Every skip and change is recorded in the `Adaptations`; with `strict` the first one
+refuses and nothing is written. Nothing is committed before `commit`; leaving the `with`
+block without it rolls everything back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from graphrag_tui.store.location import PostgresLocation
+from graphrag_tui.store.namespace_write import WriteInterrupted
+from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
+from graphrag_tui.store.pg_connection import connect, driver, driver_text
+from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
+from graphrag_tui.store.schema import OPTIONAL, TABLES
+from graphrag_tui.store.validation import StoreError
+
+#: Table -> the keys graphrag-ts makes unique within the table (besides the namespace).
+UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "rag_parents": (("id",),),
+    "rag_children": (("id",),),
+    "rag_entities": (("id",), ("name",)),
+    "rag_community_summaries": (("id",),),
+    "rag_claims": (("id",), ("subject_entity_id", "description_hash")),
+}
+#: (table, column) -> the table it references, for references whose row must be there:
+#: the row is skipped when it is not.
+REQUIRED_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
+    "rag_children": (("parent_id", "rag_parents"),),
+    "rag_claims": (("subject_entity_id", "rag_entities"),),
+}
+#: References that become NULL when their row is not there.
+OPTIONAL_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
+    "rag_community_summaries": (("parent_community_id", "rag_community_summaries"),),
+    "rag_claims": (
+        ("object_entity_id", "rag_entities"),
+        ("source_parent_id", "rag_parents"),
+        ("source_chunk_id", "rag_children"),
+        ("community_summary_id", "rag_community_summaries"),
+    ),
+}
+#: The temporary table's column types where not text.
+_STAGE_TYPES = {"level": "integer", "members": "text[]"}
+_STAGE = "grt_stage"
+
+
+class PgWriter:
+    """One write transaction on a PostgreSQL store (see the module's docstring)."""
+
+    def __init__(self, conn: Any, location: PostgresLocation, report: Adaptations,
+                 interrupted: Callable[[], bool]) -> None:
+        self._conn = conn
+        self.location = location
+        self.report = report
+        self._interrupted = interrupted
+        self._namespace = ""
+        self.created_schema = False
+        self.committed = False
+
+    @classmethod
+    def begin(cls, location: PostgresLocation, report: Adaptations, *,
+              interrupted: Callable[[], bool] = lambda: False) -> PgWriter:
+        conn = connect(location, read_only=False)
+        conn.autocommit = False  # one transaction, begun by the first statement
+        writer = cls(conn, location, report, interrupted)
+        with writer._errors():
+            writer._ensure_schema()
+        return writer
+
+    @property
+    def new_store(self) -> bool:
+        """Whether this write creates graphrag-ts's tables."""
+        return self.created_schema
+
+    def __enter__(self) -> PgWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.committed:
+            self._abandon()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        psycopg = driver()
+        try:
+            yield
+        except psycopg.Error as error:
+            self._abandon()
+            raise StoreError(self._describe(error)) from None
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _describe(self, error: Any) -> str:
+        psycopg = driver()
+        text = driver_text(error)
+        if isinstance(error, psycopg.errors.UniqueViolation):
+            return (f"cannot write into {self.location}: {text} (an ID of namespace "
+                    f"'{self._namespace}' is already used by another namespace); nothing was written")
+        if isinstance(error, psycopg.errors.InsufficientPrivilege):
+            return f"cannot write into {self.location}: {text} (the role needs to write these tables); nothing was written"
+        if isinstance(error, psycopg.OperationalError):
+            return f"Lost the database server of store {self.location}: {text}; nothing was written"
+        return f"cannot write into {self.location}: {text}; nothing was written"
+
+    def _abandon(self) -> None:
+        if self._conn is None:
+            return
+        conn, self._conn = self._conn, None
+        with contextlib.suppress(Exception):
+            conn.rollback()
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    # -- the schema ----------------------------------------------------------------------
+
+    def _ensure_schema(self) -> None:
+        """graphrag-ts's tables when the database has none of them; a database with some
+        of them only, or without a column the store needs, is refused."""
+        present = {
+            name for (name,) in self._conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name = ANY(%s)", (list(TABLES),))
+        }
+        if not present:
+            create_graphrag_ts_schema(self._conn)
+            self.created_schema = True
+            return
+        missing = [table for table in TABLES if table not in present]
+        if missing:
+            raise StoreError(f"cannot write into {self.location}: it has some of graphrag-ts's tables but not "
+                             f"{', '.join(missing)}; nothing was written")
+        for table in TABLES:
+            columns = self._columns(table)
+            lacking = [c for c in pg_columns(table) if c not in columns]
+            if lacking:
+                raise StoreError(f"cannot write into {self.location}: table {table} has no column(s) "
+                                 f"{', '.join(lacking)} (graphrag-ts's migrations are not all applied); "
+                                 "nothing was written")
+
+    def _columns(self, table: str) -> set[str]:
+        return {name for (name,) in self._conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s", (table,))}
+
+    def add_optional(self, optional: dict[str, Sequence[str]]) -> None:
+        """Add the store's optional columns (`schema.OPTIONAL`, nullable TEXT, which
+        graphrag-ts ignores) that the rows have values for and the table lacks."""
+        with self._errors():
+            for table, columns in optional.items():
+                present = self._columns(table)
+                for column in columns:
+                    if column not in OPTIONAL.get(table, ()):
+                        raise ValueError(f"unknown optional column {table}.{column}")
+                    if column not in present:
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+    # -- namespaces ----------------------------------------------------------------------
+
+    def namespaces(self) -> set[str]:
+        """Every namespace that has rows in any of the store's tables."""
+        with self._errors():
+            union = " UNION ".join(f"SELECT DISTINCT namespace FROM {table}" for table in TABLES)
+            return {row[0] for row in self._conn.execute(union)}
+
+    def delete_namespace(self, namespace: str) -> int:
+        """Delete every row of `namespace` from the store's tables (claims first; graphrag-ts's
+        own foreign keys then remove its `rag_graph_edges`); returns how many rows."""
+        self._namespace = namespace
+        with self._errors():
+            return sum(self._conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (namespace,)).rowcount
+                       for table in reversed(TABLES))
+
+    def write_table(self, table: str, namespace: str, rows: Iterable[Sequence[Any]],
+                    extras: tuple[str, ...] = ()) -> int:
+        """Adapt and write `rows` (`COLUMNS[table]` order, then `extras`) into `table`;
+        returns how many rows were written. Tables are written in `schema.TABLES` order,
+        so that what a row references is already there."""
+        self._namespace = namespace
+        columns = pg_columns(table, extras)
+        with self._errors():
+            self._stage(table, columns, rows, extras)
+            for key in UNIQUE_KEYS[table]:
+                self._skip_repeats(table, key)
+            for column, target in REQUIRED_REFERENCES.get(table, ()):
+                self._skip_dangling(table, column, target)
+            for column, target in OPTIONAL_REFERENCES.get(table, ()):
+                self._unlink_dangling(table, column, target)
+            names = ", ".join(columns)
+            # the order no longer matters: the rows that repeat a key are already gone
+            written = self._conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_STAGE}").rowcount
+            self._conn.execute(f"DROP TABLE {_STAGE}")
+            if self._interrupted():
+                raise WriteInterrupted
+            return int(written)
+
+    def _stage(self, table: str, columns: tuple[str, ...], rows: Iterable[Sequence[Any]],
+               extras: tuple[str, ...]) -> None:
+        definitions = ", ".join(f"{c} {_STAGE_TYPES.get(c, 'text')}" for c in columns)
+        self._conn.execute(f"CREATE TEMP TABLE {_STAGE} (seq bigint, {definitions}) ON COMMIT DROP")
+        with self._conn.cursor() as cur, cur.copy(f"COPY {_STAGE} (seq, {', '.join(columns)}) FROM STDIN") as copy:
+            for seq, row in enumerate(rows):
+                adapted = adapt_row(table, row, self.report, extras)
+                if adapted is not None:
+                    copy.write_row((seq, *adapted))
+                if seq % 10_000 == 0 and self._interrupted():
+                    raise WriteInterrupted
+
+    def _skip_repeats(self, table: str, key: tuple[str, ...]) -> None:
+        partition = ", ".join(key)
+        skipped = self._conn.execute(
+            f"WITH ranked AS (SELECT seq, first_value(id) OVER w AS first_id, row_number() OVER w AS n "
+            f"FROM {_STAGE} WINDOW w AS (PARTITION BY {partition} ORDER BY seq)) "
+            f"DELETE FROM {_STAGE} s USING ranked r WHERE s.seq = r.seq AND r.n > 1 "
+            "RETURNING s.seq, s.id, r.first_id").fetchall()
+        what = "id" if key == ("id",) else f"(namespace, {partition})"
+        for _, row_id, first_id in sorted(skipped):
+            self.report.add(Change(table, row_id, "skipped",
+                                   f"skipped: same {what} as {first_id}, which is kept"))
+
+    def _skip_dangling(self, table: str, column: str, target: str) -> None:
+        skipped = self._conn.execute(
+            f"DELETE FROM {_STAGE} s WHERE NOT EXISTS (SELECT 1 FROM {target} t WHERE t.id = s.{column}) "
+            f"RETURNING s.seq, s.id, s.{column}").fetchall()
+        for _, row_id, missing in sorted(skipped):
+            self.report.add(Change(table, row_id, "skipped",
+                                   f"skipped: its {column} {missing} is not in {target}"))
+
+    def _unlink_dangling(self, table: str, column: str, target: str) -> None:
+        within = f" AND NOT EXISTS (SELECT 1 FROM {_STAGE} w WHERE w.id = s.{column})" if target == table else ""
+        unlinked = self._conn.execute(
+            f"WITH gone AS (SELECT seq, {column} AS missing FROM {_STAGE} s WHERE s.{column} IS NOT NULL "
+            f"AND NOT EXISTS (SELECT 1 FROM {target} t WHERE t.id = s.{column}){within}) "
+            f"UPDATE {_STAGE} s SET {column} = NULL FROM gone WHERE s.seq = gone.seq "
+            "RETURNING s.seq, s.id, gone.missing").fetchall()
+        for _, row_id, missing in sorted(unlinked):
+            self.report.add(Change(table, row_id, "unlinked",
+                                   f"{column} {missing} is not in {target}: became NULL"))
+
+    def commit(self) -> None:
+        with self._errors():
+            if self._interrupted():
+                raise WriteInterrupted
+            self._conn.commit()
+        self.committed = True
+        self._conn.close()
+        self._conn = None

@@ -1,0 +1,353 @@
+"""A community store in a PostgreSQL database: graphrag-ts's own tables, read-only.
+
+`PostgresStore` answers every call of `CommunityStore` (the faces cannot tell them apart).
+It reuses the store's dialect-neutral logic; its reads go through `_query`, which runs
+them on PostgreSQL (`pg_dialect.to_postgres` rewrites the few SQLite idioms). The reads
+where the time goes have queries of their own here: the selection of communities and
+the entity names stream through server-side (named) cursors in groups, and planning's
+claim and excerpt lines are rendered by the server, one row per leaf, a group of leaves
+at a time, read ahead on a second connection.
+
+graphrag-ts's schema differs from SPEC §2's SQLite one in ways the reads absorb:
+`members` is `TEXT[]` (JSON text and json/jsonb are read too), names are VARCHAR, and the
+embedding, full-text, fingerprint, hash and timestamp columns and `rag_graph_edges` are
+ignored. Ids are ordered `COLLATE "C"` (by code point, as SQLite's BINARY), whatever the
+database's collation, so batches are the same as from SQLite. Nothing relies on indexes
+beyond the primary keys.
+
+Every session is read-only (`pg_connection.connect`). A connection the server dropped is
+opened again once, on the next read; if the server cannot be reached, the read is one
+line (`StoreError`) and the caller goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+from graphrag_tui.engine import MapTextParts
+from graphrag_tui.safe_text import one_line
+from graphrag_tui.store import map_parts, table_rows
+from graphrag_tui.store.location import PostgresLocation
+from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
+from graphrag_tui.store.pg_dialect import to_postgres
+from graphrag_tui.store.read_ahead import read_ahead
+from graphrag_tui.store.records import CommunityRef
+from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
+from graphrag_tui.store.store import CommunityStore, NamespaceInfo, _group_leaves, _groups, _parse_members
+from graphrag_tui.store.validation import StoreError
+
+#: Rows fetched per round trip from a server-side cursor.
+STREAM_ROWS = 5000
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_NEW_TUPLE = tuple.__new__
+
+#: What a required column's type must be (information_schema's data_type).
+_TEXT_TYPES = frozenset({"text", "character varying", "character"})
+_INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
+_MEMBERS_TYPES = frozenset({"ARRAY", "text", "character varying", "json", "jsonb"})
+_INTEGER_COLUMNS = {("rag_community_summaries", "level")}
+
+# A claim's Map line (`maptext.claim_lines`), rendered by the server as map_parts does in
+# SQLite: an entity id with no row stands for its name, a NULL subject or description is
+# empty, the relation is left out when the object is NULL or empty.
+_OBJECT = "coalesce(object.name, c.object_entity_id)"
+_CLAIM_LINE = f"""
+%(claim_start)s || coalesce(subject.name, c.subject_entity_id, '')
+|| CASE WHEN {_OBJECT} <> '' THEN %(relates_start)s || {_OBJECT} || %(relates_end)s ELSE '' END
+|| %(description_start)s || coalesce(c.description, '')
+"""
+_LEAF_LINES = f"""
+SELECT c.community_summary_id,
+       string_agg({_CLAIM_LINE}, E'\\n' ORDER BY c.id COLLATE "C"),
+       array_agg(c.source_chunk_id ORDER BY c.id COLLATE "C")
+FROM rag_claims AS c
+LEFT JOIN rag_entities AS subject ON subject.id = c.subject_entity_id
+LEFT JOIN rag_entities AS object ON object.id = c.object_entity_id
+WHERE c.community_summary_id = ANY(%(leaves)s)
+GROUP BY c.community_summary_id
+"""
+_EXCERPT_LINES = (
+    "SELECT id, %(excerpt_start)s || id || %(excerpt_middle)s || coalesce(content, '') "
+    "FROM rag_children WHERE id = ANY(%(ids)s)"
+)
+# The rows of a namespace as `_NAMESPACE_CTES` names them, for the selection.
+_NAMESPACE = """
+WITH ns AS (
+    SELECT id, parent_community_id AS parent, level, summary_content AS summary
+    FROM rag_community_summaries WHERE namespace = %(ns)s
+), parent_ids AS (SELECT DISTINCT parent AS id FROM ns WHERE parent IS NOT NULL)
+"""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _text_array(ids: Any) -> list[str]:
+    return [i for i in ids if isinstance(i, str)]
+
+
+class PostgresStore(CommunityStore):
+    """An open PostgreSQL store (read-only). Use `open`."""
+
+    def __init__(self, conn: Any, location: PostgresLocation, columns: Mapping[str, Mapping[str, str]]) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.path = location  # type: ignore[assignment]  # what the faces show: the masked URL
+        self.location = location
+        self.writable = False
+        self._columns = columns
+        self._has_parent_index = True  # PostgreSQL walks either way fast enough: always down
+        self.claim_extras = tuple(c for c in OPTIONAL["rag_claims"] if c in columns.get("rag_claims", {}))
+        summaries = columns.get("rag_community_summaries", {})
+        self.summary_extras = tuple(c for c in OPTIONAL["rag_community_summaries"] if c in summaries)
+        self._members_array = columns["rag_community_summaries"].get("members") == "ARRAY"
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, location: PostgresLocation) -> PostgresStore:  # type: ignore[override]
+        """Connect read-only and check the tables and column types. Raises StoreError (one
+        line, the URL masked) for an unreachable server, a refused login, a database
+        without the tables, or a column of the wrong type."""
+        conn = connect(location)
+        try:
+            columns = _check_schema(conn, location)
+            _check_communities(conn, location)
+            return cls(conn, location, columns)
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def column_names(self, table: str) -> set[str]:
+        return set(self._columns.get(table, {}))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _run(self, work: Any) -> Any:
+        """`work(conn)` under the lock; a connection the server dropped is opened again
+        once. Driver errors become StoreError (one line, masked)."""
+        psycopg = driver()
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return work(self._conn)
+                except psycopg.OperationalError as error:
+                    if attempt == 2 or not (self._conn.broken or self._conn.closed):
+                        raise query_failure(self.location, error) from None
+                    self._conn.close()
+                    try:
+                        self._conn = connect(self.location)
+                    except ConnectFailed as again:
+                        raise StoreError(f"{query_failure(self.location, error)}; connecting again: {again.reason}") from None
+                except psycopg.Error as error:
+                    raise query_failure(self.location, error) from None
+                except UnicodeError as error:
+                    raise StoreError(f"Cannot read store {self.location}: {one_line(str(error), 200)}") from None
+        raise AssertionError("unreachable")
+
+    def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        """A read written in SQLite's dialect (`pg_dialect`), every row."""
+        return self._pg_query(to_postgres(sql), params)
+
+    def _pg_query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        def work(conn: Any) -> list[tuple]:
+            with conn.cursor() as cur:
+                cur.execute(sql, params or None)
+                return cur.fetchall() if cur.description is not None else []
+
+        return self._run(work)  # type: ignore[no-any-return]
+
+    def _stream(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
+        """Every row of a large read, through a server-side cursor, STREAM_ROWS at a time
+        (the driver never holds the whole result besides the rows kept)."""
+
+        def work(conn: Any) -> list[tuple]:
+            rows: list[tuple] = []
+            with conn.transaction(), conn.cursor(name="graphrag_tui_read") as cur:
+                cur.itersize = STREAM_ROWS
+                cur.execute(sql, params or None)
+                while batch := cur.fetchmany(STREAM_ROWS):
+                    rows += batch
+            return rows
+
+        return self._run(work)  # type: ignore[no-any-return]
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        counts: dict[str, dict[str, Any]] = defaultdict(lambda: {"levels": {}})
+        simple = {
+            "community_count": "rag_community_summaries", "claim_count": "rag_claims",
+            "chunk_count": "rag_children", "document_count": "rag_parents", "entity_count": "rag_entities",
+        }
+        for field, table in simple.items():
+            for ns, n in self._pg_query(f"SELECT namespace, count(*) FROM {table} WHERE namespace IS NOT NULL GROUP BY 1"):
+                counts[ns][field] = n
+        for ns, level, n in self._pg_query(
+            "SELECT namespace, level, count(*) FROM rag_community_summaries GROUP BY 1, 2"
+        ):
+            counts[ns]["levels"][int(level)] = n
+        for ns, n in self._pg_query("""
+            SELECT s.namespace, count(*) FROM rag_community_summaries AS s
+            WHERE NOT EXISTS (SELECT 1 FROM rag_community_summaries AS p
+                              WHERE p.parent_community_id = s.id AND p.namespace = s.namespace)
+            GROUP BY s.namespace
+        """):
+            counts[ns]["leaf_count"] = n
+        for figures in counts.values():
+            figures["levels"] = dict(sorted(figures["levels"].items()))
+        return [NamespaceInfo(name=ns, **counts[ns]) for ns in sorted(counts)]
+
+    def _entity_names(self) -> dict[str, str]:
+        return dict(self._stream("SELECT id, name FROM rag_entities WHERE name IS NOT NULL"))
+
+    def _selection(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> tuple[list[tuple], Mapping[str, list[str]]]:
+        params: dict[str, Any] = {"ns": namespace, "level": level, "ids": ids or []}
+        condition = "id NOT IN (SELECT id FROM parent_ids)" if level is None else "level = %(level)s"
+        if ids is not None:  # exactly these (a selection mode chose them)
+            condition = "id = ANY(CAST(%(ids)s AS text[]))"
+        rows = self._stream(f'{_NAMESPACE} SELECT id, summary FROM ns WHERE {condition} ORDER BY id COLLATE "C"', params)
+        # Blank is empty after Python's strip(), as in SQLite (PostgreSQL's trim knows fewer spaces).
+        selected = [row for row in rows if row[1] is not None and row[1].strip()]
+        if not selected or (level is None and ids is None):
+            return selected, {cid: [cid] for cid, _ in selected}
+        leaves_of: defaultdict[str, list[str]] = defaultdict(list)
+        roots = "roots(id) AS (SELECT unnest(CAST(:roots AS text[])))"
+        for root, leaf in self._descendant_leaves(roots, {**params, "roots": list(map(_FIRST, selected))}):
+            leaves_of[root].append(leaf)
+        return selected, leaves_of
+
+    def iter_map_parts(
+        self, namespace: str, level: int | None, ids: list[str] | None = None
+    ) -> Iterator[MapTextParts]:
+        selected, leaves_of = self._selection(namespace, level, ids)
+        if not selected:
+            return
+
+        def read(group: list[tuple], store: PostgresStore) -> tuple[list[tuple], dict[str, Any], dict[str, str]]:
+            leaves = json.loads(_group_leaves(group, leaves_of))
+            rows = store._pg_query(_LEAF_LINES, {**map_parts.LINE_PIECES, "leaves": leaves})
+            by_leaf = {leaf: (lines, chunks) for leaf, lines, chunks in rows}
+            cited = _text_array(dict.fromkeys(chain.from_iterable(map(_SECOND, by_leaf.values()))))
+            excerpts = dict(store._pg_query(_EXCERPT_LINES, {**map_parts.LINE_PIECES, "ids": cited})) if cited else {}
+            return group, by_leaf, excerpts
+
+        with self._second_reader() as second:
+            readers = [self] if second is None else [self, second]
+            for group, by_leaf, excerpts in read_ahead(read, _groups(selected, leaves_of), readers):
+                for cid, summary in group:
+                    found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
+                    chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
+                    excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
+                    yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
+
+    @contextmanager
+    def _second_reader(self) -> Iterator[PostgresStore | None]:  # type: ignore[override]
+        """A second read-only session, for reading ahead (None when it cannot connect)."""
+        try:
+            conn = connect(self.location)
+        except StoreError:
+            yield None
+            return
+        second = PostgresStore(conn, self.location, self._columns)
+        try:
+            yield second
+        finally:
+            second.close()
+
+    def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A namespace's rows of one table (`CommunityStore.iter_table_rows`), streamed
+        through a server-side cursor on a read-only session of its own: `copy`'s read."""
+        sql = to_postgres(table_rows.select_sql(table, extras))
+        convert = table_rows.row_converter(table, extras)
+        psycopg = driver()
+        conn = connect(self.location)
+        try:
+            with conn.transaction(), conn.cursor(name="graphrag_tui_copy") as cur:
+                cur.itersize = STREAM_ROWS
+                cur.execute(sql, (namespace,))
+                while batch := cur.fetchmany(STREAM_ROWS):
+                    yield from map(convert, batch)
+        except psycopg.Error as error:
+            raise query_failure(self.location, error) from None
+        finally:
+            conn.close()
+
+    def entity_communities(self, namespace: str, entity: str) -> list[CommunityRef]:
+        """As in SQLite (`provenance.entity_communities`): the communities of the namespace
+        whose members include `entity`, ASCII letters compared without case."""
+        members = "array_to_string(members, ' ')" if self._members_array else "CAST(members AS text)"
+        pattern = "%" + entity.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._pg_query(
+            "SELECT id, community_name, level, members FROM rag_community_summaries "
+            f"WHERE namespace = %s AND {members} ILIKE %s ESCAPE '\\' ORDER BY level, id COLLATE \"C\"",
+            (namespace, pattern),
+        )
+        wanted = entity.translate(_ASCII_LOWER)
+        return [
+            CommunityRef(id=cid, name=name, level=int(level))
+            for cid, name, level, raw in rows
+            if any(m == entity or m.translate(_ASCII_LOWER) == wanted for m in _parse_members(raw))
+        ]
+
+
+def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, str]]:
+    """Table -> {column: data type} of the store's tables in the session's search path;
+    StoreError when a table or required column is missing or has the wrong type."""
+    psycopg = driver()
+    try:
+        rows = conn.execute(
+            "SELECT c.table_name, c.column_name, c.data_type, c.udt_name FROM information_schema.columns AS c "
+            "WHERE c.table_schema = current_schema() AND c.table_name = ANY(%s)", (list(TABLES),),
+        ).fetchall()
+    except psycopg.Error as error:
+        raise query_failure(location, error) from None
+    columns: dict[str, dict[str, str]] = defaultdict(dict)
+    udt: dict[tuple[str, str], str] = {}
+    for table, column, data_type, udt_name in rows:
+        columns[table][column] = data_type
+        udt[(table, column)] = udt_name
+    missing = [table for table in TABLES if table not in columns]
+    if missing:
+        raise StoreError(f"Not a community store: {location} has no table(s) {', '.join(missing)} "
+                         "(graphrag-ts's schema; import-graphrag or copy can create it)")
+    absent = [f"{t}.{c}" for t, cols in COLUMNS.items() for c in cols if c not in columns[t]]
+    if absent:
+        raise StoreError(f"Not a community store: {location} is missing column(s) {', '.join(absent)}")
+    for table, cols in COLUMNS.items():
+        for column in cols:
+            kind = columns[table][column]
+            if (table, column) in _INTEGER_COLUMNS:
+                ok, wanted = kind in _INTEGER_TYPES, "an integer"
+            elif (table, column) == ("rag_community_summaries", "members"):
+                ok = kind in _MEMBERS_TYPES and (kind != "ARRAY" or udt[(table, column)] in ("_text", "_varchar"))
+                wanted = "TEXT[] (or JSON text)"
+            else:
+                ok, wanted = kind in _TEXT_TYPES, "text"
+            if not ok:
+                shown = udt[(table, column)] if kind in ("ARRAY", "USER-DEFINED") else kind
+                raise StoreError(f"Bad community store {location}: {table}.{column} is {shown}, not {wanted}")
+    return {table: dict(cols) for table, cols in columns.items()}
+
+
+def _check_communities(conn: Any, location: PostgresLocation) -> None:
+    """What the types cannot say: a NULL namespace (graphrag-ts forbids it; a copied
+    table may not)."""
+    psycopg = driver()
+    try:
+        row = conn.execute("SELECT id FROM rag_community_summaries WHERE namespace IS NULL LIMIT 1").fetchone()
+    except psycopg.Error as error:
+        raise query_failure(location, error) from None
+    if row is not None:
+        raise StoreError(f"Bad community store {location}: rag_community_summaries.namespace is NULL "
+                         f"(row with id '{one_line(str(row[0]), 80)}')")

@@ -1,0 +1,28 @@
+"""Where the user's files are by default (platformdirs), and the prefix of the user's
+variables: what a command needs to know before it reads any setting (config.py reads them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "graphrag-tui"
+ENV_PREFIX = "GRAPHRAG_TUI_"
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_history_path() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
+
+
+def has_user_settings(config_path: Path | None, environ: Mapping[str, str]) -> bool:
+    """Whether the user's defaults could say anything: a config file (given, or at its
+    default place) or a GRAPHRAG_TUI_* variable that is not empty (config.py reads no other)."""
+    if config_path is not None or default_config_path().is_file():
+        return True
+    return any(name.startswith(ENV_PREFIX) and value != "" for name, value in environ.items())

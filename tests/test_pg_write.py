@@ -1,0 +1,336 @@
+"""Writing into PostgreSQL (issue 14): `copy` between stores and `import-graphrag` into
+graphrag-ts's tables, run as the real CLI against the throwaway test cluster."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphrag_tui.store.pg_adapt import description_hash, shorten
+from graphrag_tui.store.schema import COLUMNS, TABLES
+from tests.cli_runner import Run, run_cli
+from tests.conftest import PgDatabase
+from tests.stores import build_store
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_db" / "sample.db"
+CAROL = next(
+    (folder / "shared" / "graphrag-sample-data" / "msgraphrag-v3-christmas-carol"
+     for folder in Path(__file__).resolve().parents[1:4]
+     if (folder / "shared" / "graphrag-sample-data").is_dir()),
+    Path("/nonexistent"),
+)
+
+
+def cli(database: PgDatabase, *args: str) -> Run:
+    """The CLI; no password of the cluster is ever in what it prints."""
+    run = run_cli(*args, timeout=300)
+    for password in database.passwords:
+        assert password not in run.stdout + run.stderr
+    return run
+
+
+def sqlite_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        result = {}
+        for table in TABLES:
+            present = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            result[table] = conn.execute(f"SELECT {', '.join(present)} FROM {table} ORDER BY id").fetchall()
+        return result
+    finally:
+        conn.close()
+
+
+def pg_rows(database: PgDatabase, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with database.admin_connect() as conn:
+        return conn.execute(sql, params or None).fetchall()
+
+
+def pg_counts(database: PgDatabase) -> dict[str, int]:
+    return {table: pg_rows(database, f"SELECT count(*) FROM {table}")[0][0] for table in TABLES}
+
+
+def pg_tables(database: PgDatabase) -> list[str]:
+    return [row[0] for row in pg_rows(
+        database, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")]
+
+
+def masked(database: PgDatabase) -> str:
+    return f"postgresql://postgres:***@127.0.0.1:{database.cluster.port}/{database.name}"
+
+
+# --- copy ----------------------------------------------------------------------------------
+
+
+def test_round_trip_sqlite_postgres_sqlite_gives_identical_rows(pg_database: PgDatabase, tmp_path: Path) -> None:
+    source = build_store(
+        tmp_path / "extras.db",
+        [{"id": "ns/1", "community_name": "Harbour", "summary_content": "Ships.", "members": '["Port", "Pier"]'},
+         {"id": "ns/2", "community_name": "Pier", "summary_content": "Boats.", "level": 1, "parent_community_id": "ns/1",
+          "members": '["Pier"]'}],
+        entities=[{"id": "e1", "name": "Port", "description": "the port"}, {"id": "e2", "name": "Pier"}],
+        documents=[{"id": "d1", "title": "Report", "content": "All of it."}],
+        chunks=[{"id": "k1", "parent_id": "d1", "content": "Part of it."}],
+        claims=[{"id": "c1", "subject_entity_id": "e1", "object_entity_id": "e2", "description": "owns the pier",
+                 "source_parent_id": "d1", "source_chunk_id": "k1", "community_summary_id": "ns/2",
+                 "source_text": "the port owns the pier", "type": "OWNERSHIP", "status": "TRUE",
+                 "start_date": "1900-01-01", "end_date": None}],
+    )
+    for store in (SAMPLE, source):
+        out = cli(pg_database, "copy", str(store), pg_database.admin_url, "--replace", "--json")
+        assert out.code == 0, out.stderr
+    back = tmp_path / "back.db"
+    run = cli(pg_database, "copy", pg_database.url, str(back), "--json")
+    assert run.code == 0, run.stderr
+    assert run.json["source"] == f"postgresql://graphrag_reader:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+    assert [ns["name"] for ns in run.json["namespaces"]] == ["harbor-city", "ns", "tea-history-zh"]
+    assert run.json["adaptations"]["adapted"] == run.json["adaptations"]["skipped"] == 0
+    both = {table: sorted(sqlite_rows(SAMPLE)[table] + [row[:len(COLUMNS[table])] for row in sqlite_rows(source)[table]])
+            for table in TABLES if table != "rag_claims"}
+    got = sqlite_rows(back)
+    for table in both:
+        assert got[table] == both[table], table
+    extras_claim = sqlite_rows(source)["rag_claims"]
+    assert [row for row in got["rag_claims"] if row[0] == "c1"] == extras_claim
+    sample_claims = sqlite_rows(SAMPLE)["rag_claims"]
+    assert sorted(row[:8] for row in got["rag_claims"] if row[0] != "c1") == sorted(sample_claims)
+    assert len(got["rag_claims"]) == len(sample_claims) + 1
+
+
+def test_copy_text_report_counts_and_json(pg_database: PgDatabase, tmp_path: Path) -> None:
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city")
+    assert run.code == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        f"Copied 1 namespace(s) from {SAMPLE} into new store {masked(pg_database)}",
+        "  'harbor-city': 7 documents, 61 chunks, 49 entities, 28 communities, 236 claims",
+        "Rows written: 381",
+        "Adaptations: none",
+    ]
+    assert pg_counts(pg_database) == {"rag_parents": 7, "rag_children": 61, "rag_entities": 49,
+                                      "rag_community_summaries": 28, "rag_claims": 236}
+    # the hash graphrag-ts would compute, on every claim
+    for description, stored in pg_rows(pg_database, "SELECT description, description_hash FROM rag_claims"):
+        assert stored == description_hash(description)
+    out = tmp_path / "one.db"
+    run = cli(pg_database, "copy", pg_database.url, str(out), "--json")
+    assert run.code == 0, run.stderr
+    assert run.json["namespaces"] == [{"name": "harbor-city", "replaced_rows": 0, "rows": {
+        "documents": 7, "chunks": 61, "entities": 49, "communities": 28, "claims": 236}}]
+    assert run.json["new_store"] is True and run.json["rows"] == 381
+
+
+def test_an_existing_namespace_is_refused_without_replace_and_nothing_is_written(
+        pg_database: PgDatabase, tmp_path: Path) -> None:
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    before = pg_counts(pg_database)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url)  # both namespaces; one exists
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr == (f"graphrag-tui: error: copy: {masked(pg_database)} already has namespace(s) 'harbor-city'; "
+                          "--replace replaces them; nothing was written\n")
+    assert pg_counts(pg_database) == before  # tea-history-zh was not written either
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--replace")
+    assert run.code == 0, run.stderr
+    assert "  'harbor-city': 7 documents, 61 chunks, 49 entities, 28 communities, 236 claims " \
+           "(replaced its previous 381 rows)" in run.stdout.splitlines()
+    assert sum(pg_counts(pg_database).values()) == 669
+    # into SQLite: the same refusal, and the file is left as it was
+    target = tmp_path / "t.db"
+    assert cli(pg_database, "copy", str(SAMPLE), str(target), "--namespace", "tea-history-zh").code == 0
+    data = target.read_bytes()
+    run = cli(pg_database, "copy", pg_database.url, str(target))
+    assert run.code == 2
+    assert run.stderr == (f"graphrag-tui: error: copy: {target} already has namespace(s) 'tea-history-zh'; "
+                          "--replace replaces them; nothing was written\n")
+    assert target.read_bytes() == data
+    # a new file that a refused copy would have created is not left behind
+    run = cli(pg_database, "copy", pg_database.url, str(tmp_path / "new.db"), "--namespace", "nope")
+    assert run.code == 2 and "namespace 'nope' is not in" in run.stderr
+    assert not (tmp_path / "new.db").exists()
+
+
+def hostile_store(path: Path) -> Path:
+    """Rows SQLite accepts and graphrag-ts's constraints do not."""
+    long_name = "Lighthouse keeper " * 15  # 270 characters
+    return build_store(
+        path,
+        [{"id": "ns/1", "community_name": None, "summary_content": "Root.", "members": None},
+         {"id": "ns/2", "community_name": "Pier", "summary_content": "Leaf.", "level": 1,
+          "parent_community_id": "ns/gone", "members": '["Pier"]'}],
+        entities=[{"id": "e1", "name": "Port"}, {"id": "e2", "name": long_name}],
+        documents=[{"id": "d1", "title": "Report", "content": None}],
+        chunks=[{"id": "k1", "parent_id": "d1", "content": "Part."}, {"id": "k2", "parent_id": "d-gone", "content": "x"}],
+        claims=[
+            {"id": "c1", "subject_entity_id": "e1", "description": "Owns the pier", "community_summary_id": "ns/2"},
+            {"id": "c2", "subject_entity_id": "e1", "description": "  owns the PIER ", "community_summary_id": "ns/2"},
+            {"id": "c3", "subject_entity_id": "e-gone", "description": "floats", "community_summary_id": "ns/2"},
+            {"id": "c4", "subject_entity_id": "e2", "object_entity_id": "e-gone", "description": "sinks",
+             "source_chunk_id": "k2", "community_summary_id": "ns/2"},
+        ],
+    )
+
+
+def test_adaptations_and_skips_are_reported_and_strict_refuses(pg_database: PgDatabase, tmp_path: Path) -> None:
+    store = hostile_store(tmp_path / "hostile.db")
+    long_name = "Lighthouse keeper " * 15
+    run = cli(pg_database, "copy", str(store), pg_database.admin_url, "--strict")
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr == ("graphrag-tui: error: --strict: rag_parents d1: content NULL became ''; nothing was "
+                          "written (without --strict the row is adapted or skipped and reported)\n")
+    assert pg_tables(pg_database) == []  # even graphrag-ts's tables were rolled back
+
+    run = cli(pg_database, "copy", str(store), pg_database.admin_url)
+    assert run.code == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        f"Copied 1 namespace(s) from {store} into new store {masked(pg_database)}",
+        "  'ns': 1 documents, 1 chunks, 2 entities, 2 communities, 2 claims",
+        "Rows written: 8",
+        "Adaptations: 7 value(s) adapted, 3 row(s) skipped",
+        "  rag_parents d1: content NULL became ''",
+        "  rag_children k2: skipped: its parent_id d-gone is not in rag_parents",
+        f"  rag_entities e2: name of 270 characters shortened to 200: {shorten(long_name, 200)!r}",
+        "  rag_community_summaries ns/1: community_name NULL became ''",
+        "  rag_community_summaries ns/1: members NULL became the empty list",
+        "  rag_community_summaries ns/2: parent_community_id ns/gone is not in rag_community_summaries: became NULL",
+        "  rag_claims c2: skipped: same (namespace, subject_entity_id, description_hash) as c1, which is kept",
+        "  rag_claims c3: skipped: its subject_entity_id e-gone is not in rag_entities",
+        "  rag_claims c4: object_entity_id e-gone is not in rag_entities: became NULL",
+        "  rag_claims c4: source_chunk_id k2 is not in rag_children: became NULL",
+    ]
+    assert pg_rows(pg_database, "SELECT id, object_entity_id, source_chunk_id, description FROM rag_claims ORDER BY id") \
+        == [("c1", None, None, "Owns the pier"), ("c4", None, None, "sinks")]
+    assert pg_rows(pg_database, "SELECT name FROM rag_entities WHERE id = 'e2'") == [(shorten(long_name, 200),)]
+    assert pg_rows(pg_database, "SELECT id, parent_community_id, members FROM rag_community_summaries ORDER BY id") \
+        == [("ns/1", None, []), ("ns/2", None, ["Pier"])]
+
+
+def test_bad_destinations_are_one_line(pg_database: PgDatabase, tmp_path: Path) -> None:
+    wrong = pg_database.cluster.url(pg_database.name, role="postgres", password="wrong-secret")
+    run = run_cli("copy", str(SAMPLE), wrong)
+    assert run.code == 2 and "wrong-secret" not in run.stdout + run.stderr
+    assert run.stderr.startswith(f"graphrag-tui: error: Cannot open store {masked(pg_database)}: the server refused the login")
+    assert len(run.stderr.splitlines()) == 1
+    # the reader may not write: refused, nothing written, one line
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.url)
+    assert run.code == 2 and len(run.stderr.splitlines()) == 1
+    assert "nothing was written" in run.stderr and "permission denied" in run.stderr
+    assert pg_tables(pg_database) == []
+    run = cli(pg_database, "copy", str(SAMPLE), str(SAMPLE))
+    assert run.code == 2
+    assert run.stderr == f"graphrag-tui: error: copy: the source and the destination are the same store: {SAMPLE}\n"
+
+
+# --- import-graphrag into PostgreSQL ------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CAROL.is_dir(), reason="shared GraphRAG sample data not present")
+def test_import_the_christmas_carol_into_postgres(graphrag_ts_database: PgDatabase) -> None:
+    """The real output has 5 entity names longer than VARCHAR(200) (quotes taken as claim
+    subjects) and one pair of claims about one subject with the same (empty) description:
+    the names are shortened, the second claim of the pair skipped."""
+    database = graphrag_ts_database
+    run = cli(database, "import-graphrag", str(CAROL), database.admin_url, "--namespace", "carol")
+    assert run.code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[1] == f"  into store {masked(database)}, namespace 'carol' (community text: summary)"
+    start = lines.index("Adaptations: 5 value(s) adapted, 1 row(s) skipped")
+    changes = lines[start + 1:]
+    assert len(changes) == 6
+    shortened = [re.fullmatch(r"  rag_entities (carol/claim-entity-\d+): name of (\d+) characters shortened to 200: .*"
+                              r" ~[0-9a-f]{8}['\"]", line) for line in changes[:5]]
+    assert all(shortened)
+    assert sorted(int(m.group(2)) for m in shortened if m) == [225, 227, 233, 234, 243]
+    assert changes[5] == ("  rag_claims carol/70: skipped: same (namespace, subject_entity_id, description_hash) "
+                          "as carol/66, which is kept")
+    assert pg_counts(database) == {"rag_parents": 1, "rag_children": 42, "rag_entities": 599,
+                                   "rag_community_summaries": 122, "rag_claims": 405}
+    assert pg_rows(database, "SELECT max(length(name)), count(*) FILTER (WHERE name ~ ' ~[0-9a-f]{8}$') "
+                             "FROM rag_entities") == [(200, 5)]
+    assert pg_rows(database, "SELECT description, subject_entity_id FROM rag_claims WHERE id = 'carol/66'") \
+        == [("", "carol/claim-entity-7")]
+    # again: the namespace is replaced, as on SQLite
+    run = cli(database, "import-graphrag", str(CAROL), database.admin_url, "--namespace", "carol")
+    assert run.code == 0, run.stderr
+    assert "  replaced the namespace's previous 1169 rows" in run.stdout.splitlines()
+    assert sum(pg_counts(database).values()) == 1169
+    # --strict: refused, the namespace left as it was
+    run = cli(database, "import-graphrag", str(CAROL), database.admin_url, "--namespace", "carol2", "--strict")
+    assert run.code == 2
+    assert re.fullmatch(r"graphrag-tui: error: --strict: rag_entities carol2/claim-entity-\d+: name of \d+ characters "
+                        r"shortened to 200: .*; nothing was written \(without --strict the row is adapted or "
+                        r"skipped and reported\)\n", run.stderr)
+    assert sum(pg_counts(database).values()) == 1169
+
+
+def test_postgres_to_postgres_and_sqlite_to_sqlite(postgres_cluster: Any, pg_database: PgDatabase,
+                                                    tmp_path: Path) -> None:
+    from tests.conftest import _fresh_database
+
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url).code == 0
+    other = _fresh_database(postgres_cluster)
+    try:
+        run = cli(other, "copy", pg_database.url, other.admin_url, "--namespace", "tea-history-zh", "--json")
+        assert run.code == 0, run.stderr
+        assert run.json["rows"] == 288 and run.json["adaptations"]["adapted"] == 0
+        columns = "id, namespace, subject_entity_id, object_entity_id, description, description_hash, " \
+                  "source_parent_id, source_chunk_id, community_summary_id"
+        query = f"SELECT {columns} FROM rag_claims WHERE namespace = 'tea-history-zh' ORDER BY id"
+        assert pg_rows(other, query) == pg_rows(pg_database, query)
+        query = "SELECT id, namespace, community_name, summary_content, level, parent_community_id, members " \
+                "FROM rag_community_summaries WHERE namespace = 'tea-history-zh' ORDER BY id"
+        assert pg_rows(other, query) == pg_rows(pg_database, query)
+    finally:
+        postgres_cluster.drop_database(other.name)
+    copied = tmp_path / "copy.db"
+    run = run_cli("copy", str(SAMPLE), str(copied))
+    assert run.code == 0, run.stderr
+    assert sqlite_rows(copied) == sqlite_rows(SAMPLE)
+
+
+def test_a_database_with_part_of_graphrag_ts_tables_is_refused(pg_database: PgDatabase) -> None:
+    with pg_database.admin_connect() as conn:
+        conn.execute("CREATE TABLE rag_parents (id TEXT PRIMARY KEY, namespace TEXT NOT NULL, title TEXT, content TEXT)")
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url)
+    assert run.code == 2
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: it has some of graphrag-ts's "
+                          "tables but not rag_children, rag_entities, rag_community_summaries, rag_claims; "
+                          "nothing was written\n")
+    with pg_database.admin_connect() as conn:
+        conn.execute("DROP TABLE rag_parents")
+        for statement in ("CREATE TABLE rag_parents (id TEXT PRIMARY KEY, namespace TEXT, title TEXT, content TEXT)",
+                          "CREATE TABLE rag_children (id TEXT PRIMARY KEY, namespace TEXT, parent_id TEXT, content TEXT)",
+                          "CREATE TABLE rag_entities (id TEXT PRIMARY KEY, namespace TEXT, name TEXT, description TEXT)",
+                          "CREATE TABLE rag_community_summaries (id TEXT PRIMARY KEY, namespace TEXT, "
+                          "community_name TEXT, summary_content TEXT)",
+                          "CREATE TABLE rag_claims (id TEXT PRIMARY KEY, namespace TEXT, subject_entity_id TEXT, "
+                          "object_entity_id TEXT, description TEXT, description_hash TEXT, source_parent_id TEXT, "
+                          "source_chunk_id TEXT, community_summary_id TEXT)"):
+            conn.execute(statement)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url)
+    assert run.code == 2
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: table rag_community_summaries "
+                          "has no column(s) level, parent_community_id, members (graphrag-ts's migrations are not all "
+                          "applied); nothing was written\n")
+
+
+def test_bad_sqlite_sources_and_destinations_are_one_line(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a store")
+    cases = [
+        (("copy", str(tmp_path / "missing.db"), str(tmp_path / "out.db")),
+         f"Store not found: {tmp_path / 'missing.db'}"),
+        (("copy", str(SAMPLE), str(tmp_path / "no" / "out.db")),
+         f"copy: the destination's folder does not exist: {tmp_path / 'no'}"),
+        (("copy", str(SAMPLE), str(tmp_path)), f"copy: the destination is a folder: {tmp_path}"),
+        (("copy", str(SAMPLE), str(text)), f"copy: the destination is not a SQLite store: {text}"),
+        (("copy", str(SAMPLE), str(tmp_path / "out.db"), "--namespace", "nope"),
+         f"copy: namespace 'nope' is not in {SAMPLE} (it has: 'harbor-city', 'tea-history-zh')"),
+    ]
+    for args, message in cases:
+        run = run_cli(*args)
+        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert text.read_text() == "not a store"

@@ -1,0 +1,304 @@
+"""PostgreSQL stores end to end, against the throwaway cluster (tests/postgres_cluster.py):
+the same batches, prompts and results as SQLite, a database that is never written, the
+collation, the faults, and the password that is never shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphrag_tui.store import CommunityStore, StoreError
+from graphrag_tui.store.opening import open_store
+from tests.chat_server import Received, Reply, ScriptedChatServer, community_of, map_reply, reduce_reply
+from tests.cli_runner import run_cli
+from tests.conftest import PgDatabase, import_psycopg
+from tests.pg_stores import SAMPLE, copy_sqlite_to_postgres, settled_writes
+from tests.postgres_cluster import PostgresCluster
+from tests.stores import build_store
+
+psycopg = import_psycopg()
+
+QUESTION = "Who pays for the harbour?"
+#: Fields of a run's JSON that differ from run to run whatever the store.
+VOLATILE = ("run_id", "started_at", "finished_at", "duration_s", "elapsed_s")
+
+
+def by_community(request: Received) -> Reply:
+    """A Map reply that depends only on the batch's first community; one Reduce reply."""
+    if request.stage == "reduce":
+        return reduce_reply("The port authority pays.")
+    community = community_of(request)
+    return map_reply(f"Notes on {community}.", sum(map(ord, community)) % 100)
+
+
+def _stable(document: Any) -> Any:
+    if isinstance(document, dict):
+        return {k: _stable(v) for k, v in document.items() if k not in VOLATILE and not k.endswith("_ms")}
+    if isinstance(document, list):
+        return [_stable(v) for v in document]
+    return document
+
+
+def _query(store: str, server: ScriptedChatServer, namespace: str, *flags: str):
+    return run_cli("query", store, QUESTION, "--namespace", namespace, "--base-url", server.base_url, "--model", "m1",
+                   "--seed", "7", "--json", "--no-history", "--no-config", "--map-budget", "900", *flags, timeout=120)
+
+
+
+@pytest.mark.parametrize("namespace", ["harbor-city", "tea-history-zh"])
+def test_query_seed_7_gives_the_same_batches_prompts_and_result_on_sqlite_and_postgres(
+    sample_pg: PgDatabase, namespace: str
+) -> None:
+    runs = {}
+    for name, store in (("sqlite", str(SAMPLE)), ("postgres", sample_pg.url)):
+        with ScriptedChatServer(by_community) as server:
+            run = _query(store, server, namespace)
+            assert run.code == 0, run.stderr
+            prompts = sorted(r.prompt for r in server.requests if r.endpoint.endswith("/chat/completions"))
+        runs[name] = (_stable(run.json), prompts, run)
+    sqlite_result, sqlite_prompts, _ = runs["sqlite"]
+    pg_result, pg_prompts, pg_run = runs["postgres"]
+    assert sqlite_result["batch_count"] > 3 and sqlite_result["status"] == "completed"
+    assert pg_prompts == sqlite_prompts
+    assert pg_result == sqlite_result
+    for password in sample_pg.passwords:
+        assert password not in pg_run.stdout + pg_run.stderr
+
+
+def test_plan_info_show_tree_and_search_read_the_database(sample_pg: PgDatabase) -> None:
+    ns = ("--namespace", "harbor-city")
+    for args in (("plan", "{s}", QUESTION, "--seed", "7", "--json", "--no-config", *ns), ("info", "{s}", "--json"),
+                 ("plan", "{s}", QUESTION, "--level", "0", "--seed", "3", "--json", "--namespace", "tea-history-zh",
+                  "--no-config"),
+                 ("tree", "{s}", "--json", *ns), ("show", "{s}", "1", "--json", *ns)):
+        sqlite = run_cli(*(a.format(s=SAMPLE) for a in args))
+        pg = run_cli(*(a.format(s=sample_pg.url) for a in args))
+        assert (sqlite.code, pg.code) == (0, 0), (args, sqlite.stderr, pg.stderr)
+        if args[0] == "info":
+            assert pg.json["store"] == sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+            assert pg.json["namespaces"] == sqlite.json["namespaces"]
+        else:
+            assert pg.json == sqlite.json, args
+        for password in sample_pg.passwords:
+            assert password not in pg.stdout + pg.stderr
+    # The server's text search finds what the SQLite index finds for plain words (ranked its own way).
+    for words in ("harbor", "port authority"):
+        by_store = [run_cli("search", store, words, "--json", "--limit", "500", *ns) for store in (str(SAMPLE), sample_pg.url)]
+        assert [r.code for r in by_store] == [0, 0], [r.stderr for r in by_store]
+        sqlite_ids, pg_ids = ({k: sorted(h["id"] for h in hits) for k, hits in r.json["results"].items()} for r in by_store)
+        assert sum(map(len, pg_ids.values())) > 3
+        assert pg_ids == sqlite_ids, words
+
+
+# -- the collation ---------------------------------------------------------------------------
+
+#: Ids whose order by code point ("10" < "9" < "B" < "Z" < "_z" < "a") is not en-US's.
+ICU_IDS = ["c/a", "c/B", "c/_z", "c/10", "c/9", "c/Z", "c/é", "c/b"]
+
+
+def test_a_database_with_an_icu_collation_gives_the_same_batches(tmp_path: Path, icu_database: PgDatabase) -> None:
+    pad = " Ships come and go from the harbour every day of the year." * 8
+    path = build_store(
+        tmp_path / "icu.db",
+        [{"id": "c/root", "community_name": "Root", "summary_content": "All of it." + pad},
+         *({"id": cid, "community_name": cid, "summary_content": f"Community {cid}." + pad, "level": 1,
+            "parent_community_id": "c/root"} for cid in ICU_IDS)],
+        entities=[{"id": "e/1", "name": "Harbour"}],
+        claims=[{"id": f"k/{i}{suffix}", "subject_entity_id": "e/1", "description": f"claim {i}{suffix}",
+                 "community_summary_id": cid} for i, cid in enumerate(ICU_IDS) for suffix in ("A", "b", "_", "1")],
+    )
+    copy_sqlite_to_postgres(path, icu_database, strict=True)
+    with psycopg.connect(icu_database.url) as conn:  # the database does sort by en-US: the test can fail
+        natural = [r[0] for r in conn.execute("SELECT id FROM rag_community_summaries WHERE level = 1 ORDER BY id")]
+    assert natural != sorted(ICU_IDS)
+    with CommunityStore.open(path) as sqlite, open_store(icu_database.url) as pg:
+        for level in (None, 0, 1):
+            assert list(pg.iter_map_parts("ns", level)) == list(sqlite.iter_map_parts("ns", level))
+            assert pg.select_communities("ns", level) == sqlite.select_communities("ns", level)
+        assert [c.id for c in pg.select_communities("ns", None)] == sorted(ICU_IDS)
+        assert pg.community("c/root") == sqlite.community("c/root")
+    for order in (("--no-shuffle",), ("--seed", "11")):
+        plans = [run_cli("plan", store, QUESTION, "--map-budget", "400", "--map-reserve", "0", "--json", "--no-config",
+                         *order) for store in (str(path), icu_database.url)]
+        assert [p.code for p in plans] == [0, 0], [p.stderr for p in plans]
+        assert len(plans[0].json["batches"]) > 2
+        assert plans[1].json == plans[0].json
+
+
+# -- read-only --------------------------------------------------------------------------------
+
+
+def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sample_pg: PgDatabase) -> None:
+    with open_store(sample_pg.admin_url) as store:
+        with pytest.raises(StoreError, match="read-only transaction") as refused:
+            store._pg_query("CREATE TABLE intruder (a int)")
+        assert sample_pg.cluster.admin_password not in str(refused.value)
+        assert "***" in str(refused.value)
+        assert store._pg_query("SHOW statement_timeout") == [("1min",)]
+        assert store._pg_query("SHOW default_transaction_read_only") == [("on",)]
+
+
+def test_cli_commands_write_nothing(sample_pg: PgDatabase, tmp_path: Path) -> None:
+    before = settled_writes(sample_pg)
+    assert before["rag_claims"] == (401, 0, 0)  # the copy's rows: the statistics see writes
+    ns = ("--namespace", "harbor-city")
+    with ScriptedChatServer(by_community) as server:
+        run = _query(sample_pg.url, server, "harbor-city")
+        assert run.code == 0, run.stderr
+        recorded = run_cli("query", sample_pg.url, QUESTION, *ns, "--base-url", server.base_url, "--model", "m1",
+                           "--history", str(tmp_path / "runs.db"), "--json", "--no-config")
+        assert recorded.code == 0, recorded.stderr
+    for args in (("plan", sample_pg.url, QUESTION, *ns), ("info", sample_pg.url), ("tree", sample_pg.url, *ns),
+                 ("show", sample_pg.url, "1", *ns), ("search", sample_pg.url, "harbor", *ns)):
+        assert run_cli(*args).code == 0, args
+    runs = run_cli("runs", "list", "--history", str(tmp_path / "runs.db"), "--json", "--store", sample_pg.url)
+    assert [r["store"] for r in runs.json["runs"]] == [sample_pg.url.replace(sample_pg.cluster.reader_password, "***")]
+    assert sample_pg.cluster.reader_password not in (tmp_path / "runs.db").read_bytes().decode("latin-1")
+    assert settled_writes(sample_pg) == before
+
+
+# -- faults: one line, exit 2, the password masked ---------------------------------------------
+
+
+def _one_line_error(run: Any, *secrets: str) -> str:
+    assert run.code == 2, (run.code, run.stdout, run.stderr)
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    for secret in secrets:
+        assert secret not in run.stdout + run.stderr
+    return lines[0]
+
+
+def test_an_unreachable_server(postgres_cluster: PostgresCluster) -> None:
+    from tests.postgres_cluster import _free_port
+
+    port = _free_port()
+    url = f"postgresql://alice:unreach-s3cret@127.0.0.1:{port}/graph"
+    for command in (("info", url), ("plan", url, QUESTION), ("tree", url)):
+        line = _one_line_error(run_cli(*command), "unreach-s3cret")
+        assert line.startswith(
+            f"graphrag-tui: error: Cannot reach the database server of store postgresql://alice:***@127.0.0.1:{port}/graph: "
+        ), line
+        assert "refused" in line
+
+
+def test_failed_authentication(sample_pg: PgDatabase) -> None:
+    url = sample_pg.cluster.url(sample_pg.name, password="wrong-pass-42")
+    line = _one_line_error(run_cli("info", url), "wrong-pass-42", *sample_pg.passwords)
+    assert line == (f"graphrag-tui: error: Cannot open store postgresql://graphrag_reader:***@127.0.0.1:"
+                    f"{sample_pg.cluster.port}/{sample_pg.name}: the server refused the login (connection failed: "
+                    f"connection to server at \"127.0.0.1\", port {sample_pg.cluster.port} failed: FATAL: password "
+                    f"authentication failed for user \"graphrag_reader\")")
+
+
+def test_a_database_without_the_tables(pg_database: PgDatabase) -> None:
+    line = _one_line_error(run_cli("info", pg_database.url), *pg_database.passwords)
+    assert line == (f"graphrag-tui: error: Not a community store: postgresql://graphrag_reader:***@127.0.0.1:"
+                    f"{pg_database.cluster.port}/{pg_database.name} has no table(s) rag_parents, rag_children, "
+                    "rag_entities, rag_community_summaries, rag_claims (graphrag-ts's schema; import-graphrag or copy "
+                    "can create it)")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ("ALTER TABLE rag_community_summaries ALTER COLUMN level TYPE text", "rag_community_summaries.level is text, not an integer"),
+    ("ALTER TABLE rag_claims DROP CONSTRAINT rag_claims_community_summary_id_fkey, "
+     "ALTER COLUMN community_summary_id TYPE integer USING NULL",
+     "rag_claims.community_summary_id is integer, not text"),
+    ("ALTER TABLE rag_community_summaries ALTER COLUMN members DROP DEFAULT, "
+     "ALTER COLUMN members TYPE integer[] USING NULL", "rag_community_summaries.members is _int4, not TEXT[] (or JSON text)"),
+])
+def test_a_column_of_the_wrong_type(graphrag_ts_database: PgDatabase, change: str, problem: str) -> None:
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute(change)
+    line = _one_line_error(run_cli("info", graphrag_ts_database.url), *graphrag_ts_database.passwords)
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    assert line == f"graphrag-tui: error: Bad community store {masked}: {problem}"
+
+
+@pytest.mark.parametrize(("column", "problem"), [("level", "level is NULL, not an integer"),
+                                               ("namespace", "namespace is NULL, not text")])
+def test_a_null_where_a_community_needs_a_value(graphrag_ts_database: PgDatabase, column: str, problem: str) -> None:
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute(f"ALTER TABLE rag_community_summaries ALTER COLUMN {column} DROP NOT NULL")
+        conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level) "
+                     "VALUES ('ns/1', 'ns', 'One', 'Fine.', 0), ('ns/2', 'ns', 'Two', 'Bad.', 1)")
+        conn.execute(f"UPDATE rag_community_summaries SET {column} = NULL WHERE id = 'ns/2'")
+    line = _one_line_error(run_cli("info", graphrag_ts_database.url), *graphrag_ts_database.passwords)
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    assert line == f"graphrag-tui: error: Bad community store {masked}: rag_community_summaries.{problem} (row with id 'ns/2')"
+
+
+def test_a_malformed_url_is_masked_in_the_argument_error() -> None:
+    line = _one_line_error(run_cli("info", "postgresql://bob:p4ss-w0rd@db.example:notaport/graph"), "p4ss-w0rd")
+    assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL: postgresql://bob:***@db.example:notaport/graph "
+                    "(see graphrag-tui info --help)")
+
+
+def test_without_the_driver_a_url_is_the_install_hint(tmp_path: Path) -> None:
+    # A psycopg that cannot be imported, first on the path: as if the extra were not installed.
+    (tmp_path / "psycopg").mkdir()
+    (tmp_path / "psycopg" / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    from tests.cli_runner import clean_env
+
+    env = clean_env(PYTHONPATH=f"{tmp_path}:{Path(__file__).resolve().parent.parent}")
+    line = _one_line_error(run_cli("info", "postgresql://bob:hint-s3cret@127.0.0.1:1/graph", env=env), "hint-s3cret")
+    assert line == "graphrag-tui: error: PostgreSQL stores need the psycopg driver: pip install 'graphrag-tui[postgres]'"
+    assert run_cli("info", str(SAMPLE), env=env).code == 0  # SQLite stores need no driver
+
+
+def test_libpq_environment_supplies_what_the_url_leaves_out(sample_pg: PgDatabase) -> None:
+    from tests.cli_runner import clean_env
+
+    cluster = sample_pg.cluster
+    env = clean_env(PGHOST="127.0.0.1", PGPORT=str(cluster.port), PGUSER="graphrag_reader",
+                    PGPASSWORD=cluster.reader_password, PGSSLMODE="disable")
+    run = run_cli("info", f"postgresql:///{sample_pg.name}", "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert run.json["store"] == f"postgresql:///{sample_pg.name}"
+    assert [n["name"] for n in run.json["namespaces"]] == ["harbor-city", "tea-history-zh"]
+    assert cluster.reader_password not in run.stdout + run.stderr
+
+
+def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(sample_pg: PgDatabase, tmp_path: Path) -> None:
+    from tests.cli_runner import clean_env
+
+    history = str(tmp_path / "runs.db")
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    with ScriptedChatServer(by_community) as server:
+        first = run_cli("query", sample_pg.url, QUESTION, "--namespace", "harbor-city", "--base-url", server.base_url,
+                        "--model", "m1", "--seed", "7", "--history", history, "--json", "--no-config")
+        assert first.code == 0, first.stderr
+        run_id = first.json["run_id"]
+        # The history keeps the URL masked: the password comes from libpq's environment (or ~/.pgpass).
+        refused = run_cli("rerun", run_id, "--all", "--history", history, "--json", "--no-config")
+        line = _one_line_error(refused, *sample_pg.passwords)
+        assert line.startswith(f"graphrag-tui: error: Cannot open store {masked}: the server refused the login ("), line
+        env = clean_env(PGPASSWORD=sample_pg.cluster.reader_password)
+        again = run_cli("rerun", run_id, "--all", "--history", history, "--json", "--no-config", env=env)
+        assert again.code == 0, again.stderr
+    assert again.json["parent_run_id"] == run_id
+    assert _stable(again.json)["batches"] == _stable(first.json)["batches"]
+    # The export reads the communities the answer rests on from the database.
+    exported = run_cli("runs", "export", run_id, str(tmp_path / "report"), "--history", history, "--no-config", env=env)
+    assert exported.code == 0, exported.stderr
+    report = (tmp_path / "report.md").read_text()
+    cited = first.json["batches"][0]["community_ids"][0]
+    with open_store(sample_pg.url) as store:
+        detail = store.community(cited)
+    assert detail is not None and detail.summary.splitlines()[0] in report
+    for password in sample_pg.passwords:
+        assert password not in again.stdout + again.stderr + exported.stdout + exported.stderr + report
+        assert password not in (tmp_path / "report.json").read_text()
+
+
+def test_a_query_over_the_statement_timeout_is_one_line(sample_pg: PgDatabase) -> None:
+    with open_store(sample_pg.url) as store:
+        store._pg_query("SET statement_timeout = 100")  # the session's own 60 s, shortened for the test
+        with pytest.raises(StoreError) as error:
+            store._pg_query("SELECT pg_sleep(5)")
+        masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+        assert str(error.value) == f"Cannot read store {masked}: a query ran longer than the statement timeout (60 s)"
+        assert store.levels("harbor-city")  # the session goes on

@@ -1,0 +1,75 @@
+"""Where a store lives (store/location.py) and the SQLite reads as PostgreSQL runs them
+(store/pg_dialect.py): no server needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphrag_tui.errors import InputError
+from graphrag_tui.store.location import (
+    PostgresLocation,
+    display_location,
+    mask_urls,
+    parse_location,
+    store_files,
+    store_identity,
+)
+from graphrag_tui.store.pg_dialect import UnportableSQL, to_postgres
+
+
+@pytest.mark.parametrize(("given", "shown"), [
+    ("postgresql://alice:s3cr%40t@db.example:5433/graph", "postgresql://alice:***@db.example:5433/graph"),
+    ("postgres://bob@localhost/x", "postgresql://bob@localhost/x"),
+    ("postgresql:///graph", "postgresql:///graph"),
+    ("POSTGRESQL://u:p@h/d?sslmode=require&password=zz", "postgresql://u:***@h/d?sslmode=require&password=***"),
+    ("postgresql://[::1]:5432/d", "postgresql://[::1]:5432/d"),
+    ("postgresql://h/d?user=carol&password=pw", "postgresql://carol:***@h/d?password=***"),
+])
+def test_a_url_is_shown_masked_in_every_form(given: str, shown: str) -> None:
+    location = parse_location(given)
+    assert isinstance(location, PostgresLocation)
+    assert (str(location), repr(location), display_location(location)) == (shown, f"PostgresLocation({shown!r})", shown)
+    assert location.url == given
+    assert store_identity(location) == shown and store_files(location) == []
+
+
+def test_a_recorded_url_leaves_the_password_to_libpq() -> None:
+    assert parse_location("postgresql://alice:***@db.example:5433/graph").url == "postgresql://alice@db.example:5433/graph"
+
+
+def test_a_path_stays_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    assert parse_location(str(path)) == path
+    assert store_files(path) == [path, *(tmp_path / f"store.db{s}" for s in ("-wal", "-shm", "-journal"))]
+
+
+def test_a_bad_url_is_an_input_error_without_the_password() -> None:
+    with pytest.raises(InputError) as error:
+        parse_location("postgresql://bob:topsecret@h:99999999/d")
+    assert "topsecret" not in str(error.value) and "bob:***@" in str(error.value)
+
+
+def test_mask_urls_masks_every_url_in_a_text() -> None:
+    text = "a postgresql://a:b@c@h:1/d and postgres://x:y%2F@z/db?password=q&sslpassword=r, end"
+    # A parameter is masked up to the next & or space: a comma may be part of a password.
+    assert mask_urls(text) == "a postgresql://a:***@h:1/d and postgres://x:***@z/db?password=***&sslpassword=*** end"
+
+
+def test_the_dialect_rewrites_the_sqlite_idioms() -> None:
+    assert to_postgres(
+        "SELECT id FROM t WHERE id IN (SELECT value FROM json_each(:ids)) AND typeof(name) = 'text' "
+        "AND a IS NOT ? AND substr(id, -length(:suffix)) = :suffix AND n LIKE ? ESCAPE '\\\\' ORDER BY id COLLATE BINARY"
+    ) == (
+        "SELECT id FROM t WHERE id IN (SELECT json_array_elements_text(CAST(%(ids)s AS json))) AND name IS NOT NULL "
+        "AND a IS DISTINCT FROM %s AND right(id, length(%(suffix)s)) = %(suffix)s AND n ILIKE %s ESCAPE '\\\\' "
+        'ORDER BY id COLLATE "C"'
+    )
+
+
+@pytest.mark.parametrize("sql", ["PRAGMA table_info(x)", "SELECT CAST(a AS BLOB) FROM t",
+                                 "SELECT group_concat(a) FROM t", "SELECT typeof(a) FROM t"])
+def test_the_dialect_refuses_what_it_cannot_rewrite(sql: str) -> None:
+    with pytest.raises(UnportableSQL):
+        to_postgres(sql)

@@ -1,0 +1,125 @@
+"""The app's community selection (issue 15): the picker in the setup form, and the Selection
+tab live during dynamic selection's rating wave, against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from textual.widgets import Select, TabbedContent
+
+from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.tui.screens.community import CommunityScreen
+from tests.chat_server import Received, Reply, ScriptedChatServer
+from tests.stores import build_store
+from tests.test_selection import RatingServer, rating, walk_store
+from tests.tui.conftest import ask, make_app, rows, text_of, wait_community, wait_finished, wait_until
+
+SIZE = (160, 48)
+QUESTION = "Who haunts the counting house?"
+
+
+class HeldRatings(RatingServer):
+    """The rule's ratings, but the rating of a2 ("Fog fills the street") waits for `gate`,
+    and b's reason carries markup, which must show literally."""
+
+    def __init__(self) -> None:
+        super().__init__({"The baker": [rating(0, "[bold red]no[/] mention of Marley")]})
+        self.gate = threading.Event()
+
+    def __call__(self, request: Received) -> Reply:
+        reply = super().__call__(request)
+        if request.stage == "rate" and "Fog fills" in request.rated_text:
+            return Reply(reply.body, gate=self.gate)
+        return reply
+
+
+async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(tmp_path: Path) -> None:
+    store = walk_store(tmp_path / "walk.db")
+    server_script = HeldRatings()
+    with ScriptedChatServer(server_script) as server:
+        app = make_app(store, server.base_url, repaint_interval=0.05, display_path="walk.db",
+                       options=SearchOptions(concurrency=1))
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                tabs = app.screen.query_one(TabbedContent)
+                assert tabs.get_tab("tab-selection").display is False  # hidden for a level run
+                app.screen.query_one("#select", Select).value = "dynamic"
+                await pilot.pause()
+                await ask(pilot, QUESTION)
+                await wait_until(pilot, lambda: len(app.run_state.ratings) == 3, what="three ratings")
+                assert app.run_state.running
+                assert tabs.active == "tab-selection"  # the rating wave is what happens first
+                app.repaint()
+                await pilot.pause()
+                assert tabs.get_tab("tab-selection").display is True
+                assert text_of(pilot, "#selection-summary") == (
+                    "Selection: dynamic · rating…\nlevel 0: 2 rated, 1 kept\nlevel 1: 1 rated, 1 kept\n"
+                )
+                assert rows(pilot, "#selection-table") == [
+                    ["ns/a", "0", "3", "kept", "3", "by the rule"],
+                    ["ns/b", "0", "0", "-", "0", "[bold red]no[/] mention of Marley"],
+                    ["ns/a1", "1", "3", "kept", "3", "by the rule"],
+                ]
+                server_script.gate.set()
+                await wait_finished(pilot)
+                result = app.run_state.result
+                assert result is not None and result.status == "completed"
+                assert result.selection is not None and result.selection.selected == ["ns/a1x"]
+                assert [b.community_ids for b in result.batches] == [("ns/a1x",)]
+                tabs.active = "tab-selection"
+                app.repaint()
+                await pilot.pause()
+                assert text_of(pilot, "#selection-summary") == (
+                    "Selection: dynamic · 1 community selected\nlevel 0: 2 rated, 1 kept\n"
+                    "level 1: 2 rated, 1 kept\nlevel 2: 2 rated, 1 kept\n"
+                )
+                assert [row[0] for row in rows(pilot, "#selection-table")] == [
+                    "ns/a", "ns/b", "ns/a1", "ns/a2", "ns/a1x", "ns/a1y"]
+                table = app.screen.query_one("#selection-table")
+                table.focus()
+                table.move_cursor(row=4)  # type: ignore[attr-defined]
+                await pilot.press("enter")
+                await wait_community(pilot)
+                assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == "ns/a1x"
+        finally:
+            server_script.gate.set()
+
+
+async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> None:
+    store = walk_store(tmp_path / "walk.db")
+    with ScriptedChatServer(RatingServer()) as server:
+        app = make_app(store, server.base_url, display_path="walk.db")
+        async with app.run_test(size=SIZE) as pilot:
+            app.screen.query_one("#select", Select).value = "rollup"
+            await pilot.pause()
+            await ask(pilot, QUESTION)
+            await wait_until(pilot, lambda: str(app.screen.query_one("#form-error").render()) != "",
+                             what="the form's error")
+            assert text_of(pilot, "#form-error") == (
+                "rollup selection needs a level number, not 'leaf': the Level field sets the deepest level it rolls up to"
+            )
+            assert server.chat_requests() == []
+
+
+async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp_path: Path) -> None:
+    store = build_store(tmp_path / "ranked.db", [
+        {"id": "ns/1", "summary_content": "Scrooge's counting house.", "rank": 7.5,
+         "rating_explanation": "Central to the [bold]story[/].",
+         "findings": json.dumps([{"summary": "Marley's ghost", "explanation": "It warns Scrooge."},
+                                 {"summary": "Bob Cratchit", "explanation": ""}])},
+        {"id": "ns/2", "summary_content": "The baker."},
+    ])
+    app = make_app(store, display_path="ranked.db")
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_community("ns/1")
+        await wait_community(pilot)
+        assert text_of(pilot, "#report") == (
+            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• Marley's ghost\n  It warns Scrooge.\n"
+            "• Bob Cratchit"
+        )
+        await pilot.press("escape")
+        app.open_community("ns/2")
+        await wait_community(pilot)
+        assert not app.screen.query("#report")  # nothing to say: no section

@@ -365,7 +365,8 @@ def _global_search(reader: _Reader, search: dict[Any, Any], layout: Layout) -> t
     dynamic: dict[str, Any] = {}
     for name, kind in _DYNAMIC.items():
         key = f"dynamic_search_{name}"
-        used.add(key)
+        if name in SELECTION_FIELDS.values():  # use_summary is checked, not used: the rating
+            used.add(key)  # reads each community's text as the store holds it
         value = search.get(key)
         dynamic[name] = reader.count(value, f"global_search.{key}") if kind == "count" \
             else reader.flag(value, f"global_search.{key}")

@@ -177,7 +177,8 @@ def test_a_3x_project_its_rate_limits_and_its_model(store: Path, tmp_path: Path)
     assert parsed.global_search == GlobalSearchDefaults(
         map_max_tokens=200, reduce_max_tokens=500, data_max_tokens=8000, map_context_tokens=None,
         dynamic=DynamicSelection(use_summary=False))
-    assert parsed.unused == ("completion_models.default_completion_model.retry", "embedding_models")
+    assert parsed.unused == ("completion_models.default_completion_model.retry",
+                             "global_search.dynamic_search_use_summary", "embedding_models")
     assert dict(parsed.environ) == {}  # the key is in the environment: nothing to hand over
     assert KEY not in run.stdout + run.stderr
 

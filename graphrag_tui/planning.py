@@ -62,7 +62,7 @@ def select_communities(
     if mode == "rollup":
         if not any(n.members for n in nodes):
             raise InputError(
-                f"--select rollup gives each entity to the deepest community whose members name it, and no "
+                f"rollup selection gives each entity to the deepest community whose members name it, and no "
                 f"community of namespace {namespace!r} lists members (its members column is empty)"
             )
         ids = rollup(nodes, int(level))

@@ -25,7 +25,7 @@ def sha(text: str) -> str:
 
 def test_description_hash_is_graphrag_ts_trim_and_lowercase() -> None:
     assert description_hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    assert description_hash("  Scrooge IS Mean\n") == sha("scrooge is mean")
+    assert description_hash("  Wexley IS Mean\n") == sha("wexley is mean")
     # JavaScript's trim removes U+FEFF and U+3000 but not U+0085 or U+001F (Python's strip would)
     assert description_hash("\ufeff\u3000A\u2028") == sha("a")
     assert description_hash("\x85A\x1f") == sha("\x85a\x1f")

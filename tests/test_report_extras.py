@@ -85,12 +85,12 @@ def test_the_rating_reply() -> None:
 
 
 def test_the_rating_prompt() -> None:
-    prompt = rate_prompt("Who is Marley?", "Marley was dead.")
-    assert prompt == RATE_TEMPLATE.format(query="Who is Marley?", description="Marley was dead.")
-    assert "---Information---\nMarley was dead.\n---Question---\nWho is Marley?\n" in prompt
+    prompt = rate_prompt("Who is Halloran?", "Halloran was late.")
+    assert prompt == RATE_TEMPLATE.format(query="Who is Halloran?", description="Halloran was late.")
+    assert "---Information---\nHalloran was late.\n---Question---\nWho is Halloran?\n" in prompt
     assert prompt.endswith('{"reason": "...", "rating": 0}')
-    assert rate_messages("Who is Marley?", "Marley was dead.") == (
-        ChatMessage(role="system", content=prompt), ChatMessage(role="user", content="Who is Marley?"))
+    assert rate_messages("Who is Halloran?", "Halloran was late.") == (
+        ChatMessage(role="system", content=prompt), ChatMessage(role="user", content="Who is Halloran?"))
 
 
 async def test_the_extractive_model_rates_by_its_map_score() -> None:

@@ -230,7 +230,7 @@ def rollup_store(path: Path, *, with_d: bool = True) -> Path:
     """R1 [A B C D] -> R1a [A B] -> R1a1 [A]; R1 -> R1b [C]; R2 [E] (levels 0, 1, 2)."""
     members = ["A", "B", "C", "D"] if with_d else ["A", "B", "C"]
     return build_store(path, [
-        {"id": "ns/R1", "level": 0, "members": json.dumps(members), "rank": 9.0, "summary_content": text("Scrooge.")},
+        {"id": "ns/R1", "level": 0, "members": json.dumps(members), "rank": 9.0, "summary_content": text("Wexley.")},
         {"id": "ns/R2", "level": 0, "members": json.dumps(["E"]), "rank": 2.0, "summary_content": text("Fred.")},
         {"id": "ns/R1a", "level": 1, "parent_community_id": "ns/R1", "members": json.dumps(["A", "B"]), "rank": 7.0,
          "summary_content": text("Marley's chains.")},
@@ -272,7 +272,7 @@ def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
     store = walk_store(tmp_path / "walk.db")  # no members, no rank
     cases = [
         (("--select", "rollup", "--level", "1"),
-         "--select rollup gives each entity to the deepest community whose members name it, and no community of "
+         "rollup selection gives each entity to the deepest community whose members name it, and no community of "
          "namespace 'ns' lists members (its members column is empty)"),
         (("--select", "rollup"), ROLLUP_AT_LEAF),
         (("--select", "rollup", "--level", "leaf"), ROLLUP_AT_LEAF),

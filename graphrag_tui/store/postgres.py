@@ -341,13 +341,17 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
 
 
 def _check_communities(conn: Any, location: PostgresLocation) -> None:
-    """What the types cannot say: a NULL namespace (graphrag-ts forbids it; a copied
-    table may not)."""
+    """What the types cannot say: a NULL namespace or level (graphrag-ts forbids both; a
+    table copied in by hand may not), as the SQLite store's checks at open say it."""
     psycopg = driver()
     try:
-        row = conn.execute("SELECT id FROM rag_community_summaries WHERE namespace IS NULL LIMIT 1").fetchone()
+        row = conn.execute(
+            "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE namespace IS NULL OR level IS NULL "
+            'ORDER BY id COLLATE "C" LIMIT 1'
+        ).fetchone()
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     if row is not None:
-        raise StoreError(f"Bad community store {location}: rag_community_summaries.namespace is NULL "
+        problem = "namespace is NULL, not text" if row[1] else "level is NULL, not an integer"
+        raise StoreError(f"Bad community store {location}: rag_community_summaries.{problem} "
                          f"(row with id '{one_line(str(row[0]), 80)}')")

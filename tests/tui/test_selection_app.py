@@ -105,9 +105,9 @@ async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> N
 
 async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp_path: Path) -> None:
     store = build_store(tmp_path / "ranked.db", [
-        {"id": "ns/1", "summary_content": "Scrooge's counting house.", "rank": 7.5,
+        {"id": "ns/1", "summary_content": "Wexley's counting house.", "rank": 7.5,
          "rating_explanation": "Central to the [bold]story[/].",
-         "findings": json.dumps([{"summary": "Marley's ghost", "explanation": "It warns Scrooge."},
+         "findings": json.dumps([{"summary": "The lamplighter's ghost", "explanation": "It warns Wexley."},
                                  {"summary": "Bob Cratchit", "explanation": ""}])},
         {"id": "ns/2", "summary_content": "The baker."},
     ])
@@ -116,10 +116,44 @@ async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp
         app.open_community("ns/1")
         await wait_community(pilot)
         assert text_of(pilot, "#report") == (
-            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• Marley's ghost\n  It warns Scrooge.\n"
+            "Rank 7.5\nCentral to the [bold]story[/].\n\nFindings (2)\n• The lamplighter's ghost\n  It warns Wexley.\n"
             "• Bob Cratchit"
         )
         await pilot.press("escape")
         app.open_community("ns/2")
         await wait_community(pilot)
         assert not app.screen.query("#report")  # nothing to say: no section
+
+
+async def test_a_recorded_dynamic_run_shows_its_selection_tab(tmp_path: Path) -> None:
+    from graphrag_tui.tui.screens.run_view import RunViewScreen
+    from tests.cli_runner import run_cli
+
+    store = walk_store(tmp_path / "walk.db")
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(RatingServer()) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
+                      "--history", str(history), "--select", "dynamic")
+        level_run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m",
+                            "--no-config", "--history", str(history), "--level", "0")
+    assert (run.code, level_run.code) == (0, 0), run.stderr + level_run.stderr
+    dynamic_id = run.stdout.strip().splitlines()[-1].removeprefix("run ")
+    level_id = level_run.stdout.strip().splitlines()[-1].removeprefix("run ")
+    app = make_app(store, display_path="walk.db", history=history, history_path=history)
+    async with app.run_test(size=SIZE) as pilot:
+        for run_id, shown in ((dynamic_id, True), (level_id, False)):
+            app.open_stored_run(run_id)
+            await wait_until(pilot, lambda: isinstance(app.screen, RunViewScreen) and app.screen.loaded,
+                             what="the run view")
+            tabs = app.screen.query_one(TabbedContent)
+            assert tabs.get_tab("tab-selection").display is shown, run_id
+            if shown:
+                tabs.active = "tab-selection"
+                await pilot.pause()
+                assert text_of(pilot, "#selection-summary") == (
+                    "Selection: dynamic · 1 community selected\nlevel 0: 2 rated, 1 kept\n"
+                    "level 1: 2 rated, 1 kept\nlevel 2: 2 rated, 1 kept\n"
+                )
+                assert [row[0] for row in rows(pilot, "#selection-table")] == [
+                    "ns/a", "ns/b", "ns/a1", "ns/a2", "ns/a1x", "ns/a1y"]
+            await pilot.press("escape")

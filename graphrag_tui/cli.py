@@ -29,7 +29,7 @@ import argparse
 import logging
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .store import CommunityStore, NamespaceInfo
 
 SUBCOMMANDS = ("query", "plan", "info", "import-graphrag", "copy", "search", "show", "tree", "runs", "rerun",
-               "resume")
+               "resume", "prompts")
 RUNS_SUBCOMMANDS = ("list", "show", "export", "delete")
 #: How many runs `runs list` shows unless told (--limit 0: all).
 DEFAULT_RUNS_LIMIT = 20
@@ -172,6 +172,9 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
+    search.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+                        help="a GraphRAG project's settings.yaml: its chat model, rate limits and global search defaults")
+    _add_prompt_options(parser)
     select = parser.add_argument_group("community selection (GraphRAG's)")
     select.add_argument("--select", metavar="MODE",
                         help="level (the default: --level's communities), rollup (GraphRAG's static selection "
@@ -185,6 +188,20 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     if not with_model:
         return
     _add_model_options(parser, "model (default: the built-in extractive model)")
+
+
+def _add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    from .engine import DEFAULT_RESPONSE_TYPE
+
+    form = parser.add_argument_group("prompts and the answer's form")
+    form.add_argument("--prompts", type=Path, metavar="DIR",
+                      help="prompt templates map.txt, reduce.txt, rate.txt (default: the built-in ones; see `prompts export`)")
+    form.add_argument("--response-type", metavar="TEXT",
+                      help=f"the answer's length and format, as GraphRAG's (\"{DEFAULT_RESPONSE_TYPE}\", \"a bulleted list\")")
+    form.add_argument("--general-knowledge", action="store_true", default=None,
+                      help="let the answer add knowledge from outside the data, marked [LLM: verify]")
+    form.add_argument("--answer-language", metavar="LANGUAGE",
+                      help="the answer's language (default: the question's)")
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -242,6 +259,10 @@ def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
     copy.add_argument("--strict", action="store_true",
                       help="refuse rows that graphrag-ts's constraints would change or skip")
     copy.add_argument("--json", action="store_true")
+    prompts = commands.add_parser("prompts", help="the prompt templates: export the built-in ones for editing")
+    prompt_verbs = prompts.add_subparsers(dest="prompts_command", required=True, parser_class=_Parser)
+    export = prompt_verbs.add_parser("export", help="write map.txt, reduce.txt and rate.txt (the built-in prompts) into DIR")
+    export.add_argument("directory", type=Path, metavar="DIR")
     return tool
 
 
@@ -281,6 +302,8 @@ def _add_continue_parsers(commands: Any) -> None:
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         _add_config_options(sub)
         _add_model_options(sub, "model (default: the run's recorded endpoint; the key from its recorded variable)")
+        sub.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+                         help="the GraphRAG project whose .env holds the recorded key variable")
         _add_cost_limit_option(sub)
         _add_history_options(sub, recording=False)
 
@@ -295,7 +318,13 @@ def resolve_search_args(args: argparse.Namespace) -> tuple[Resolved, int | None]
     if args.seed is not None and args.no_shuffle:
         raise InputError("--seed and --no-shuffle cannot be used together")
     seed = parse_seed(args.seed)
-    return settings_resolver(args).resolve(vars(args), with_model=hasattr(args, "base_url")), seed
+    resolver = settings_resolver(args)
+    if resolver.project is not None:  # what it holds that is not used here, once
+        from .graphrag_settings import unused_note
+
+        for line in unused_note(resolver.project):
+            _warn(line)
+    return resolver.resolve(vars(args), with_model=hasattr(args, "base_url")), seed
 
 
 def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | None) -> SearchRequest:
@@ -314,6 +343,7 @@ def search_request(args: argparse.Namespace, resolved: Resolved, seed: int | Non
         seed=seed,
         shuffle=not args.no_shuffle,
         selection=selection,
+        prompts=resolved.prompts,
     )
 
 
@@ -338,7 +368,8 @@ def settings_resolver(args: argparse.Namespace) -> SettingsResolver:
     """The config file and environment of a command, read once."""
     from .session import SettingsResolver
 
-    return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ)
+    return SettingsResolver.load(args.config, no_config=args.no_config, environ=os.environ,
+                                 graphrag_settings=getattr(args, "graphrag_settings", None))
 
 
 def history_of(args: argparse.Namespace) -> HistoryChoice:
@@ -426,7 +457,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:  # open while the run goes: dynamic selection plans again
         run = _prepared(args, request, resolved.history.recording, store)
         events = EventsFile.open(args.events, inputs=input_files(args))
-        return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events)
+        return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events, resolved.environ)
 
 
 def run_and_print(
@@ -436,6 +467,7 @@ def run_and_print(
     defaults: UserDefaults,
     max_cost: float | None,
     events: EventsFile | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
     """query, rerun and resume: the prepared run on its model (its rate limits, the prices
     of the config, the cost limit), the answer printed as it streams, then the run."""
@@ -450,7 +482,7 @@ def run_and_print(
 
     run.on_event = each_listener
     try:
-        result = asyncio.run(_run_query(run, settings, defaults, max_cost))
+        result = asyncio.run(_run_query(run, settings, defaults, max_cost, environ or os.environ))
     finally:
         if events is not None:
             events.close()
@@ -563,14 +595,15 @@ class EventsFile:
 
 
 async def _run_query(
-    run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None
+    run: RunSession, settings: ModelSettings, defaults: UserDefaults, max_cost: float | None,
+    environ: Mapping[str, str],
 ) -> SearchResult:
     import asyncio
 
     from .session import ModelSession
     from .session.options import cost_limit_prices
 
-    models = ModelSession(os.environ)
+    models = ModelSession(environ)
     model = await models.open(settings)
     try:
         prices = cost_limit_prices(defaults, model, max_cost)
@@ -732,7 +765,9 @@ def cmd_app(args: argparse.Namespace) -> int:
             history=resolved.history.recording if resolved.history is not None else None,
             history_path=resolved.history.path if resolved.history is not None else None,
             selection=resolved.selection.options,
-        )
+            prompts=resolved.prompts,
+        ),
+        environ=resolved.environ,
     )
     app.run()
     return app.return_code or 0
@@ -970,10 +1005,21 @@ def cmd_continue(args: argparse.Namespace) -> int:
                                 on_warning=_warn)
         else:
             run = prepare_resume(stored, store, history=history, on_warning=_warn)
-    return run_and_print(args, run, settings, resolver.defaults, max_cost)
+    environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
+    return run_and_print(args, run, settings, resolver.defaults, max_cost, environ=environ)
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    """`prompts export DIR`: the built-in templates written out for editing."""
+    from .prompt_files import export_prompts
+
+    for path in export_prompts(args.directory):
+        _say(f"wrote {path}")
+    return 0
 
 
 COMMANDS = {
+    "prompts": cmd_prompts,
     "query": cmd_query, "plan": cmd_plan, "info": cmd_info, "import-graphrag": cmd_import, "copy": cmd_copy,
     "search": cmd_search, "show": cmd_show, "tree": cmd_tree,
     "runs": cmd_runs, "rerun": cmd_continue, "resume": cmd_continue,

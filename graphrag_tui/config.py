@@ -40,6 +40,12 @@ export = "e,ctrl+e"
 path = "~/runs/history.db"
 enabled = true
 
+[prompts]  # the prompt templates and the answer's form (GRAPHRAG_TUI_PROMPTS: the directory)
+dir = "~/my-prompts"                 # map.txt, reduce.txt, rate.txt (`graphrag-tui prompts export DIR`)
+response_type = "a bulleted list"    # GRAPHRAG_TUI_RESPONSE_TYPE
+general_knowledge = false            # GRAPHRAG_TUI_GENERAL_KNOWLEDGE
+answer_language = "French"           # GRAPHRAG_TUI_ANSWER_LANGUAGE
+
 [selection]  # community selection (issue 15): level, rollup or dynamic
 select = "dynamic"
 rate_threshold = 1   # dynamic: keep a community rated at least this (0..5)
@@ -80,7 +86,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .engine import Prices, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
+from .engine import Prices, form_text, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
 from .engine.selection import check_selection
 from .errors import InputError
 from .models.factory import (
@@ -203,6 +209,21 @@ class HistoryConfig(BaseModel):
     enabled: Annotated[bool | None, BeforeValidator(_checked_by(_enabled))] = None
 
 
+def _form_text(value: Any, label: str) -> str | None:
+    return form_text(_string(value, label), label)
+
+
+class PromptsConfig(BaseModel):
+    """[prompts]: the template directory and the answer's form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: Text = None
+    response_type: Annotated[str | None, BeforeValidator(_checked_by(_form_text))] = None
+    general_knowledge: Annotated[bool | None, BeforeValidator(_checked_by(_enabled))] = None
+    answer_language: Annotated[str | None, BeforeValidator(_checked_by(_form_text))] = None
+
+
 class SelectionConfig(BaseModel):
     """[selection]: how the communities are chosen (engine/selection.py)."""
 
@@ -231,6 +252,7 @@ class Settings(BaseSettings):
     #: Model name -> its prices in dollars per million tokens (the file only).
     prices: dict[str, Prices] = Field(default_factory=dict)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     #: Binding id -> comma-separated keys; the app checks the ids against its bindings.
     keymap: dict[str, Annotated[str, BeforeValidator(_checked_by(_key_list))]] = Field(default_factory=dict)
@@ -241,10 +263,11 @@ SECTIONS = {
     "retrieval": tuple(RetrievalConfig.model_fields),
     "model": tuple(ModelConfig.model_fields),
     "history": tuple(HistoryConfig.model_fields),
+    "prompts": tuple(PromptsConfig.model_fields),
     "selection": tuple(SelectionConfig.model_fields),
 }
 #: Variables not named GRAPHRAG_TUI_<KEY>.
-ENV_NAMES = {"path": ENV_PREFIX + "HISTORY", "enabled": ENV_PREFIX + "HISTORY_ENABLED"}
+ENV_NAMES = {"path": ENV_PREFIX + "HISTORY", "enabled": ENV_PREFIX + "HISTORY_ENABLED", "dir": ENV_PREFIX + "PROMPTS"}
 _KNOWN_SECTIONS = ", ".join(f"[{name}]" for name in Settings.model_fields)
 
 
@@ -255,6 +278,7 @@ class UserDefaults(BaseModel):
     retrieval: dict[str, Any] = {}
     model: dict[str, Any] = {}
     history: dict[str, Any] = {}
+    prompts: dict[str, Any] = {}
     selection: dict[str, Any] = {}
     #: Binding id -> comma-separated keys, from the file's [keymap] (named by `file_label`).
     keymap: dict[str, str] = {}
@@ -356,6 +380,7 @@ def load_user_defaults(
         retrieval=settings.retrieval.model_dump(exclude_unset=True),
         model=settings.model.model_dump(exclude_unset=True),
         history=settings.history.model_dump(exclude_unset=True),
+        prompts=settings.prompts.model_dump(exclude_unset=True),
         selection=settings.selection.model_dump(exclude_unset=True),
         keymap=settings.keymap,
         prices=settings.prices,

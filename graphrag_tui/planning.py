@@ -10,7 +10,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .engine import Level, SearchOptions, SearchPlan, check_level, choose_namespace, normalize_query, plan_search
+from .engine import (
+    DEFAULT_PROMPTS,
+    Level,
+    Prompts,
+    SearchOptions,
+    SearchPlan,
+    check_level,
+    choose_namespace,
+    normalize_query,
+    plan_search,
+)
 from .engine.selection import SelectionNode, SelectionOptions, SelectionReport, at_least_rank, rollup
 from .errors import InputError
 from .store import CommunityStore
@@ -85,6 +95,7 @@ def prepare_plan(
     options: SearchOptions,
     seed: int | None,
     shuffle: bool,
+    prompts: Prompts = DEFAULT_PROMPTS,
     ids: list[str] | None = None,
 ) -> SearchPlan:
     """The plan of the level's communities, or of exactly `ids` (a selection's)."""
@@ -94,7 +105,7 @@ def prepare_plan(
     check_level(level, chosen, levels[chosen])
     with _gc_paused():
         communities = store.iter_map_parts(chosen, None if level == "leaf" else level, ids)
-        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle)
+        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle, prompts=prompts)
 
 
 def prepare_selected_plan(
@@ -107,6 +118,7 @@ def prepare_selected_plan(
     seed: int | None,
     shuffle: bool,
     selection: SelectionOptions,
+    prompts: Prompts = DEFAULT_PROMPTS,
 ) -> tuple[SearchPlan, Selected]:
     """The plan of what `selection` chose (dynamic: a plan with no batches yet, planned again
     once the model has rated), and the choice."""
@@ -116,5 +128,5 @@ def prepare_selected_plan(
     check_level(level, chosen, levels[chosen])
     selected = select_communities(store, chosen, level, levels[chosen], selection)
     plan = prepare_plan(store, query, namespace=chosen, level=selected.level, options=options, seed=seed,
-                        shuffle=shuffle, ids=selected.ids)
+                        shuffle=shuffle, prompts=prompts, ids=selected.ids)
     return plan, selected

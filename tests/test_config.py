@@ -22,7 +22,7 @@ from graphrag_tui.errors import InputError
 from tests.cli_runner import run_cli
 from tests.stores import three_leaves
 
-KNOWN_SECTIONS = "(known sections: [retrieval], [model], [prices], [history], [selection], [keymap])"
+KNOWN_SECTIONS = "(known sections: [retrieval], [model], [prices], [history], [prompts], [selection], [keymap])"
 
 
 def load(path: Path | None, **environ: str):
@@ -202,6 +202,7 @@ def test_the_sections_keys_are_the_models_fields() -> None:
             "headers", "extra_body",
         ),
         "history": ("path", "enabled"),
+        "prompts": ("dir", "response_type", "general_knowledge", "answer_language"),
         "selection": ("select", "rate_threshold", "keep_parent", "max_level", "rate_repeats", "min_rank"),
     }
 

@@ -303,7 +303,7 @@ def test_write_export_json_round_trip_and_markdown(store, tmp_path: Path) -> Non
     assert list(data) == [
         "query", "namespace", "level", "seed", "status", "answer", "error", "detail",
         "summary_count", "batch_count", "failed_batch_count", "batches", "reduce",
-        "selected_map_answers", "usage_total", "estimated_prompt_tokens", "cost", "selection",
+        "selected_map_answers", "usage_total", "estimated_prompt_tokens", "cost", "prompts", "selection",
     ]
     assert data["error"] is None and data["level"] == 1
     assert data["batches"][1] == {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_tui.engine import SearchOptions
+from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
@@ -60,9 +60,12 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     stored = history.load("aaaaaaaa0001")
     assert stored.result.answer == "Old answer." and stored.batch_models == [None, None]
     assert [b.answer for b in stored.result.batches] == ["A0", "A1"]
+    # recorded before prompts were: the built-in ones, and the result says nothing it did not record
+    assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert "usage_total" in [c[1] for c in db.execute("PRAGMA table_info(runs)")]
+    assert "prompts" in [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
@@ -91,7 +94,7 @@ def test_a_run_recorded_with_full_batch_rows_and_a_list_plan_reads_back(tmp_path
 def test_a_newer_or_foreign_file_is_refused_and_unchanged(tmp_path: Path) -> None:
     newer = tmp_path / "newer.db"
     db = sqlite3.connect(newer)
-    db.execute("PRAGMA user_version = 3")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.commit()
     db.close()
     foreign = tmp_path / "foreign.db"
@@ -99,7 +102,8 @@ def test_a_newer_or_foreign_file_is_refused_and_unchanged(tmp_path: Path) -> Non
     db.execute("CREATE TABLE t (x)")
     db.commit()
     db.close()
-    for path, words in ((newer, r"written by a newer graphrag-tui \(version 3;"), (foreign, "not a run history")):
+    newer_words = rf"written by a newer graphrag-tui \(version {SCHEMA_VERSION + 1};"
+    for path, words in ((newer, newer_words), (foreign, "not a run history")):
         before = path.read_bytes()
         with pytest.raises(HistoryError, match=words):
             RunHistory(path).list_runs()

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from graphrag_tui.history import SCHEMA_VERSION
 from tests.chat_server import (
     Received,
     Reply,
@@ -374,7 +375,7 @@ def test_a_corrupt_or_newer_history_is_a_warning_and_left_untouched(
             db.execute("CREATE TABLE runs (x)")
             db.execute("PRAGMA user_version = 99")
         db.close()
-        reason = "was written by a newer graphrag-tui (version 99; this one reads up to 2): it is left as it is"
+        reason = f"was written by a newer graphrag-tui (version 99; this one reads up to {SCHEMA_VERSION}): it is left as it is"
     else:
         history.write_bytes(content)  # type: ignore[arg-type]
         reason = "is not a run history or is damaged (file is not a database)"

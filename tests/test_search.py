@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from graphrag_tui.engine import DEFAULT_TEMPLATES
 from graphrag_tui.engine.corpus import CommunityContext
 from graphrag_tui.engine.events import (
     AttemptFailed,
@@ -258,7 +259,13 @@ async def test_result_json_has_the_spec_fields() -> None:
         "usage_total",
         "estimated_prompt_tokens",
         "cost",
+        "prompts",
         "selection",  # issue 15: None for --select level
+    }
+    # the prompts the run was sent: the built-in templates, no answer form given
+    assert data["prompts"] == {
+        "map": DEFAULT_TEMPLATES["map"], "reduce": DEFAULT_TEMPLATES["reduce"], "rate": DEFAULT_TEMPLATES["rate"],
+        "response_type": None, "general_knowledge": False, "answer_language": None, "directory": None,
     }
     assert data["selection"] is None
     # a model that reports no usage: none is made up

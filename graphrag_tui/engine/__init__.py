@@ -30,7 +30,14 @@ from .events import (
 )
 from .failures import failed_batch_lines
 from .maptext import claim_lines, excerpt_line, map_text
-from .options import FALLBACK_DEFAULTS, MAX_CONCURRENCY, SearchOptions, parse_option, resolve_options
+from .options import (
+    FALLBACK_DEFAULTS,
+    MAX_CONCURRENCY,
+    SearchOptions,
+    form_text,
+    parse_option,
+    resolve_options,
+)
 from .plan import SearchPlan, draw_seed, plan_search
 from .ports import (
     ChatMessage,
@@ -43,7 +50,17 @@ from .ports import (
     Stage,
     TextCallback,
 )
-from .prompts import map_messages, prompt_text, reduce_messages
+from .prompts import (
+    DEFAULT_PROMPTS,
+    DEFAULT_RESPONSE_TYPE,
+    DEFAULT_TEMPLATES,
+    TEMPLATE_SPECS,
+    Prompts,
+    check_prompts,
+    map_messages,
+    prompt_text,
+    reduce_messages,
+)
 from .rate_limits import DEFAULT_MAX_RATE_WAIT, RateLimits, parse_max_rate_wait, parse_per_minute
 from .reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from .request import check_level, choose_namespace, normalize_query, parse_level, parse_seed
@@ -116,6 +133,14 @@ __all__ = [
     "map_messages",
     "prompt_text",
     "reduce_messages",
+    # prompts
+    "DEFAULT_PROMPTS",
+    "DEFAULT_RESPONSE_TYPE",
+    "DEFAULT_TEMPLATES",
+    "Prompts",
+    "TEMPLATE_SPECS",
+    "check_prompts",
+    "form_text",
     # events
     "AnswerDelta",
     "AttemptFailed",

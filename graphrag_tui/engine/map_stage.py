@@ -80,7 +80,7 @@ class MapStage:
         content = batch.content  # joined from its pieces: once per batch
         request = ChatRequest(
             stage="map",
-            messages=map_messages(self.plan.query, content),
+            messages=map_messages(self.plan.query, content, self.plan.prompts),
             query=self.plan.query,
             content=content,
             max_tokens=self.plan.options.map_reserve or None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..arguments import ascii_integer, flag, shown
+from ..arguments import ascii_integer, flag, has_surrogates, shown
 from ..errors import InputError
 
 FALLBACK_DEFAULTS: dict[str, int] = {
@@ -91,3 +91,18 @@ def resolve_options(
                 f"{names[budget]} ({shown(values[budget])}) must exceed {reserve_name} ({shown(values[reserve])})"
             )
     return options
+
+
+#: Longest --response-type or --answer-language, in characters.
+MAX_FORM_TEXT = 200
+
+
+def form_text(value: str | None, label: str) -> str | None:
+    """A --response-type or --answer-language value: one line of text, or None (not given)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text or len(text) > MAX_FORM_TEXT or any(ord(c) < 32 or ord(c) == 127 for c in text) \
+            or has_surrogates(text):
+        raise InputError(f"{label} must be one line of 1 to {MAX_FORM_TEXT} characters, got {shown(value)}")
+    return text

@@ -13,7 +13,7 @@ from .batcher import CommunityText, MapBatch, build_batches
 from .corpus import CommunityContext, MapTextParts
 from .maptext import map_text
 from .options import SearchOptions
-from .prompts import map_skeleton
+from .prompts import DEFAULT_PROMPTS, Prompts, map_skeleton
 from .result import Level
 from .tokens import TextSize
 
@@ -30,15 +30,17 @@ class SearchPlan(BaseModel):
     options: SearchOptions
     summary_count: int
     batches: tuple[MapBatch, ...]
+    #: The templates and the answer's form every prompt of the run is made from.
+    prompts: Prompts = DEFAULT_PROMPTS
 
     def prompt_tokens(self, batch: MapBatch) -> int:
-        return (_skeleton_size(self.query) + batch.size).tokens
+        return (_skeleton_size(self.query, self.prompts) + batch.size).tokens
 
 
 @lru_cache(maxsize=8)
-def _skeleton_size(query: str) -> TextSize:
+def _skeleton_size(query: str, prompts: Prompts) -> TextSize:
     """The Map prompt without content, measured once per query rather than once per batch."""
-    return TextSize.of(map_skeleton(query))
+    return TextSize.of(map_skeleton(query, prompts))
 
 
 def draw_seed() -> int:
@@ -54,6 +56,7 @@ def plan_search(
     *,
     seed: int | None = None,
     shuffle: bool = True,
+    prompts: Prompts = DEFAULT_PROMPTS,
 ) -> SearchPlan:
     """Map texts and batches. An unseeded shuffled plan draws a seed so it can be replayed."""
     if shuffle and seed is None:
@@ -61,7 +64,7 @@ def plan_search(
     texts: list[CommunityText | None] = [CommunityText(c.id, map_text(c)) for c in communities]
     summary_count = len(texts)
     rng = random.Random(seed).random if shuffle else None
-    batches = build_batches(texts, map_skeleton(query), options.map_prompt_budget, rng)
+    batches = build_batches(texts, map_skeleton(query, prompts), options.map_prompt_budget, rng)
     return SearchPlan(
         query=query,
         namespace=namespace,
@@ -70,4 +73,5 @@ def plan_search(
         options=options,
         summary_count=summary_count,
         batches=tuple(batches),
+        prompts=prompts,
     )

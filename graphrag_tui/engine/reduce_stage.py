@@ -31,7 +31,7 @@ class ReduceStage:
         """The selected answers and the Reduce content made of them; each candidate's
         decision is recorded and reported."""
         report = self.caller.report
-        skeleton = reduce_skeleton(self.plan.query)
+        skeleton = reduce_skeleton(self.plan.query, self.plan.prompts)
         candidates, selected, content = select_for_reduce(batches, skeleton, self.reduce.budget)
         self.reduce.candidates = candidates
         for c in candidates:
@@ -49,7 +49,7 @@ class ReduceStage:
     def request(self, selected: list[SelectedAnswer], content: str) -> ChatRequest:
         """The Reduce request, measured and reported as started."""
         plan, report = self.plan, self.caller.report
-        messages = reduce_messages(plan.query, content)
+        messages = reduce_messages(plan.query, content, plan.prompts)
         prompt_tokens = TextSize.of(prompt_text(messages)).tokens
         self.reduce.prompt_tokens = prompt_tokens
         log.info("reduce prompt tokens=%d", prompt_tokens)

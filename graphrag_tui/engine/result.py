@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from .batcher import PartRef
 from .ports import ErrorKind
+from .prompts import Prompts
 from .selection import SelectionReport
 from .usage import Cost, Usage
 
@@ -97,6 +98,9 @@ class SearchResult(BaseModel):
     estimated_prompt_tokens: int | None = None
     #: usage_total priced by the `[prices."model"]` table; None without one.
     cost: Cost | None = None
+    #: The prompts the run was sent: the templates and the answer's form (None: a run
+    #: recorded before prompts were recorded, which used the built-in ones).
+    prompts: Prompts | None = None
     #: How the communities were chosen (issue 15): None for `--select level`.
     selection: SelectionReport | None = None
 

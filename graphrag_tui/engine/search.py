@@ -120,7 +120,7 @@ class GlobalSearch:
         assert self.dynamic is not None
         nodes, options, replan = self.dynamic
         self.selector = selector = DynamicSelection(
-            self.plan.query, nodes, options, caller, self.plan.options.concurrency
+            self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts
         )
         self.selection = SelectionReport(mode="dynamic")
         try:
@@ -257,6 +257,7 @@ class GlobalSearch:
             batch_count=len(plan.batches),
             failed_batch_count=failed,
             batches=self.batches,
+            prompts=plan.prompts,
             reduce=self.reduce,
             selected_map_answers=self.selected,
             selection=self.selection,

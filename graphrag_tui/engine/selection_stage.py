@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from .events import CommunityRated
 from .failures import for_log, internal_error
 from .ports import ChatRequest
-from .prompts import prompt_text, rate_messages
+from .prompts import DEFAULT_PROMPTS, Prompts, prompt_text, rate_messages
 from .replies import parse_rate_reply
 from .reply_schemas import RATE_REPLY_SCHEMA
 from .result import Attempt
@@ -44,15 +44,16 @@ class _Vote:
 
 
 class DynamicSelection:
-    """Rates `nodes` (one namespace; blank texts already left out) for `query`. `ratings`
-    holds every rating so far (a finished wave in its order: by level, then id); `run`
-    returns the selected ids."""
+    """Rates `nodes` (one namespace; blank texts already left out) for `query` with the
+    run's rating template (`prompts.rate`). `ratings` holds every rating so far (a finished
+    wave in its order: by level, then id); `run` returns the selected ids."""
 
     def __init__(
         self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
-        concurrency: int,
+        concurrency: int, prompts: Prompts = DEFAULT_PROMPTS,
     ) -> None:
         self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
+        self.prompts = prompts
         self.nodes = {node.id: node for node in nodes}
         self.children: dict[str, list[str]] = defaultdict(list)
         self.by_level: dict[int, list[str]] = defaultdict(list)
@@ -125,7 +126,7 @@ class DynamicSelection:
 
     async def _ask(self, cid: str, worker: int) -> _Vote:
         text = self.nodes[cid].text
-        messages = rate_messages(self.query, text)
+        messages = rate_messages(self.query, text, self.prompts)
         request = ChatRequest(
             stage="rate", messages=messages, query=self.query, content=text, max_tokens=RATE_MAX_TOKENS,
             json_schema=RATE_REPLY_SCHEMA, prompt_tokens=TextSize.of(prompt_text(messages)).tokens,

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..engine import Attempt, BatchResult, MapBatch, SearchPlan, SearchResult, map_messages
+from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, MapBatch, Prompts, SearchPlan, SearchResult, map_messages
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .ids import new_run_id
@@ -69,9 +69,9 @@ def content_hash(batch: MapBatch) -> str:
     return _sha256(batch.content)
 
 
-def messages_json(query: str, content: str) -> str:
+def messages_json(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) -> str:
     """A Map prompt as recorded and compared: its messages as JSON."""
-    return json.dumps([m.model_dump() for m in map_messages(query, content)], ensure_ascii=False)
+    return json.dumps([m.model_dump() for m in map_messages(query, content, prompts)], ensure_ascii=False)
 
 
 #: What the plan records of each batch (with its content hash): the rest is the run's.
@@ -235,13 +235,14 @@ class RunRecorder:
                 connection.execute(
                     "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
                     "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
-                    "summary_count, batch_count, owner) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "summary_count, batch_count, owner, prompts) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
                         json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
-                        len(plan.batches), this_process(),
+                        len(plan.batches), this_process(), plan.prompts.model_dump_json(),
                     ),
                 )
                 return run_id
@@ -346,7 +347,7 @@ class RunRecorder:
         first = self._contents[0] if plan.batches else ""
         connection.execute(
             "UPDATE runs SET plan = ?, map_prompt = ? WHERE run_id = ?",
-            (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first)), self.run_id),
+            (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
         for result, model in kept.values():
             self._write_batch(connection, result, model)

@@ -189,16 +189,19 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                (question,) = connection.execute("SELECT question FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                question, prompts_text = connection.execute(
+                    "SELECT question, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
                 rows = connection.execute(
                     "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:
                 connection.close()
         from .recorder import messages_json  # the engine's Map template
+        from .stored import recorded_prompts
 
         wanted = set(indexes)
         with unreadable(self.path, f"run {run_id}'s prompts"):
-            return {index: messages_json(question, unpack_text(data)) for index, data in rows if index in wanted}
+            prompts = recorded_prompts(prompts_text)
+            return {index: messages_json(question, unpack_text(data), prompts) for index, data in rows if index in wanted}
 
     def recorded_map_prompt(self, run_id: str) -> str | None:
         """Batch 0's Map messages as the run recorded them: the template a re-run checks."""

@@ -3,8 +3,9 @@ every older version. A file of a newer version is refused, never changed."""
 
 from __future__ import annotations
 
-#: The version this code writes. Version 1 had no `usage_total` column and no per-batch model.
-SCHEMA_VERSION = 2
+#: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
+#: version 2 no `prompts` column.
+SCHEMA_VERSION = 3
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -55,5 +56,10 @@ MIGRATIONS: dict[int, str] = {
     1: """
 ALTER TABLE runs ADD COLUMN usage_total TEXT;
 ALTER TABLE batches ADD COLUMN model TEXT;
+""",
+    # the run's prompts (the engine's Prompts as JSON: its templates and the answer's form);
+    # NULL: a run recorded before, which used the built-in templates
+    2: """
+ALTER TABLE runs ADD COLUMN prompts TEXT;
 """,
 }

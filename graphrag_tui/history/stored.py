@@ -9,7 +9,16 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import BatchResult, PartRef, ReduceReport, SearchOptions, SearchResult
+from ..engine import (
+    DEFAULT_PROMPTS,
+    BatchResult,
+    PartRef,
+    Prompts,
+    ReduceReport,
+    SearchOptions,
+    SearchResult,
+    check_prompts,
+)
 from .recorder import batch_from_row, read_plan
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
 
@@ -40,6 +49,8 @@ class StoredRun:
     options: SearchOptions
     #: kind, base_url, model, api_key_env (a variable's name), response_format, ...
     model_settings: dict[str, Any] = field(default_factory=dict)
+    #: The templates and the answer's form the run's prompts were made from.
+    prompts: Prompts = DEFAULT_PROMPTS
 
     @property
     def run_id(self) -> str:
@@ -57,11 +68,12 @@ class StoredRun:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, result FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
-    store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text = row[14:]
+    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text,
+     prompts_text) = row[14:]
     options = SearchOptions.model_validate_json(options_text)
     planned = read_plan(plan_text)
 
@@ -92,5 +104,16 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
             reduce=ReduceReport(budget=options.reduce_prompt_budget),
         )
+    prompts = recorded_prompts(prompts_text)
+    if result.prompts is None and prompts_text is not None:
+        result = result.model_copy(update={"prompts": prompts})
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     json.loads(settings_text))
+                     json.loads(settings_text), prompts)
+
+
+def recorded_prompts(text: str | None) -> Prompts:
+    """A run's recorded prompts (checked: a template edited in the file is refused as any
+    bad template is); the built-in ones for a run recorded before prompts were."""
+    if text is None:
+        return DEFAULT_PROMPTS
+    return check_prompts(Prompts.model_validate_json(text))

@@ -36,7 +36,7 @@ def request_of(stored: StoredRun) -> SearchRequest:
     summary = stored.summary
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
-        seed=stored.seed, shuffle=stored.shuffle, recorded_selection=stored.result.selection,
+        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, recorded_selection=stored.result.selection,
     )
 
 
@@ -63,7 +63,7 @@ def _check_prompts(history: Path, stored: StoredRun, plan: SearchPlan) -> None:
     hashes match), and so must be the Map prompt around them (another version of the app
     could word it otherwise)."""
     recorded = RunHistory(history).recorded_map_prompt(stored.run_id)
-    if recorded is not None and plan.batches and recorded != messages_json(plan.query, plan.batches[0].content):
+    if recorded is not None and plan.batches and recorded != messages_json(plan.query, plan.batches[0].content, plan.prompts):
         raise InputError(
             f"this version's Map prompt differs from the one run {stored.run_id} sent: its batches would not be "
             "sent as they were (`rerun --replan` sends this version's)"

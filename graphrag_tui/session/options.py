@@ -1,5 +1,6 @@
 """One resolver for every setting of a run: each retrieval option and model setting comes
-from a flag or a form field, else the environment, else the config file, else its default,
+from a flag or a form field, else the environment, else a GraphRAG project's settings.yaml
+(--graphrag-settings), else the config file, else its default,
 and keeps where it came from (`Setting.source`) and how messages name it (`Setting.label`).
 
 The local LLM's budgets are fitted here too (SPEC §4): its context window is split over its
@@ -8,6 +9,7 @@ parallel slots, and every prompt plus its reserve must fit one slot.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,17 +17,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import UserDefaults, load_user_defaults
-from ..engine import ChatModel, Prices, shown
+from ..engine import DEFAULT_PROMPTS, ChatModel, Prices, Prompts, form_text, shown
 from ..engine.options import FALLBACK_DEFAULTS, SearchOptions, flag
 from ..engine.options import resolve_options as validated_options
 from ..engine.selection import DYNAMIC_ONLY, SELECTION_DEFAULTS, SelectionOptions, check_selection
 from ..errors import InputError
+from ..graphrag_settings import Project, load_project
 from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
+from ..prompt_files import load_prompts
 from ..user_files import ENV_PREFIX, default_history_path
 
-Source = Literal["default", "config", "environment", "flag", "form"]
+Source = Literal["default", "config", "settings", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
 MODEL_KEYS = (
     "base_url", "model", "api_key_env", "timeout", "response_format", "max_response_bytes", "local_llm",
@@ -134,6 +138,15 @@ class Resolved:
     history: HistoryChoice | None = None
     #: How the communities are chosen.
     selection: ResolvedSelection = field(default_factory=lambda: resolve_selection({}))
+    #: The prompt templates and the answer's form, and where each of their settings came from.
+    prompts: Prompts = DEFAULT_PROMPTS
+    prompt_sources: Mapping[str, Setting] = field(default_factory=dict)
+    #: The environment the model is opened with: the process's, with the variables a
+    #: GraphRAG project's .env gives that it lacks (an API key: never shown).
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    #: The GraphRAG project's settings (--graphrag-settings); its model, retrieval and
+    #: dynamic selection settings are resolved here (source "settings").
+    project: Project | None = None
 
 
 def _user_source(label: str) -> Source:
@@ -144,12 +157,38 @@ class SettingsResolver:
     """The user's defaults (the config file, read once, and the environment over it), and the
     flags or form values over those."""
 
-    def __init__(self, defaults: UserDefaults | None = None) -> None:
+    def __init__(self, defaults: UserDefaults | None = None, project: Project | None = None) -> None:
         self.defaults = defaults or UserDefaults()
+        #: A GraphRAG project's settings.yaml (--graphrag-settings): below the environment,
+        #: above the config file.
+        self.project = project
 
     @classmethod
-    def load(cls, config_path: Path | None, *, no_config: bool, environ: Mapping[str, str]) -> SettingsResolver:
-        return cls(load_user_defaults(config_path, no_config=no_config, environ=environ))
+    def load(
+        cls, config_path: Path | None, *, no_config: bool, environ: Mapping[str, str],
+        graphrag_settings: Path | None = None,
+    ) -> SettingsResolver:
+        defaults = load_user_defaults(config_path, no_config=no_config, environ=environ)
+        project = load_project(graphrag_settings, environ) if graphrag_settings is not None else None
+        return cls(defaults, project)
+
+    @property
+    def environ_overlay(self) -> Mapping[str, str]:
+        """Variables the model needs that the environment lacks (the project's .env key)."""
+        return self.project.environ if self.project is not None else {}
+
+    def _over_config(self, user: dict[str, Setting], values: Mapping[str, Any], labels: Mapping[str, str]) -> None:
+        """The project's values over the config file's (never over a variable's)."""
+        for name, value in values.items():
+            if name not in user or user[name].source == "config":
+                user[name] = Setting(value, "settings", labels[name])
+
+    def model_defaults(self) -> dict[str, Any]:
+        """The [model] settings: the environment over the project over the config file."""
+        user = self.user_settings(self.defaults.model)
+        if self.project is not None:
+            self._over_config(user, self.project.model, self.project.labels)
+        return {name: setting.value for name, setting in user.items()}
 
     def user_settings(self, section: Mapping[str, Any]) -> dict[str, Setting]:
         labels = self.defaults.labels
@@ -158,8 +197,11 @@ class SettingsResolver:
     def retrieval_given(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
     ) -> dict[str, Setting]:
-        """The retrieval options given: `values` (None: not given) over the user's defaults."""
+        """The retrieval options given: `values` (None: not given) over the user's defaults
+        (the environment over the project's settings.yaml over the config file)."""
         given = self.user_settings(self.defaults.retrieval)
+        if self.project is not None:
+            self._over_config(given, self.project.retrieval_defaults(), self.project.retrieval_labels())
         for name, value in values.items():
             if value is not None:
                 given[name] = Setting(value, source, (labels or {}).get(name) or flag(name))
@@ -172,24 +214,54 @@ class SettingsResolver:
         options = resolve_retrieval(given)  # checked first: a bad option is the first error
         selection = resolve_selection(self.selection_given(flags))
         history = self.history(flags)
+        prompts, prompt_sources = self.prompts(flags)
         if not with_model:
-            return Resolved(options, user_defaults=self.defaults, history=history, selection=selection)
-        settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.defaults.model)
+            return Resolved(options, user_defaults=self.defaults, history=history, selection=selection,
+                            prompts=prompts, prompt_sources=prompt_sources, project=self.project)
+        settings = resolve_model_settings({k: flags.get(k) for k in MODEL_KEYS}, self.model_defaults())
         if settings.kind == "local":
             options = resolve_retrieval(given, "local")
             settings = settings.model_copy(update={"local_slots": options.options.concurrency})
-        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, selection)
+        environ = {**os.environ, **self.environ_overlay} if self.environ_overlay else os.environ
+        return Resolved(options, settings, self.model_sources(flags, settings), self.defaults, history, selection,
+                        prompts, prompt_sources, environ, self.project)
 
     def selection_given(
         self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
     ) -> dict[str, Setting]:
-        """The selection settings given: `values` (None or False: not given) over the user's defaults."""
+        """The selection settings given: `values` (None or False: not given) over the user's
+        defaults (the environment over the project's settings.yaml over the config file)."""
         given = self.user_settings(self.defaults.selection)
+        if self.project is not None:
+            self._over_config(given, self.project.selection_defaults(), self.project.selection_labels())
         for name in SELECTION_DEFAULTS:
             value = values.get(name)
             if value is not None and value is not False:
                 given[name] = Setting(value, source, (labels or {}).get(name) or flag(name))
         return given
+
+    def prompts(
+        self, values: Mapping[str, Any | None], source: Source = "flag", labels: Mapping[str, str] | None = None
+    ) -> tuple[Prompts, dict[str, Setting]]:
+        """The templates (--prompts DIR, else GRAPHRAG_TUI_PROMPTS or [prompts] dir, else the
+        built-in ones) and the answer's form (--response-type, --general-knowledge,
+        --answer-language, else their variables or [prompts] keys), read and checked.
+        `values` are flags (or form fields, with `source` and `labels`); None: not given."""
+        chosen = self.user_settings(self.defaults.prompts)
+        for name, key in PROMPT_KEYS.items():
+            value = values.get(key)
+            if value is not None:
+                chosen[name] = Setting(value, source, (labels or {}).get(key) or PROMPT_FLAGS[name])
+        directory = chosen.get("dir")
+        prompts = load_prompts(
+            Path(directory.value).expanduser() if directory is not None else None,
+            response_type=form_text(_value(chosen, "response_type"), _name(chosen, "response_type")),
+            general_knowledge=bool(_value(chosen, "general_knowledge")),
+            answer_language=form_text(_value(chosen, "answer_language"), _name(chosen, "answer_language")),
+            label=directory.label if directory is not None else "--prompts",
+        )
+        sources = {name: chosen.get(name) or Setting(None, "default", PROMPT_FLAGS[name]) for name in PROMPT_KEYS}
+        return prompts, sources
 
     def history(self, flags: Mapping[str, Any | None]) -> HistoryChoice:
         """--no-history, else --history PATH, else GRAPHRAG_TUI_HISTORY or [history] path,
@@ -212,6 +284,8 @@ class SettingsResolver:
 
     def model_sources(self, flags: Mapping[str, Any | None], settings: ModelSettings) -> dict[str, Setting]:
         user = self.user_settings(self.defaults.model)
+        if self.project is not None:
+            self._over_config(user, self.project.model, self.project.labels)
         sources: dict[str, Setting] = {}
         for key in MODEL_KEYS:
             value = getattr(settings, key)
@@ -223,6 +297,23 @@ class SettingsResolver:
             else:
                 sources[key] = Setting(value, "default", label)
         return sources
+
+
+#: The prompt settings: [prompts] key -> the flag's dest.
+PROMPT_KEYS = {"dir": "prompts", "response_type": "response_type", "general_knowledge": "general_knowledge",
+               "answer_language": "answer_language"}
+PROMPT_FLAGS = {"dir": "--prompts", "response_type": "--response-type", "general_knowledge": "--general-knowledge",
+                "answer_language": "--answer-language"}
+
+
+def _value(chosen: Mapping[str, Setting], name: str) -> Any:
+    setting = chosen.get(name)
+    return setting.value if setting is not None else None
+
+
+def _name(chosen: Mapping[str, Setting], name: str) -> str:
+    setting = chosen.get(name)
+    return setting.label if setting is not None else PROMPT_FLAGS[name]
 
 
 def prices_for(table: Mapping[str, Prices], model: ChatModel) -> Prices | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import (
+    DEFAULT_PROMPTS,
     AttemptFailed,
     BatchFailed,
     BatchSucceeded,
@@ -33,6 +34,7 @@ from ..engine import (
     GlobalSearch,
     LongResponseHook,
     Prices,
+    Prompts,
     SearchPlan,
     utc_now,
 )
@@ -60,6 +62,8 @@ class SearchRequest:
     #: None: a new seed is drawn.
     seed: int | None
     shuffle: bool = True
+    #: The templates and the answer's form (engine/prompts.py).
+    prompts: Prompts = DEFAULT_PROMPTS
     #: How the communities are chosen (issue 15): `level` by default.
     selection: SelectionOptions = SelectionOptions()
     #: A re-run's or a resume's recorded selection: its communities are planned again as
@@ -115,7 +119,7 @@ class RunSession:
         if recorded is not None:
             self.plan = prepare_plan(
                 self.store, request.query, namespace=request.namespace, level=request.level, options=request.options,
-                seed=request.seed, shuffle=request.shuffle, ids=list(recorded.selected),
+                seed=request.seed, shuffle=request.shuffle, prompts=request.prompts, ids=list(recorded.selected),
             )
             self.selected = Selected(request.level, recorded, list(recorded.selected))
             return self.plan
@@ -127,6 +131,7 @@ class RunSession:
             options=request.options,
             seed=request.seed,
             shuffle=request.shuffle,
+            prompts=request.prompts,
             selection=request.selection,
         )
         return self.plan
@@ -142,7 +147,7 @@ class RunSession:
         plan = self.plan
         self.plan = await asyncio.to_thread(
             prepare_plan, self.store, plan.query, namespace=plan.namespace, level=plan.level, options=plan.options,
-            seed=plan.seed, shuffle=self.request.shuffle, ids=ids,
+            seed=plan.seed, shuffle=self.request.shuffle, prompts=plan.prompts, ids=ids,
         )
         self.batch_models = [None] * len(self.plan.batches)
         if self.on_plan is not None:

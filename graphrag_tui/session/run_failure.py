@@ -55,6 +55,7 @@ def failed_result(
         failed_batch_count=sum(b.status == "failed" for b in batches),
         batches=batches,
         reduce=reduce,
+        prompts=plan.prompts if plan else request.prompts,
         selected_map_answers=selected,
         selection=_selection_so_far(search),
         **(search.usage_fields() if search is not None else {}),

@@ -24,11 +24,13 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
 from ..engine import (
+    DEFAULT_PROMPTS,
     FALLBACK_DEFAULTS,
     ChatModel,
     Event,
     Level,
     Prices,
+    Prompts,
     SearchOptions,
     SearchPlan,
     SearchResult,
@@ -129,6 +131,9 @@ class AppSettings(BaseModel):
     #: The run history the Runs screen reads, re-runs and resumes write (recording on or
     #: off); None: `history`.
     history_path: Path | None = None
+    #: The prompt templates (the built-in ones, or --prompts DIR's) and the answer's form
+    #: the fields start with; each run's form is the fields'.
+    prompts: Prompts = DEFAULT_PROMPTS
     #: How the communities are chosen (--select and its settings); the form picks the mode.
     selection: SelectionOptions = SelectionOptions()
 
@@ -232,6 +237,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             shuffle=s.shuffle,
             models=self.model_choices(),
             model=self.model_kind,
+            response_type=s.prompts.response_type,
+            answer_language=s.prompts.answer_language,
+            general_knowledge=s.prompts.general_knowledge,
             select=s.selection.mode,
             id="setup",
         )
@@ -435,8 +443,13 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         """The run, from planning to the result; it only posts messages. Whatever goes wrong
         ends it: bad input as a rejected run, anything unexpected as a `failed` result that
         keeps what finished."""
+        prompts = self.settings.prompts.model_copy(update={
+            "response_type": form.response_type, "answer_language": form.answer_language,
+            "general_knowledge": form.general_knowledge,
+        })
         selection = self.settings.selection.model_copy(update={"mode": form.select})
-        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle, selection)
+        request = SearchRequest(form.query, form.namespace, form.level, form.options, form.seed, form.shuffle,
+                                prompts=prompts, selection=selection)
         try:
             if kind == "local":  # budgets must fit one slot of the local model (SPEC §4)
                 request = replace(request, options=await asyncio.to_thread(self.run_options, form, kind))
@@ -586,7 +599,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             batch = current
         else:
             return
-        prompt = prompt_text(map_messages(state.plan.query, map_batch.content))
+        prompt = prompt_text(map_messages(state.plan.query, map_batch.content, state.plan.prompts))
         whole = self.spill.of_batch(message.batch_index)
         self.push_screen(BatchScreen(batch, map_batch, prompt, whole_responses=whole, inputs=self.input_files()))
 

@@ -185,7 +185,8 @@ async def test_a_budget_too_small_is_shown_in_the_form_and_sends_nothing(store: 
                 "raise the Map budget field or lower the Map reserve field"
             )
             shown = screen_text(app)
-            assert " the map prompt budget (100          ▕" in shown  # wrapped in the sidebar (it scrolls)
+            # wrapped in the sidebar, scrolled into sight below the Run button
+            assert " the map prompt budget (100 " in shown and " tokens) cannot fit the Map prompt " in shown
             assert "Cannot run" in shown  # and a toast
 
             # A value that is not a number is caught as you type, before any run.

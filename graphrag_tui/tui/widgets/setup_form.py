@@ -17,6 +17,7 @@ from ...engine import (
     FALLBACK_DEFAULTS,
     Level,
     SearchOptions,
+    form_text,
     normalize_query,
     parse_option,
     parse_seed,
@@ -40,6 +41,14 @@ OPTION_LABELS = {
 FIELD_OF_FLAG = {
     **{"--" + name.replace("_", "-"): label for name, label in OPTION_LABELS.items()},
     "--seed": "Seed", "--namespace": "Namespace", "--level": "Level", "--select": "Selection",
+    "--response-type": "Response type", "--answer-language": "Language",
+}
+#: The answer's form: field id -> (label, placeholder, the flag it stands for). An empty field
+#: asks nothing of the prompt (the built-in prompt unchanged): the model's own form, in the
+#: question's language. "General knowledge" adds GraphRAG's instruction with [LLM: verify].
+FORM_TEXT_FIELDS = {
+    "response_type": ("Response type", "not asked", "--response-type"),
+    "answer_language": ("Language", "the question's", "--answer-language"),
 }
 #: The selection picker's choices (issue 15), as GraphRAG names them.
 SELECT_CHOICES: list[tuple[Text, SelectMode]] = [(Text(mode), mode) for mode in SELECT_MODES]
@@ -63,6 +72,10 @@ class RunRequest:
     #: Every option field's text, and which of them the user edited (the rest show defaults).
     raw_options: Mapping[str, str] = field(default_factory=dict)
     edited: frozenset[str] = frozenset()
+    #: The answer's form (None / False: not given).
+    response_type: str | None = None
+    answer_language: str | None = None
+    general_knowledge: bool = False
     #: How the communities are chosen: level, rollup (at the level) or dynamic.
     select: SelectMode = "level"
 
@@ -103,6 +116,9 @@ class SetupForm(VerticalScroll):
         shuffle: bool,
         models: list[tuple[Text, str]] | None = None,
         model: str = "extractive",
+        response_type: str | None = None,
+        answer_language: str | None = None,
+        general_knowledge: bool = False,
         select: SelectMode = "level",
         **kwargs: object,
     ) -> None:
@@ -116,6 +132,8 @@ class SetupForm(VerticalScroll):
         self.initial_shuffle = shuffle
         self.models = models or [(Text("Built-in extractive"), "extractive")]
         self.initial_model = model if any(v == model for _, v in self.models) else self.models[0][1]
+        self.initial_form_text = {"response_type": response_type, "answer_language": answer_language}
+        self.initial_general_knowledge = general_knowledge
         self.initial_select: SelectMode = select if select in SELECT_MODES else "level"
         #: The text each option field shows by default (a field showing other text was edited).
         self._default_texts = {name: str(getattr(options, name)) for name in FALLBACK_DEFAULTS}
@@ -159,6 +177,14 @@ class SetupForm(VerticalScroll):
             yield Input(seed, placeholder="random", id="opt-seed", classes="option-input", compact=True)
         yield Static("", id="err-seed", classes="field-error")
         yield Checkbox("Shuffle communities", self.initial_shuffle, id="shuffle", compact=True)
+        for name, (label, placeholder, _) in FORM_TEXT_FIELDS.items():
+            with Horizontal(classes="option-row"):
+                yield Label(label, classes="option-label")
+                yield Input(self.initial_form_text[name] or "", placeholder=placeholder, id=f"opt-{name}",
+                            classes="option-input", compact=True)
+            yield Static("", id=f"err-{name}", classes="field-error")
+        yield Checkbox(Text("General knowledge"), self.initial_general_knowledge,
+                       id="general-knowledge", compact=True)
         yield Button("Run  ⏎", variant="primary", id="run")
         yield Static("", id="form-error", classes="field-error")
 
@@ -222,6 +248,8 @@ class SetupForm(VerticalScroll):
         error = self.query_one("#form-error", Static)
         error.update(Text(message, style="bold red"))
         error.display = bool(message)
+        if message:  # below the Run button: in sight, however long the form
+            self.call_after_refresh(error.scroll_visible, animate=False)
         if message and self.has_class("-collapsed"):  # the line is out of sight: say it here
             self.app.notify(message, title="Cannot run", severity="error", markup=False)
 
@@ -230,6 +258,12 @@ class SetupForm(VerticalScroll):
 
     def select_level(self, level: Level) -> None:
         self.query_one("#level", Select).value = level
+
+    def form_text(self, name: str) -> str | None:
+        """A field of the answer's form: its text, None when empty (not given); InputError
+        when it is not one line of text."""
+        text = self.query_one(f"#opt-{name}", Input).value
+        return form_text(text, FORM_TEXT_FIELDS[name][0]) if text.strip() else None
 
     # -- validation as you type -------------------------------------------------------------
 
@@ -244,6 +278,11 @@ class SetupForm(VerticalScroll):
         for budget, reserve in (("map_budget", "map_reserve"), ("reduce_budget", "reduce_reserve")):
             if budget in values and reserve in values and values[budget] <= values[reserve]:
                 errors.setdefault(budget, f"must exceed the reserve ({values[reserve]})")
+        for name, (label, _, _) in FORM_TEXT_FIELDS.items():
+            try:
+                self.form_text(name)
+            except InputError as error:
+                errors[name] = str(error).removeprefix(label + " ")
         seed = self.query_one("#opt-seed", Input).value.strip()
         try:
             parse_seed(seed or None)
@@ -256,7 +295,7 @@ class SetupForm(VerticalScroll):
 
     def _show_field_errors(self) -> dict[str, str]:
         errors = self._field_errors()
-        for name in (*FALLBACK_DEFAULTS, "seed"):
+        for name in (*FALLBACK_DEFAULTS, *FORM_TEXT_FIELDS, "seed"):
             message = errors.get(name, "")
             if message.startswith("--"):  # the field names the option already
                 message = message.partition(" ")[2]
@@ -329,6 +368,9 @@ class SetupForm(VerticalScroll):
                     shuffle=self.query_one("#shuffle", Checkbox).value,
                     raw_options=raw,
                     edited=self.edited_options(),
+                    response_type=self.form_text("response_type"),
+                    answer_language=self.form_text("answer_language"),
+                    general_knowledge=self.query_one("#general-knowledge", Checkbox).value,
                     select=self.select,
                 )
             )

@@ -1,0 +1,85 @@
+"""The answer's form in the app: the setup form's Response type, Language and General
+knowledge fields reach the Reduce prompt the scripted server receives; the templates the
+app was started with (--prompts DIR) are the ones its runs send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Checkbox, Input, Static
+
+from graphrag_tui.engine.prompts import GENERAL_KNOWLEDGE_INSTRUCTION, REDUCE_INSTRUCTIONS
+from graphrag_tui.prompt_files import load_prompts
+from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
+from tests.stores import three_leaves
+
+from .conftest import ask, make_app, wait_finished
+
+SIZE = (120, 40)
+REDUCE_HEAD, REDUCE_FORMAT = REDUCE_INSTRUCTIONS.rsplit("\n", 1)
+
+
+def answer_all(request: Received) -> Reply:
+    if request.stage == "reduce":
+        return reduce_reply("The port authority funds it.")
+    return map_reply("The port authority funds the bridge.", 80)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return three_leaves(tmp_path / "harbour.db")
+
+
+def reduce_system(server: ScriptedChatServer) -> str:
+    (reduce,) = [r for r in server.chat_requests() if r.stage == "reduce"]
+    return reduce.json["messages"][0]["content"]
+
+
+async def test_the_form_fields_reach_the_reduce_prompt(store: Path) -> None:
+    with ScriptedChatServer(answer_all) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            app.screen.query_one("#opt-response_type", Input).value = "a haiku"
+            app.screen.query_one("#opt-answer_language", Input).value = "Japanese"
+            app.screen.query_one("#general-knowledge", Checkbox).value = True
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert app.run_state.result.status == "completed"
+            assert app.run_state.result.prompts.response_type == "a haiku"
+        assert reduce_system(server) == (
+            f"{REDUCE_HEAD}\nTarget response length and format: a haiku\nWrite the answer in Japanese.\n"
+            f"{GENERAL_KNOWLEDGE_INSTRUCTION}\n{REDUCE_FORMAT}"
+        )
+
+
+async def test_empty_fields_send_the_built_in_prompt_and_a_bad_value_is_shown_not_run(store: Path) -> None:
+    with ScriptedChatServer(answer_all) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            field = app.screen.query_one("#opt-answer_language", Input)
+            field.value = "Fr\x1bench"
+            await ask(pilot)
+            await pilot.pause()
+            error = app.screen.query_one("#err-answer_language", Static)
+            assert error.display and "must be one line of 1 to 200 characters" in str(error.render())
+            assert server.chat_requests() == []
+            field.value = ""
+            await ask(pilot)
+            await wait_finished(pilot)
+        assert reduce_system(server) == REDUCE_INSTRUCTIONS
+
+
+async def test_the_apps_runs_send_the_templates_it_was_started_with(store: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "prompts"
+    directory.mkdir()
+    (directory / "reduce.txt").write_text(
+        "Reduce stage, as {response_type}.\n=== user ===\n{query}\n{context}\n", encoding="utf-8")
+    prompts = load_prompts(directory, response_type="two lines")
+    with ScriptedChatServer(answer_all) as server:
+        app = make_app(store, server.base_url, prompts=prompts)
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.screen.query_one("#opt-response_type", Input).value == "two lines"
+            await ask(pilot)
+            await wait_finished(pilot)
+        assert reduce_system(server) == "Reduce stage, as two lines."

@@ -38,7 +38,7 @@ KNOWN_IDS = (
     "explore-expand-all, explore-level, explore-overview, explore-search, explore-sort, export, find, find-close, "
     "find-next, find-previous, goto, goto-matches, grid-down, grid-next, grid-previous, grid-up, keys, mark-run, "
     "members, no, open-batch, overview-back, question, quit, record-back, rerun-failed, resume-run, runs, "
-    "runs-filter, save-response, show-in-tree, tab-1, tab-2, tab-3, tab-4, toggle-setup, yes"
+    "runs-filter, save-response, show-in-tree, tab-1, tab-2, tab-3, tab-4, tab-5, toggle-setup, yes"
 )
 KEYS_HELP = "(keys are written as in Textual: g, G, ctrl+g, f5, escape, question_mark; several separated by commas)"
 #: The app's own keys, under every screen's.

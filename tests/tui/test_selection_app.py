@@ -45,6 +45,7 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
             async with app.run_test(size=SIZE) as pilot:
                 tabs = app.screen.query_one(TabbedContent)
                 assert tabs.get_tab("tab-selection").display is False  # hidden for a level run
+                assert app.screen.check_action("show_tab", (5,)) is False  # a hidden tab has no number
                 app.screen.query_one("#select", Select).value = "dynamic"
                 await pilot.pause()
                 await ask(pilot, QUESTION)
@@ -68,7 +69,12 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
                 assert result is not None and result.status == "completed"
                 assert result.selection is not None and result.selection.selected == ["ns/a1x"]
                 assert [b.community_ids for b in result.batches] == [("ns/a1x",)]
-                tabs.active = "tab-selection"
+                tabs.active = "tab-answer"
+                app.screen.query_one("#batch-grid").focus()
+                await pilot.pause()
+                await pilot.press("5")  # the fifth tab, shown for this run
+                await pilot.pause()
+                assert tabs.active == "tab-selection"
                 app.repaint()
                 await pilot.pause()
                 assert text_of(pilot, "#selection-summary") == (

@@ -185,7 +185,7 @@ class BatchScreen(Findable, TabbedScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "save_response":
             return bool(self._cut_attempts())  # the key shows only when there is one to save
-        return True
+        return super().check_action(action, parameters)
 
     def _attempt_to_save(self) -> Attempt | None:
         """The cut attempt whose response has focus, else the first cut one."""

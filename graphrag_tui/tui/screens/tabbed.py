@@ -7,7 +7,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane, Tabs
 
-MAX_TABS = 4
+MAX_TABS = 5  # the run's tabs: Answer, Reduce, Scores, Retries and (for a selection) Selection
 
 
 class TabbedScreen(Screen):
@@ -17,10 +17,12 @@ class TabbedScreen(Screen):
     ]
 
     def _panes(self) -> list[TabPane]:
+        """The panes whose tabs show, in order (a hidden tab has no number)."""
         try:
-            return list(self.query_one(TabbedContent).query(TabPane))
+            tabbed = self.query_one(TabbedContent)
         except NoMatches:  # e.g. a community that is not in the store: no tabs
             return []
+        return [pane for pane in tabbed.query(TabPane) if not _tab_hidden(tabbed, pane)]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A number key is bound only while the screen has a tab of that number (so the
@@ -41,3 +43,11 @@ class TabbedScreen(Screen):
         # the active tab back to itself.
         target = next((w for w in pane.query("*") if w.focusable), None)
         (target or tabbed.query_one(Tabs)).focus()
+
+
+def _tab_hidden(tabbed: TabbedContent, pane: TabPane) -> bool:
+    try:
+        tab = tabbed.get_tab(pane.id or "")
+    except (NoMatches, ValueError):
+        return False
+    return not tab.display

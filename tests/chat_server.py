@@ -124,6 +124,13 @@ def reduce_reply(answer: str) -> Reply:
     return Reply(completion(json.dumps({"answer": answer})))
 
 
+def answer_all(request: Received) -> Reply:
+    """Every Map call answers the same, usefully; the Reduce answers once."""
+    if request.stage == "reduce":
+        return reduce_reply("The port authority funds it.")
+    return map_reply("The port authority funds the bridge.", 80)
+
+
 Script = Callable[[Received], Reply]
 
 

@@ -10,18 +10,12 @@ import pytest
 
 from graphrag_tui.graphrag_settings import DynamicSelection, GlobalSearchDefaults, load_project
 from graphrag_tui.session.options import Setting, SettingsResolver
-from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
+from tests.chat_server import ScriptedChatServer, answer_all
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
 
 QUESTION = "Who funds the bridge?"
 KEY = "sk-project-secret-0042"
-
-
-def answer_all(request: Received) -> Reply:
-    if request.stage == "reduce":
-        return reduce_reply("The port authority funds it.")
-    return map_reply("The port authority funds the bridge.", 80)
 
 
 @pytest.fixture

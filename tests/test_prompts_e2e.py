@@ -15,7 +15,7 @@ from graphrag_tui.engine.prompts import (
     RATE_TEMPLATE,
     REDUCE_INSTRUCTIONS,
 )
-from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
+from tests.chat_server import Received, Reply, ScriptedChatServer, answer_all
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
 from tests.test_selection import RatingServer, walk_store
@@ -25,12 +25,6 @@ ONE_BATCH_EACH = ["--map-budget", "330", "--map-reserve", "0", "--no-shuffle", "
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
 REDUCE_HEAD = REDUCE_INSTRUCTIONS.rsplit("\n", 1)[0]
 REDUCE_FORMAT = REDUCE_INSTRUCTIONS.rsplit("\n", 1)[1]
-
-
-def answer_all(request: Received) -> Reply:
-    if request.stage == "reduce":
-        return reduce_reply("The port authority funds it.")
-    return map_reply("The port authority funds the bridge.", 80)
 
 
 @pytest.fixture

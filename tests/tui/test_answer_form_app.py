@@ -11,19 +11,13 @@ from textual.widgets import Checkbox, Input, Static
 
 from graphrag_tui.engine.prompts import GENERAL_KNOWLEDGE_INSTRUCTION, REDUCE_INSTRUCTIONS
 from graphrag_tui.prompt_files import load_prompts
-from tests.chat_server import Received, Reply, ScriptedChatServer, map_reply, reduce_reply
+from tests.chat_server import ScriptedChatServer, answer_all
 from tests.stores import three_leaves
 
 from .conftest import ask, make_app, wait_finished
 
 SIZE = (120, 40)
 REDUCE_HEAD, REDUCE_FORMAT = REDUCE_INSTRUCTIONS.rsplit("\n", 1)
-
-
-def answer_all(request: Received) -> Reply:
-    if request.stage == "reduce":
-        return reduce_reply("The port authority funds it.")
-    return map_reply("The port authority funds the bridge.", 80)
 
 
 @pytest.fixture

@@ -321,10 +321,8 @@ class RunRecorder:
                     return
                 for item in items:
                     kind = item[0]
-                    if kind == "batch":  # most items: their row, without a dispatch
-                        batch = item[1]
-                        self._finished.add(batch.index)
-                        self._add_row(batch.index, batch.status, batch_json(batch), item[2])
+                    if kind == "batch":  # most items: no table look-up, no unpacking
+                        self._write_batch(connection, item[1], item[2])
                         continue
                     if kind == "finish":
                         self._flush_rows(connection)

@@ -311,3 +311,31 @@ def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
         RunHistory(path).load("aaaaaaaa0001")
     with pytest.raises(HistoryError, match=r"^run history .* a run cannot be read: "):
         RunHistory(path).list_runs()
+
+
+def test_a_run_deleted_while_it_goes_gets_no_rows_and_a_warning(tmp_path: Path) -> None:
+    """`runs delete` of a running run: the recorder writes nothing more (no batch row without
+    its run), and the run ends with one warning line, its result intact."""
+    history = tmp_path / "h.db"
+    warnings: list[str] = []
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history, on_warning=warnings.append)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(SlowModel(0.05), timeout=10))
+            while run.run_id is None:
+                await asyncio.sleep(0.005)
+            assert RunHistory(history).delete(run.run_id) == run.run_id
+            await task
+
+        asyncio.run(go())
+    assert run.result is not None and run.result.status == "completed" and run.result.batch_count == 6
+    assert warnings == [f"warning: run history {history}: run {run.run_id} was deleted while it ran; "
+                        "the run's record is incomplete"]
+    db = sqlite3.connect(history)
+    assert db.execute("SELECT count(*) FROM batches").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    db.close()

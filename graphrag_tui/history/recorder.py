@@ -109,11 +109,14 @@ def read_plan(text: str | None) -> list[PlannedBatch]:
 #: planned fields back.
 _RUN_FIELDS = {"attempts", "usefulness", "answer", "status"}
 _ATTEMPTS: TypeAdapter[list[Attempt]] = TypeAdapter(list[Attempt])
+#: BatchResult's own serializer: `model_dump_json` without its Python layers (the same JSON),
+#: called once per batch.
+_BATCH_TO_JSON = BatchResult.__pydantic_serializer__.to_json
 
 
 def batch_json(batch: BatchResult) -> str:
     """A finished batch's row: what the run added to it (attempts, answer, usefulness, status)."""
-    return batch.model_dump_json(include=_RUN_FIELDS)
+    return _BATCH_TO_JSON(batch, include=_RUN_FIELDS).decode()
 
 
 def attempts_json(attempts: Sequence[Attempt]) -> str:
@@ -167,6 +170,9 @@ class RunRecorder:
         self._finished: set[int] = set()
         self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
         self._connection = connection
+        # The batch rows' reference to their run is checked once per transaction (`_write`),
+        # not by SQLite once per row.
+        connection.execute("PRAGMA foreign_keys = OFF")
         # A commit copies the WAL into the file only past 16 MiB of it (SQLite's default: 4 MiB):
         # most runs' commits never wait for a checkpoint, closing the connection does it.
         connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
@@ -309,10 +315,18 @@ class RunRecorder:
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "batch": self._write_batch,
                        "finish": self._write_finish, "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
-                for kind, *values in items:
+                if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
+                    # `runs delete` while it ran: nothing more is written (no row without its run)
+                    self.error = f"run history {self.path}: run {self.run_id} was deleted while it ran"
+                    return
+                for item in items:
+                    kind = item[0]
+                    if kind == "batch":  # most items: no table look-up, no unpacking
+                        self._write_batch(connection, item[1], item[2])
+                        continue
                     if kind == "finish":
                         self._flush_rows(connection)
-                    writers[kind](connection, *values)
+                    writers[kind](connection, *item[1:])
                 self._flush_rows(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))

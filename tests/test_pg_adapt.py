@@ -97,7 +97,7 @@ def test_rows_that_cannot_be_adapted_are_skipped() -> None:
 
 def test_strict_refuses_at_the_first_change_and_lets_clean_rows_through() -> None:
     report = Adaptations(strict=True)
-    assert adapt_row("rag_entities", ("e1", "ns", "SCROOGE", None), report) == ("e1", "ns", "SCROOGE", None)
+    assert adapt_row("rag_entities", ("e1", "ns", "WEXLEY", None), report) == ("e1", "ns", "WEXLEY", None)
     with pytest.raises(StrictRefusal) as refused:
         adapt_row("rag_entities", ("e2", "ns", "Y" * 201, None), report)
     assert str(refused.value).startswith("--strict: rag_entities e2: name of 201 characters shortened to 200")

@@ -86,6 +86,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _scope(store: CommunityStore, namespace: str | None, level: Level) -> tuple[str, dict[int, int]]:
+    """The namespace the plan reads (the store's only one when none is named) and its
+    levels, the level checked against them."""
+    levels = store.community_levels()
+    chosen = choose_namespace(namespace, list(levels))
+    check_level(level, chosen, levels[chosen])
+    return chosen, levels[chosen]
+
+
 def prepare_plan(
     store: CommunityStore,
     query: str,
@@ -100,12 +109,15 @@ def prepare_plan(
 ) -> SearchPlan:
     """The plan of the level's communities, or of exactly `ids` (a selection's)."""
     query = normalize_query(query)
-    levels = store.community_levels()
-    chosen = choose_namespace(namespace, list(levels))
-    check_level(level, chosen, levels[chosen])
+    chosen, _ = _scope(store, namespace, level)
+    return _plan(store, query, chosen, level, options, seed, shuffle, prompts, ids)
+
+
+def _plan(store: CommunityStore, query: str, namespace: str, level: Level, options: SearchOptions, seed: int | None,
+          shuffle: bool, prompts: Prompts, ids: list[str] | None) -> SearchPlan:
     with _gc_paused():
-        communities = store.iter_map_parts(chosen, None if level == "leaf" else level, ids)
-        return plan_search(query, chosen, level, communities, options, seed=seed, shuffle=shuffle, prompts=prompts)
+        communities = store.iter_map_parts(namespace, None if level == "leaf" else level, ids)
+        return plan_search(query, namespace, level, communities, options, seed=seed, shuffle=shuffle, prompts=prompts)
 
 
 def prepare_selected_plan(
@@ -123,10 +135,7 @@ def prepare_selected_plan(
     """The plan of what `selection` chose (dynamic: a plan with no batches yet, planned again
     once the model has rated), and the choice."""
     query = normalize_query(query)
-    levels = store.community_levels()
-    chosen = choose_namespace(namespace, list(levels))
-    check_level(level, chosen, levels[chosen])
-    selected = select_communities(store, chosen, level, levels[chosen], selection)
-    plan = prepare_plan(store, query, namespace=chosen, level=selected.level, options=options, seed=seed,
-                        shuffle=shuffle, prompts=prompts, ids=selected.ids)
+    chosen, chosen_levels = _scope(store, namespace, level)
+    selected = select_communities(store, chosen, level, chosen_levels, selection)
+    plan = _plan(store, query, chosen, selected.level, options, seed, shuffle, prompts, selected.ids)
     return plan, selected

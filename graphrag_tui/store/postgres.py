@@ -40,7 +40,14 @@ from graphrag_tui.store.pg_dialect import to_postgres
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import CommunityRef
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
-from graphrag_tui.store.store import CommunityStore, NamespaceInfo, _group_leaves, _groups, _parse_members
+from graphrag_tui.store.store import (
+    CommunityStore,
+    NamespaceInfo,
+    _group_leaves,
+    _groups,
+    _parse_members,
+    map_text_parts,
+)
 from graphrag_tui.store.validation import StoreError
 
 #: Rows fetched per round trip from a server-side cursor.
@@ -244,12 +251,7 @@ class PostgresStore(CommunityStore):
 
         with self._second_reader() as second:
             readers = [self] if second is None else [self, second]
-            for group, by_leaf, excerpts in read_ahead(read, _groups(selected, leaves_of), readers):
-                for cid, summary in group:
-                    found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
-                    chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
-                    excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
-                    yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
+            yield from map_text_parts(read_ahead(read, _groups(selected, leaves_of), readers), leaves_of)
 
     @contextmanager
     def _second_reader(self) -> Iterator[PostgresStore | None]:  # type: ignore[override]

@@ -342,6 +342,20 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+
+def map_text_parts(reads: Iterable[tuple[list[tuple], Mapping[str, Any], Mapping[str, str]]],
+                   leaves_of: Mapping[str, list[str]]) -> Iterator[MapTextParts]:
+    """Each community of the groups read (its leaves' claim lines and the cited chunks'
+    excerpts, by leaf and by chunk id) as its Map text's parts, in the groups' order: what
+    the SQLite and the PostgreSQL stores' planning reads share."""
+    for group, by_leaf, excerpts in reads:
+        for cid, summary in group:
+            found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
+            chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
+            excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
+            yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
+
+
 class CommunityStore:
     """An open community store. Use `open` (read-only) or `create` (writable)."""
 
@@ -605,12 +619,7 @@ class CommunityStore:
             readers = [self] if second is None else [self, second]
             for reader in readers:
                 reader._write(map_parts.NAMES_COPY)
-            for group, by_leaf, excerpts in read_ahead(read, _groups(selected, leaves_of), readers):
-                for cid, summary in group:
-                    found = [by_leaf[leaf] for leaf in leaves_of.get(cid, ()) if leaf in by_leaf]
-                    chunk_ids = dict.fromkeys(chain.from_iterable(map(_SECOND, found)))
-                    excerpt_lines = tuple(filter(None, map(excerpts.get, chunk_ids)))
-                    yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
+            yield from map_text_parts(read_ahead(read, _groups(selected, leaves_of), readers), leaves_of)
 
     @contextmanager
     def _second_reader(self) -> Iterator[CommunityStore | None]:

@@ -184,9 +184,14 @@ async def test_a_budget_too_small_is_shown_in_the_form_and_sends_nothing(store: 
                 "the map prompt budget (100 tokens) cannot fit the Map prompt itself (130 tokens): "
                 "raise the Map budget field or lower the Map reserve field"
             )
+            # wrapped in the sidebar, scrolled into sight below the Run button (after a refresh)
+            await wait_until(
+                pilot,
+                lambda: " the map prompt budget (100 " in screen_text(app)
+                and " tokens) cannot fit the Map prompt " in screen_text(app),
+                what="the form error in sight",
+            )
             shown = screen_text(app)
-            # wrapped in the sidebar, scrolled into sight below the Run button
-            assert " the map prompt budget (100 " in shown and " tokens) cannot fit the Map prompt " in shown
             assert "Cannot run" in shown  # and a toast
 
             # A value that is not a number is caught as you type, before any run.

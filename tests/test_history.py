@@ -63,10 +63,14 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
-    assert "usage_total" in [c[1] for c in db.execute("PRAGMA table_info(runs)")]
-    assert "prompts" in [c[1] for c in db.execute("PRAGMA table_info(runs)")]
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
+    assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
+    assert db.execute("SELECT count(*) FROM batch_records").fetchone() == (0,)
+    # the Runs screen's "ok" column, counted once by the migration from the old rows
+    assert db.execute("SELECT succeeded_batch_count FROM runs").fetchone() == (2,)
+    assert history.succeeded_batches(["aaaaaaaa0001", "zzzzzzzz0000"]) == {"aaaaaaaa0001": 2, "zzzzzzzz0000": 0}
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
 
@@ -160,7 +164,7 @@ class SlowModel:
 def committed_batches(history: Path) -> int:
     db = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
     try:
-        return db.execute("SELECT count(*) FROM batches WHERE status = 'succeeded'").fetchone()[0]
+        return db.execute("SELECT sum(succeeded_batch_count) FROM runs").fetchone()[0] or 0
     except sqlite3.OperationalError:
         return 0
     finally:
@@ -336,6 +340,6 @@ def test_a_run_deleted_while_it_goes_gets_no_rows_and_a_warning(tmp_path: Path) 
     assert warnings == [f"warning: run history {history}: run {run.run_id} was deleted while it ran; "
                         "the run's record is incomplete"]
     db = sqlite3.connect(history)
-    assert db.execute("SELECT count(*) FROM batches").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM batch_records").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     db.close()

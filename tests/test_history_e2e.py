@@ -98,7 +98,11 @@ def rows(history: Path, sql: str, *args: Any) -> list[Any]:
 
 
 def batch_rows(history: Path, run_id: str) -> dict[int, str]:
-    return dict(rows(history, "SELECT batch_index, status FROM batches WHERE run_id = ?", run_id))
+    """The batches whose end is committed: index -> status."""
+    from graphrag_tui.history.formats import read_records
+
+    groups = [g for (g,) in rows(history, "SELECT records FROM batch_records WHERE run_id = ? ORDER BY seq", run_id)]
+    return {i: r.status for i, r in sorted(read_records(groups).items()) if r.status != "pending"}
 
 
 def start_query(store: Path, history: Path, base_url: str, *extra: str) -> subprocess.Popen[str]:

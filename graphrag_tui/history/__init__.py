@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .database import BUSY_TIMEOUT_S, HistoryError
     from .ids import new_run_id
-    from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, content_hash, messages_json
+    from .formats import content_hash
+    from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, messages_json
     from .records import RESUMABLE, RUN_STATUSES, RunHistory, RunSummary, UnknownRun
     from .schema import SCHEMA_VERSION
     from .stored import RecordedBatch, StoredRun
@@ -26,7 +27,7 @@ _MODULES = {
     "FLUSH_INTERVAL": "recorder",
     "RunMetadata": "recorder",
     "RunRecorder": "recorder",
-    "content_hash": "recorder",
+    "content_hash": "formats",
     "messages_json": "recorder",
     "RESUMABLE": "records",
     "RUN_STATUSES": "records",

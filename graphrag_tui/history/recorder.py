@@ -3,16 +3,14 @@
 The run's row is written before the first model call (so an unusable history is known, and
 said, before anything is paid for). Everything after that goes through a queue to a thread
 of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction
-(its batch rows in one executemany): a finished batch is on disk within a second, the run's
-event loop never waits for SQLite or zlib, and the thread does not wake per event (which
-would cost the run the GIL each time). A kill -9 loses the attempts in flight and at most
-one interval of finished ones.
+(its batches as one group of records, formats.py): a finished batch is on disk within a
+second, the run's event loop never waits for SQLite or zlib, and the thread does not wake
+per event (which would cost the run the GIL each time). A kill -9 loses the attempts in
+flight and at most one interval of finished ones.
 
 What the run's thread does per event is a queue put of the objects it already has: no
-copy, no JSON. The writer thread does the rest once per batch: its content record (hash,
-and the text compressed when long) is made the first time the batch gets a row and kept, and
-its row's JSON holds only what the run added (attempts, answer, usefulness, status): the
-batch's communities, parts and prompt tokens are in the run's plan, written once.
+copy, no JSON. The writer thread writes the plan and every batch's content once, then each
+group of finished batches in one serialization.
 
 A batch's prompt is recorded as its content and the run's Map prompt once (batch 0's
 messages): the prompts are the engine's template over the query and the content, so each is
@@ -20,7 +18,6 @@ rebuilt byte for byte, and a re-run checks the template is still the recorded on
 
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import sqlite3
@@ -31,11 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, MapBatch, Prompts, SearchPlan, SearchResult, map_messages
+from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
+from .formats import pack_contents, pending_batch, plan_json, read_records, records_packed, result_summary
 from .ids import new_run_id
 from .owner import is_alive, this_process
 from .texts import pack_text
@@ -60,86 +56,9 @@ class RunMetadata:
     parent_run_id: str | None = None
 
 
-def _sha256(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def content_hash(batch: MapBatch) -> str:
-    """The SHA-256 of a batch's content: what says whether the store still plans it so."""
-    return _sha256(batch.content)
-
-
 def messages_json(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) -> str:
     """A Map prompt as recorded and compared: its messages as JSON."""
     return json.dumps([m.model_dump() for m in map_messages(query, content, prompts)], ensure_ascii=False)
-
-
-#: What the plan records of each batch (with its content hash): the rest is the run's.
-_PLANNED_FIELDS = {"__all__": {"community_ids", "parts", "prompt_tokens"}}
-_BATCHES: TypeAdapter[list[BatchResult]] = TypeAdapter(list[BatchResult])
-
-#: A planned batch as `read_plan` gives it: community ids, [(community id, part)], prompt
-#: tokens, content hash.
-PlannedBatch = tuple[list[str], list[tuple[str, int]], int, str]
-
-
-def plan_json(planned: Sequence[BatchResult], hashes: Sequence[str]) -> str:
-    """Each batch's communities, parts, prompt tokens and content hash (one serialization of
-    the whole plan): a batch never finished (it has no row) is read from them, and a row gets
-    its batch's planned fields from them."""
-    batches = _BATCHES.dump_json(list(planned), include=_PLANNED_FIELDS).decode()
-    return '{"hashes":' + json.dumps(list(hashes)) + ',"batches":' + batches + "}"
-
-
-def read_plan(text: str | None) -> list[PlannedBatch]:
-    """A recorded plan: `plan_json`'s, or the list of [ids, [[id, part]...], tokens, hash]
-    that earlier versions wrote."""
-    if not text:
-        return []
-    found = json.loads(text)
-    if isinstance(found, list):
-        return [(ids, [(c, p) for c, p in parts], tokens, digest) for ids, parts, tokens, digest in found]
-    return [
-        (b["community_ids"], [(p["community_id"], p["part"]) for p in b["parts"]], b["prompt_tokens"], digest)
-        for b, digest in zip(found["batches"], found["hashes"], strict=True)
-    ]
-
-
-#: A batch row's JSON has what the run added to the batch; `batch_from_row` puts the
-#: planned fields back.
-_RUN_FIELDS = {"attempts", "usefulness", "answer", "status"}
-_ATTEMPTS: TypeAdapter[list[Attempt]] = TypeAdapter(list[Attempt])
-#: BatchResult's own serializer: `model_dump_json` without its Python layers (the same JSON),
-#: called once per batch.
-_BATCH_TO_JSON = BatchResult.__pydantic_serializer__.to_json
-
-
-def batch_json(batch: BatchResult) -> str:
-    """A finished batch's row: what the run added to it (attempts, answer, usefulness, status)."""
-    return _BATCH_TO_JSON(batch, include=_RUN_FIELDS).decode()
-
-
-def attempts_json(attempts: Sequence[Attempt]) -> str:
-    """The row of a batch that goes on after failed attempts: those attempts (the batch reads
-    as `cancelled` until it finishes)."""
-    return '{"attempts":' + _ATTEMPTS.dump_json(list(attempts)).decode() + "}"
-
-
-def batch_from_row(index: int, text: str, planned: Sequence[PlannedBatch]) -> BatchResult:
-    """A batch as its row and the run's plan (`read_plan`) record it. A row written
-    before rows left out the planned fields holds them itself."""
-    fields = json.loads(text)
-    if "index" not in fields:
-        ids, parts, tokens, _ = planned[index]
-        fields.update(index=index, community_ids=ids, prompt_tokens=tokens,
-                      parts=[{"community_id": c, "part": p} for c, p in parts])
-    return BatchResult.model_validate(fields)
-
-
-def result_summary(result: SearchResult) -> str:
-    """The result without its batches (they have rows of their own): whatever fields the
-    result has, usage and cost included, as the engine serializes them."""
-    return result.model_dump_json(exclude={"batches"})
 
 
 def usage_total(result: SearchResult) -> str | None:
@@ -161,17 +80,14 @@ class RunRecorder:
         #: The run's batches as the engine set them up (their communities, parts and prompt
         #: tokens, which never change, are read from them).
         self._planned = planned
-        #: Made by the writer thread: each batch's content (joined once) and its hash; the
-        #: content as stored (compressed when long) the first time the batch gets a row.
-        self._contents: list[str] = []
-        self._hashes: list[str] = []
-        self._packed: dict[int, str | bytes] = {}
-        #: Batches whose final row is written (or was, before a resume): later rows skip them.
+        #: Batches whose final record is written (or was, before a resume): later records skip them.
         self._finished: set[int] = set()
-        self._rows: list[tuple[Any, ...]] = []  # batch rows of the group being written
+        #: The group of records being written: the batches and the models that answered them.
+        self._group: list[BatchResult] = []
+        self._models: list[str | None] = []
+        self._seq = 0  # the next group's
         self._connection = connection
-        # The batch rows' reference to their run is checked once per transaction (`_write`),
-        # not by SQLite once per row.
+        # The records' reference to their run is checked once per transaction (`_write`).
         connection.execute("PRAGMA foreign_keys = OFF")
         # A commit copies the WAL into the file only past 16 MiB of it (SQLite's default: 4 MiB):
         # most runs' commits never wait for a checkpoint, closing the connection does it.
@@ -308,7 +224,7 @@ class RunRecorder:
             self._connection.close()
 
     def _write(self, items: list[tuple[Any, ...]]) -> None:
-        """One transaction: the items in order, their batch rows in one statement."""
+        """One transaction: the items in order, their batches in one group of records."""
         if self.error is not None:
             return
         try:
@@ -316,7 +232,7 @@ class RunRecorder:
                        "finish": self._write_finish, "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
-                    # `runs delete` while it ran: nothing more is written (no row without its run)
+                    # `runs delete` while it ran: nothing more is written (no record without its run)
                     self.error = f"run history {self.path}: run {self.run_id} was deleted while it ran"
                     return
                 for item in items:
@@ -324,71 +240,74 @@ class RunRecorder:
                     if kind == "batch":  # most items: no table look-up, no unpacking
                         self._write_batch(connection, item[1], item[2])
                         continue
-                    if kind == "finish":
-                        self._flush_rows(connection)
                     writers[kind](connection, *item[1:])
-                self._flush_rows(connection)
+                self._flush_group(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
         except Exception as error:  # a bug here must cost the record, never the run
             self.error = f"run history {self.path}: internal error: {type(error).__name__}: {error}"
 
-    def _flush_rows(self, connection: sqlite3.Connection) -> None:
-        rows, self._rows = self._rows, []
-        if not rows:
+    def _flush_group(self, connection: sqlite3.Connection) -> None:
+        group, models = self._group, self._models
+        if not group:
             return
-        connection.executemany(
-            "INSERT OR REPLACE INTO batches (run_id, batch_index, content_sha256, content, status, result, model) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        failed = sum(row[4] == "failed" for row in rows)
-        if failed:  # `runs list` counts them while the run goes
-            connection.execute(
-                "UPDATE runs SET failed_batch_count = failed_batch_count + ? WHERE run_id = ?", (failed, self.run_id))
+        self._group, self._models = [], []
+        connection.execute("INSERT INTO batch_records (run_id, seq, records) VALUES (?, ?, ?)",
+                           (self.run_id, self._seq, records_packed(group, models)))
+        self._seq += 1
+        succeeded = sum(b.status == "succeeded" for b in group)
+        failed = sum(b.status == "failed" for b in group)
+        # `runs list` and the Runs screen count them while the run goes
+        connection.execute(
+            "UPDATE runs SET succeeded_batch_count = succeeded_batch_count + ?, "
+            "failed_batch_count = failed_batch_count + ? WHERE run_id = ?", (succeeded, failed, self.run_id))
 
     def _write_plan(
         self, connection: sqlite3.Connection, kept: dict[int, tuple[BatchResult, str | None]], resumed: bool
     ) -> None:
         plan = self.plan
-        self._contents = [b.content for b in plan.batches]  # joined from its pieces once
-        self._hashes = [_sha256(content) for content in self._contents]
         if resumed:  # the finished batches stay; the others start again
+            self._seq = connection.execute(
+                "SELECT ifnull(max(seq) + 1, 0) FROM batch_records WHERE run_id = ?", (self.run_id,)).fetchone()[0]
             connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
             self._finished.update(i for (i,) in connection.execute(
                 "SELECT batch_index FROM batches WHERE run_id = ?", (self.run_id,)))
-            return
-        first = self._contents[0] if plan.batches else ""
+            groups = (g for (g,) in connection.execute(
+                "SELECT records FROM batch_records WHERE run_id = ? ORDER BY seq", (self.run_id,)))
+            self._finished.update(i for i, r in read_records(groups).items() if r.status != "pending")
+            if connection.execute("SELECT contents FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()[0] is not None:
+                return
+            # recorded by an earlier version (a row per batch, each with its content): the plan
+            # is the recorded one (its contents' hashes were checked), now with every content
+        contents = [b.content for b in plan.batches]  # joined from its pieces once
+        first = contents[0] if contents else ""
         connection.execute(
-            "UPDATE runs SET plan = ?, map_prompt = ? WHERE run_id = ?",
-            (plan_json(self._planned, self._hashes), pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
+            "UPDATE runs SET plan = ?, contents = ?, map_prompt = ? WHERE run_id = ?",
+            (plan_json(self._planned, contents), pack_contents(contents),
+             pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
         for result, model in kept.values():
             self._write_batch(connection, result, model)
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
-        if index not in self._finished:  # never over a finished batch's row
-            self._add_row(index, "pending", attempts_json(attempts), None)
+        if index not in self._finished:  # never over a finished batch's record
+            self._group.append(pending_batch(index, attempts))
+            self._models.append(None)
 
     def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
+        if batch.index in self._finished:  # a finished batch does not change
+            return
         self._finished.add(batch.index)
-        self._add_row(batch.index, batch.status, batch_json(batch), model)
-
-    def _add_row(self, index: int, status: str, result: str, model: str | None) -> None:
-        content = self._packed.get(index)
-        if content is None:  # the batch's content record, made once
-            content = self._packed[index] = pack_text(self._contents[index])
-        self._rows.append((self.run_id, index, self._hashes[index], content, status, result, model))
+        self._group.append(batch)
+        self._models.append(model)
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
         for batch in result.batches:
-            if batch.index in self._finished:
-                continue
             if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
                 self._write_batch(connection, batch, model)
             elif batch.attempts:  # cancelled while it went on: its attempts as they ended
-                self._add_row(batch.index, "pending", attempts_json(batch.attempts), None)
-        self._flush_rows(connection)
+                self._write_attempt(connection, batch.index, batch.attempts)
+        self._flush_group(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
             "owner = NULL WHERE run_id = ?",

@@ -148,11 +148,8 @@ class RunHistory:
                 for start in range(0, len(wanted), 500):  # under SQLite's limit of bound parameters
                     chunk = wanted[start:start + 500]
                     marks = ", ".join("?" * len(chunk))
-                    for run_id, count in connection.execute(
-                        f"SELECT run_id, count(*) FROM batches WHERE status = 'succeeded' AND run_id IN ({marks}) "
-                        "GROUP BY run_id", chunk,
-                    ):
-                        found[run_id] = count
+                    found.update(connection.execute(
+                        f"SELECT run_id, succeeded_batch_count FROM runs WHERE run_id IN ({marks})", chunk))
             finally:
                 connection.close()
         return found
@@ -189,19 +186,24 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                question, prompts_text = connection.execute(
-                    "SELECT question, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-                rows = connection.execute(
+                question, prompts_text, plan, contents = connection.execute(
+                    "SELECT question, prompts, plan, contents FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                rows = [] if contents is not None else connection.execute(
                     "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:
                 connection.close()
+        from .formats import read_plan
         from .recorder import messages_json  # the engine's Map template
         from .stored import recorded_prompts
 
         wanted = set(indexes)
         with unreadable(self.path, f"run {run_id}'s prompts"):
             prompts = recorded_prompts(prompts_text)
-            return {index: messages_json(question, unpack_text(data), prompts) for index, data in rows if index in wanted}
+            if contents is not None:
+                texts = {i: b.content for i, b in enumerate(read_plan(plan, contents)) if i in wanted}
+            else:  # recorded by an earlier version: with the batches that finished
+                texts = {index: unpack_text(data) for index, data in rows if index in wanted}
+            return {index: messages_json(question, text, prompts) for index, text in texts.items() if text is not None}
 
     def recorded_map_prompt(self, run_id: str) -> str | None:
         """Batch 0's Map messages as the run recorded them: the template a re-run checks."""
@@ -224,6 +226,7 @@ class RunHistory:
                 with transaction(connection):
                     run_id = self.resolve(connection, run)
                     connection.execute("DELETE FROM batches WHERE run_id = ?", (run_id,))
+                    connection.execute("DELETE FROM batch_records WHERE run_id = ?", (run_id,))
                     connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
                 return run_id
             finally:

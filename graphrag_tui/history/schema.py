@@ -4,8 +4,9 @@ every older version. A file of a newer version is refused, never changed."""
 from __future__ import annotations
 
 #: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
-#: version 2 no `prompts` column.
-SCHEMA_VERSION = 3
+#: version 2 no `prompts` column; version 3 wrote a row per batch (formats.py says how each
+#: version's records read).
+SCHEMA_VERSION = 4
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -61,5 +62,22 @@ ALTER TABLE batches ADD COLUMN model TEXT;
     # NULL: a run recorded before, which used the built-in templates
     2: """
 ALTER TABLE runs ADD COLUMN prompts TEXT;
+""",
+    # A run's batch contents once, in its plan's order (`plan` has their lengths), and its
+    # batches' records a group per commit: a row per batch cost a run more than 5 % of its
+    # time. The `batches` rows of earlier runs stay and are read as they were.
+    3: """
+ALTER TABLE runs ADD COLUMN contents BLOB;
+ALTER TABLE runs ADD COLUMN succeeded_batch_count INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET succeeded_batch_count =
+    (SELECT count(*) FROM batches WHERE batches.run_id = runs.run_id AND batches.status = 'succeeded');
+CREATE TABLE batch_records (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    -- the order of the groups: a later record of a batch replaces an earlier one
+    seq INTEGER NOT NULL,
+    -- {"models": [...], "batches": [...]} (zlib when long)
+    records BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
 """,
 }

@@ -9,17 +9,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import (
-    DEFAULT_PROMPTS,
-    BatchResult,
-    PartRef,
-    Prompts,
-    ReduceReport,
-    SearchOptions,
-    SearchResult,
-    check_prompts,
+from ..engine import DEFAULT_PROMPTS, BatchResult, Prompts, ReduceReport, SearchOptions, SearchResult, check_prompts
+from .formats import (
+    BatchRecord,
+    batch_from_record,
+    planned_batch,
+    read_plan,
+    read_records,
+    result_from_summary,
 )
-from .recorder import batch_from_row, read_plan
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
 
 
@@ -68,33 +66,27 @@ class StoredRun:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, contents, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
-    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, result_text,
-     prompts_text) = row[14:]
+    (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
+     result_text, prompts_text) = row[14:]
     options = SearchOptions.model_validate_json(options_text)
-    planned = read_plan(plan_text)
-
-    rows = {row[0]: row[1:] for row in connection.execute(
-        "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))}
+    planned = read_plan(plan_text, contents)
+    records = recorded_batches(connection, run_id)
 
     def batch(index: int) -> RecordedBatch:
-        if index in rows:
-            digest, status, model, text = rows[index]
-            return RecordedBatch(index, digest, status, model, batch_from_row(index, text, planned))
-        ids, parts, tokens, digest = planned[index]  # never finished: as planned
-        result = BatchResult(index=index, community_ids=tuple(ids), prompt_tokens=tokens,
-                             parts=tuple(PartRef(community_id=c, part=p) for c, p in parts))
-        return RecordedBatch(index, digest, "pending", None, result)
+        record = records.get(index)
+        if record is None:  # never finished: as planned
+            return RecordedBatch(index, planned[index].content_sha256, "pending", None, planned_batch(index, planned[index]))
+        digest = record.content_sha256 or planned[index].content_sha256
+        return RecordedBatch(index, digest, record.status, record.model, batch_from_record(index, record, planned))
 
-    batches = tuple(batch(index) for index in range(len(planned) if planned else len(rows)))
+    batches = tuple(batch(index) for index in range(len(planned) if planned else len(records)))
     results = [b.result for b in batches]
     if result_text is not None and summary.status not in ("running", "interrupted"):
-        fields = json.loads(result_text)
-        fields["batches"] = [b.model_dump(mode="json") for b in results]
-        result = SearchResult.model_validate(fields)
+        result = result_from_summary(result_text, results)
     else:
         result = SearchResult(
             query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
@@ -109,6 +101,18 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         result = result.model_copy(update={"prompts": prompts})
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
                      json.loads(settings_text), prompts)
+
+
+def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, BatchRecord]:
+    """Each batch's latest record: the rows an earlier version wrote, then the groups."""
+    found = {
+        index: BatchRecord(status, model, json.loads(text), digest)
+        for index, digest, status, model, text in connection.execute(
+            "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))
+    }
+    found.update(read_records(g for (g,) in connection.execute(
+        "SELECT records FROM batch_records WHERE run_id = ? ORDER BY seq", (run_id,))))
+    return found
 
 
 def recorded_prompts(text: str | None) -> Prompts:

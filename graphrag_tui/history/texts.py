@@ -16,5 +16,13 @@ def pack_text(text: str) -> str | bytes:
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
 
 
+def pack_utf8(pieces: list[bytes]) -> str | bytes:
+    """`pack_text` of a text already in UTF-8, in pieces (not joined when compressed)."""
+    if sum(map(len, pieces)) < COMPRESS_FROM:
+        return b"".join(pieces).decode("utf-8", "surrogatepass")
+    compressor = zlib.compressobj(1)
+    return b"".join([*map(compressor.compress, pieces), compressor.flush()])
+
+
 def unpack_text(data: str | bytes) -> str:
     return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")

@@ -1,0 +1,188 @@
+"""How a run's parts are written into the history and read back: its plan, its batches'
+contents, its batch records and its result's summary, in this version's shapes and in
+those earlier versions wrote (which are read, never written).
+
+Version 4 writes, per run, in columns (a list per field, which costs a run less than an
+object per batch):
+- the plan once: its parts' community ids and part numbers, each batch's count of parts,
+  its prompt tokens and its content's length (a batch's communities are its parts'
+  communities, in order, as the batcher makes them);
+- every batch's content once, joined into one text (compressed when long): a batch's
+  prompt is the run's Map template over it, and its hash is what a re-run checks;
+- the batches as they finish, a group per commit: one row of a record per batch with what
+  the run added (attempts, usefulness, answer, status) and the model that answered. A
+  later record of a batch replaces an earlier one (its failed attempts, then its end);
+- the result without its batches, and its Reduce candidates without their communities
+  (they are their batches'), in columns.
+
+Versions 1 to 3 wrote a row per batch (`batches`: its content, hash, status, model and
+result) and the plan with each batch's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+from pydantic import TypeAdapter
+
+from ..engine import Attempt, BatchResult, MapBatch, PartRef, ReduceCandidate, SearchResult
+from .texts import pack_text, pack_utf8, unpack_text
+
+
+def _sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def content_hash(batch: MapBatch) -> str:
+    """The SHA-256 of a batch's content: what says whether the store still plans it so."""
+    return _sha256(batch.content)
+
+
+class PlannedBatch(NamedTuple):
+    community_ids: tuple[str, ...]
+    parts: tuple[tuple[str, int], ...]
+    prompt_tokens: int
+    content_sha256: str
+    #: None: an earlier version recorded the content with the batch's row, if it finished.
+    content: str | None
+
+
+# -- the plan and the contents ----------------------------------------------------------------
+
+def plan_json(planned: Sequence[BatchResult], contents: Sequence[str]) -> str:
+    parts = list(map(attrgetter("parts"), planned))
+    flat = list(chain.from_iterable(parts))
+    return json.dumps({
+        "ids": list(map(attrgetter("community_id"), flat)), "part": list(map(attrgetter("part"), flat)),
+        "counts": list(map(len, parts)), "tokens": list(map(attrgetter("prompt_tokens"), planned)),
+        "lengths": list(map(len, contents)),
+    })
+
+
+def pack_contents(contents: Sequence[str]) -> str | bytes:
+    return pack_text("".join(contents))
+
+
+def read_plan(text: str | None, contents: str | bytes | None) -> list[PlannedBatch]:
+    """A recorded plan with its contents (version 4), or as earlier versions wrote it: the
+    list of [ids, [[id, part]...], tokens, hash] (version 2), or {hashes, batches} (version 3)."""
+    if not text:
+        return []
+    found = json.loads(text)
+    if isinstance(found, list):
+        return [PlannedBatch(tuple(ids), tuple((c, p) for c, p in parts), tokens, digest, None)
+                for ids, parts, tokens, digest in found]
+    if "hashes" in found:
+        return [
+            PlannedBatch(tuple(b["community_ids"]), tuple((p["community_id"], p["part"]) for p in b["parts"]),
+                         b["prompt_tokens"], digest, None)
+            for b, digest in zip(found["batches"], found["hashes"], strict=True)
+        ]
+    joined = unpack_text(contents) if contents is not None else ""
+    pairs = list(zip(found["ids"], found["part"], strict=True))
+    planned, start, first = [], 0, 0
+    for count, tokens, length in zip(found["counts"], found["tokens"], found["lengths"], strict=True):
+        parts = tuple(pairs[first:first + count])
+        content = joined[start:start + length]
+        first, start = first + count, start + length
+        planned.append(PlannedBatch(tuple(dict.fromkeys(c for c, _ in parts)), parts, tokens, _sha256(content), content))
+    if start != len(joined) or first != len(pairs):
+        raise ValueError("the recorded plan's lengths or counts do not add up to its contents or parts")
+    return planned
+
+
+# -- batch records ---------------------------------------------------------------------------
+
+_ATTEMPT_LISTS: TypeAdapter[list[list[Attempt]]] = TypeAdapter(list[list[Attempt]])
+#: A record's columns besides the attempts: what the run added to a batch.
+_RECORDED = ("index", "status", "answer", "usefulness")
+
+
+def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None]) -> str | bytes:
+    """A group of batch records: each batch's attempts, answer, usefulness and status, and
+    the model that answered it. A batch that goes on after failed attempts is recorded with
+    those attempts and status `cancelled`."""
+    attempts = _ATTEMPT_LISTS.dump_json(list(map(attrgetter("attempts"), batches)))
+    columns = {name: list(map(attrgetter(name), batches)) for name in _RECORDED}
+    rest = json.dumps({"models": list(models), **columns}).encode()
+    return pack_utf8([b'{"attempts":', attempts, b",", rest[1:]])
+
+
+def pending_batch(index: int, attempts: Sequence[Attempt]) -> BatchResult:
+    """The record of a batch that goes on after failed attempts (or was cancelled so)."""
+    return BatchResult(index=index, community_ids=(), parts=(), prompt_tokens=0, attempts=list(attempts))
+
+
+class BatchRecord(NamedTuple):
+    #: pending (never finished: at most failed attempts), succeeded or failed
+    status: str
+    model: str | None
+    #: What the run added to the batch (BatchResult's fields without the planned ones, or,
+    #: from an early version's row, with them).
+    fields: dict[str, Any]
+    #: The hash an earlier version's row recorded (None: the plan's).
+    content_sha256: str | None = None
+
+
+def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
+    """Each batch's latest record, from the groups in the order they were written."""
+    found: dict[int, BatchRecord] = {}
+    for packed in groups:
+        group = json.loads(unpack_text(packed))
+        for row in zip(group["models"], group["attempts"], *(group[name] for name in _RECORDED), strict=True):
+            model, attempts, index, status, answer, usefulness = row
+            fields = {"index": index, "status": status, "answer": answer, "usefulness": usefulness, "attempts": attempts}
+            found[index] = BatchRecord(status if status in ("succeeded", "failed") else "pending", model, fields)
+    return found
+
+
+def batch_from_record(index: int, record: BatchRecord, planned: Sequence[PlannedBatch]) -> BatchResult:
+    fields = dict(record.fields)
+    if "community_ids" not in fields:
+        ids, parts, tokens = planned[index][:3]
+        fields.update(index=index, community_ids=ids, prompt_tokens=tokens,
+                      parts=[{"community_id": c, "part": p} for c, p in parts])
+    return BatchResult.model_validate(fields)
+
+
+def planned_batch(index: int, planned: PlannedBatch) -> BatchResult:
+    """A batch that never finished, as planned."""
+    return BatchResult(index=index, community_ids=planned.community_ids, prompt_tokens=planned.prompt_tokens,
+                       parts=tuple(PartRef(community_id=c, part=p) for c, p in planned.parts))
+
+
+# -- the result ------------------------------------------------------------------------------
+
+#: A Reduce candidate's fields but its communities (its batch's), as columns.
+_CANDIDATE_COLUMNS = tuple(name for name in ReduceCandidate.model_fields if name != "community_ids")
+
+
+def result_summary(result: SearchResult) -> str:
+    """The result without its batches (they have records of their own), its Reduce
+    candidates as columns without their communities: whatever fields the result has, usage
+    and cost included, as the engine serializes them."""
+    summary = result.model_dump_json(exclude={"batches": True, "reduce": {"candidates"}})
+    candidates = result.reduce.candidates
+    columns = json.dumps({name: list(map(attrgetter(name), candidates)) for name in _CANDIDATE_COLUMNS})
+    return summary[:-1] + ',"reduce_candidates":' + columns + "}"
+
+
+def result_from_summary(text: str, batches: Sequence[BatchResult]) -> SearchResult:
+    """The result again; a summary from an earlier version has its candidates whole."""
+    fields = json.loads(text)
+    fields["batches"] = [b.model_dump(mode="json") for b in batches]
+    columns = fields.pop("reduce_candidates", None)
+    if columns is not None:
+        candidates = [dict(zip(_CANDIDATE_COLUMNS, row, strict=True))
+                      for row in zip(*(columns[name] for name in _CANDIDATE_COLUMNS), strict=True)]
+        for candidate in candidates:
+            index = candidate["batch_index"]
+            if not (isinstance(index, int) and 0 <= index < len(batches)):
+                raise ValueError(f"a Reduce candidate names batch {index!r}, which the run does not have")
+            candidate["community_ids"] = batches[index].community_ids
+        fields["reduce"]["candidates"] = candidates
+    return SearchResult.model_validate(fields)

@@ -343,3 +343,116 @@ def test_a_run_deleted_while_it_goes_gets_no_rows_and_a_warning(tmp_path: Path) 
     assert db.execute("SELECT count(*) FROM batch_records").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     db.close()
+
+
+def version_3_run(history: Path, store: Path, question: str) -> str:
+    """A run as version 3 recorded it, interrupted after its first batch: the plan with each
+    batch's hash, and a row per finished batch holding its content."""
+    import hashlib
+
+    from graphrag_tui.history import messages_json
+    from graphrag_tui.history.texts import pack_text
+
+    with CommunityStore.open(store) as opened:
+        run = RunSession(opened, history=None)
+        plan = run.prepare(SearchRequest(question, None, "leaf", SearchOptions(map_budget=330, map_reserve=0,
+                                                                               concurrency=1), None, shuffle=False))
+    contents = [b.content for b in plan.batches]
+    hashes = [hashlib.sha256(c.encode()).hexdigest() for c in contents]
+    batches = [{"community_ids": list(b.community_ids), "parts": [{"community_id": p.community_id, "part": p.part}
+                for p in b.parts], "prompt_tokens": plan.prompt_tokens(b)} for b in plan.batches]
+    db = sqlite3.connect(history)
+    db.executescript(SCHEMA_V1 + "ALTER TABLE runs ADD COLUMN usage_total TEXT; ALTER TABLE batches ADD COLUMN model TEXT;"
+                     "ALTER TABLE runs ADD COLUMN prompts TEXT; PRAGMA user_version = 3;")
+    db.execute(
+        "INSERT INTO runs (run_id, started_at, status, question, store_path, namespace, level, seed, shuffle, options, "
+        "model_settings, model_name, summary_count, batch_count, plan, map_prompt) VALUES ('aaaaaaaa0003', "
+        "'2026-01-01T00:00:00+00:00', 'interrupted', ?, ?, 'ns', '\"leaf\"', NULL, 0, ?, '{\"kind\": \"http\"}', 'm1', "
+        "?, ?, ?, ?)",
+        (question, str(store), plan.options.model_dump_json(), plan.summary_count, len(plan.batches),
+         json.dumps({"hashes": hashes, "batches": batches}),
+         pack_text(messages_json(question, contents[0]))))
+    answered = {"attempts": [], "usefulness": 40, "answer": "Kept.", "status": "succeeded"}
+    db.execute("INSERT INTO batches VALUES ('aaaaaaaa0003', 0, ?, ?, 'succeeded', ?, 'm1')",
+               (hashes[0], pack_text(contents[0]), json.dumps(answered)))
+    db.commit()
+    db.close()
+    assert RunHistory(history).list_runs()[0].run_id == "aaaaaaaa0003"  # migrated to this version
+    return "aaaaaaaa0003"
+
+
+def test_a_run_recorded_by_version_3_reads_back_and_resumes_into_this_versions_records(tmp_path: Path) -> None:
+    from graphrag_tui.history import content_hash
+    from graphrag_tui.session.continuation import prepare_resume
+
+    store, history = _store(tmp_path), tmp_path / "h.db"
+    run_id = version_3_run(history, store, QUESTION)
+    stored = RunHistory(history).load(run_id)
+    assert [b.status for b in stored.batches] == ["succeeded"] + ["pending"] * 5
+    assert stored.batches[0].result.answer == "Kept." and stored.batch_models == ["m1"] + [None] * 5
+    assert RunHistory(history).succeeded_batches([run_id]) == {run_id: 1}  # counted by the migration
+    assert list(RunHistory(history).map_prompts(run_id, [0, 1])) == [0]  # version 3 kept finished batches' contents
+
+    with CommunityStore.open(store) as opened:
+        session = prepare_resume(stored, opened, history=history)
+        planned = [content_hash(b) for b in session.plan.batches]
+        result = asyncio.run(session.run(SlowModel(0), timeout=10))
+    assert result.status == "completed" and [b.answer for b in result.batches] == ["Kept."] + ["Part."] * 5
+
+    again = RunHistory(history).load(run_id)
+    assert again.status == "completed" and again.result == result
+    assert [b.content_sha256 for b in again.batches] == planned
+    assert [b.status for b in again.batches] == ["succeeded"] * 6
+    assert RunHistory(history).succeeded_batches([run_id]) == {run_id: 6}
+    # resumed, the run has every batch's content: each prompt reads back as sent
+    prompts = RunHistory(history).map_prompts(run_id, list(range(6)))
+    assert sorted(prompts) == list(range(6))
+    assert json.loads(prompts[3])[1]["content"].count(session.plan.batches[3].content) == 1
+
+
+def test_a_plan_with_a_lone_surrogate_in_a_community_id_reads_back(tmp_path: Path) -> None:
+    """UTF-8 cannot carry a lone surrogate (a store can hold one): the plan falls back to
+    escaped JSON rather than losing the run's record."""
+    from graphrag_tui.engine import BatchResult, PartRef
+    from graphrag_tui.history.formats import pack_contents, plan_json, read_plan
+
+    odd = "ns/\ud800x"
+    planned = [BatchResult(index=0, community_ids=(odd, "ns/2"), prompt_tokens=12,
+                           parts=(PartRef(community_id=odd, part=1), PartRef(community_id="ns/2", part=3)))]
+    contents = [f"{odd} text"]
+    text = plan_json(planned, contents)
+    assert "\\ud800" in text
+    (batch,) = read_plan(text, pack_contents(contents))
+    assert (batch.community_ids, batch.parts, batch.prompt_tokens, batch.content) == (
+        (odd, "ns/2"), ((odd, 1), ("ns/2", 3)), 12, contents[0])
+
+
+def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Path) -> None:
+    history = tmp_path / "h.db"
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+        asyncio.run(run.run(SlowModel(0), timeout=10))
+    assert RunHistory(history).load(run.run_id).result == run.result  # type: ignore[arg-type]
+    db = sqlite3.connect(history)
+    (summary,) = db.execute("SELECT result FROM runs").fetchone()
+    db.execute("UPDATE runs SET result = ?", (summary.replace('"batch_index":[0,', '"batch_index":[-1,'),))
+    db.commit()
+    with pytest.raises(HistoryError, match=r"cannot be read: a Reduce candidate names batch -1, which the run does not "
+                                           r"have$"):
+        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    db.execute("UPDATE runs SET result = ?", (summary,))
+    from graphrag_tui.history.formats import read_records
+    from graphrag_tui.history.texts import pack_text, unpack_text
+
+    (packed,) = db.execute("SELECT records FROM batch_records").fetchone()
+    group = json.loads(unpack_text(packed))
+    assert sorted(read_records([packed])) == list(range(6)) and group["model_names"] == ["slow test model"]
+    group["models"][2] = 1
+    db.execute("UPDATE batch_records SET records = ?", (pack_text(json.dumps(group)),))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"cannot be read: a batch record names model 1, which its group does not "
+                                           r"have$"):
+        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]

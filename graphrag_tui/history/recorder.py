@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -235,12 +236,16 @@ class RunRecorder:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
                     self.error = f"run history {self.path}: run {self.run_id} was deleted while it ran"
                     return
+                finished, group, models = self._finished, self._group, self._models
                 for item in items:
-                    kind = item[0]
-                    if kind == "batch":  # most items: no table look-up, no unpacking
-                        self._write_batch(connection, item[1], item[2])
+                    if item[0] == "batch":  # most items: `_write_batch` inline
+                        batch = item[1]
+                        if batch.index not in finished:
+                            finished.add(batch.index)
+                            group.append(batch)
+                            models.append(item[2])
                         continue
-                    writers[kind](connection, *item[1:])
+                    writers[item[0]](connection, *item[1:])
                 self._flush_group(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
@@ -251,12 +256,14 @@ class RunRecorder:
         group, models = self._group, self._models
         if not group:
             return
-        self._group, self._models = [], []
+        records = records_packed(group, models)
+        statuses = list(map(attrgetter("status"), group))
+        group.clear()  # in place: `_write` holds them
+        models.clear()
         connection.execute("INSERT INTO batch_records (run_id, seq, records) VALUES (?, ?, ?)",
-                           (self.run_id, self._seq, records_packed(group, models)))
+                           (self.run_id, self._seq, records))
         self._seq += 1
-        succeeded = sum(b.status == "succeeded" for b in group)
-        failed = sum(b.status == "failed" for b in group)
+        succeeded, failed = statuses.count("succeeded"), statuses.count("failed")
         # `runs list` and the Runs screen count them while the run goes
         connection.execute(
             "UPDATE runs SET succeeded_batch_count = succeeded_batch_count + ?, "
@@ -279,7 +286,7 @@ class RunRecorder:
                 return
             # recorded by an earlier version (a row per batch, each with its content): the plan
             # is the recorded one (its contents' hashes were checked), now with every content
-        contents = [b.content for b in plan.batches]  # joined from its pieces once
+        contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
         first = contents[0] if contents else ""
         connection.execute(
             "UPDATE runs SET plan = ?, contents = ?, map_prompt = ? WHERE run_id = ?",
@@ -302,7 +309,8 @@ class RunRecorder:
         self._models.append(model)
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
-        for batch in result.batches:
+        finished = self._finished
+        for batch in [b for b in result.batches if b.index not in finished]:
             if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
                 self._write_batch(connection, batch, model)
             elif batch.attempts:  # cancelled while it went on: its attempts as they ended

@@ -32,7 +32,7 @@ def build_history(folder: Path, runs: int) -> tuple[Path, Path]:
     db = sqlite3.connect(history)
     (source,) = db.execute("SELECT run_id FROM runs").fetchone()
     columns = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
-    batch_columns = [r[1] for r in db.execute("PRAGMA table_info(batches)")]
+    batch_columns = [r[1] for r in db.execute("PRAGMA table_info(batch_records)")]
     with db:
         for number in range(runs - 1):
             run_id = f"{number:08d}zzzz"
@@ -40,8 +40,8 @@ def build_history(folder: Path, runs: int) -> tuple[Path, Path]:
             args = [run_id if c == "run_id" else f" #{number}" for c in columns if c in ("run_id", "question")]
             db.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT {picked} FROM runs WHERE run_id = ?",
                        (*args, source))
-            db.execute(f"INSERT INTO batches ({', '.join(batch_columns)}) SELECT "
-                       f"{', '.join('?' if c == 'run_id' else c for c in batch_columns)} FROM batches WHERE run_id = ?",
+            db.execute(f"INSERT INTO batch_records ({', '.join(batch_columns)}) SELECT "
+                       f"{', '.join('?' if c == 'run_id' else c for c in batch_columns)} FROM batch_records WHERE run_id = ?",
                        (run_id, source))
     db.close()
     return store, history

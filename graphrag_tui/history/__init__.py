@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .database import BUSY_TIMEOUT_S, HistoryError
-    from .ids import new_run_id
     from .formats import content_hash
+    from .ids import new_run_id
     from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, messages_json
     from .records import RESUMABLE, RUN_STATUSES, RunHistory, RunSummary, UnknownRun
     from .schema import SCHEMA_VERSION

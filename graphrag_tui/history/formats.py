@@ -123,7 +123,7 @@ def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None])
     return pack_utf8([b'{"attempts":', attempts, b",", rest[1:]])
 
 
-def pending_batch(index: int, attempts: Sequence[Attempt]) -> BatchResult:
+def batch_with_attempts(index: int, attempts: Sequence[Attempt]) -> BatchResult:
     """The record of a batch that goes on after failed attempts (or was cancelled so)."""
     return BatchResult(index=index, community_ids=(), parts=(), prompt_tokens=0, attempts=list(attempts))
 

@@ -32,7 +32,7 @@ from typing import Any
 from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
-from .formats import pack_contents, pending_batch, plan_json, read_records, records_packed, result_summary
+from .formats import batch_with_attempts, pack_contents, plan_json, read_records, records_packed, result_summary
 from .ids import new_run_id
 from .owner import is_alive, this_process
 from .texts import pack_text
@@ -298,7 +298,7 @@ class RunRecorder:
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record
-            self._group.append(pending_batch(index, attempts))
+            self._group.append(batch_with_attempts(index, attempts))
             self._models.append(None)
 
     def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:

@@ -456,3 +456,57 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
     with pytest.raises(HistoryError, match=r"cannot be read: a batch record names model 1, which its group does not "
                                            r"have$"):
         RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+
+
+def test_a_run_abandoned_after_failures_were_committed_counts_each_failure_once(tmp_path: Path) -> None:
+    """The process ends mid-run (the app quits): the batches that failed and were already
+    committed are not written again, so the run's failed count stays the number of failed
+    batches."""
+    history = tmp_path / "h.db"
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        def failed() -> int:
+            return sum(b.status == "failed" for b in run.search.batches) if run.search else 0  # type: ignore[union-attr]
+
+        class FailsTwoThenHangs:
+            description = "fails two batches then hangs"
+
+            async def complete(self, request: object) -> str:
+                if failed() < 2:
+                    return "not a reply"
+                await asyncio.Event().wait()
+                raise AssertionError("never answers")
+
+            async def aclose(self) -> None:
+                pass
+
+        def committed_failures() -> int:
+            if not history.exists():
+                return 0
+            db = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
+            try:
+                return db.execute("SELECT failed_batch_count FROM runs").fetchone()[0]
+            except (sqlite3.OperationalError, TypeError):
+                return 0
+            finally:
+                db.close()
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(FailsTwoThenHangs(), timeout=60))
+            deadline = time.monotonic() + 10
+            while committed_failures() < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert committed_failures() == 2 and not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(go())
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "interrupted"
+    assert [b.status for b in stored.batches] == ["failed", "failed", "pending", "pending", "pending", "pending"]
+    assert committed_failures() == 2 and stored.summary.failed_batch_count == 2

@@ -9,9 +9,9 @@ object per batch):
   communities, in order, as the batcher makes them);
 - every batch's content once, joined into one text (compressed when long): a batch's
   prompt is the run's Map template over it, and its hash is what a re-run checks;
-- the batches as they finish, a group per commit: one row of a record per batch with what
-  the run added (attempts, usefulness, answer, status) and the model that answered. A
-  later record of a batch replaces an earlier one (its failed attempts, then its end);
+- the batches as they finish, one group per commit: for each batch, what the run added
+  (attempts, usefulness, answer, status) and the model that answered. A later record of a
+  batch replaces an earlier one (its failed attempts, then its end);
 - the result without its batches, and its Reduce candidates without their communities
   (they are their batches'), in columns.
 

@@ -282,10 +282,10 @@ class RunRecorder:
             groups = (g for (g,) in connection.execute(
                 "SELECT records FROM batch_records WHERE run_id = ? ORDER BY seq", (self.run_id,)))
             self._finished.update(i for i, r in read_records(groups).items() if r.status != "pending")
+            # A run recorded by an earlier version (a row per batch, each with its content) gets
+            # its plan again (its contents' hashes were checked), now with every content.
             if connection.execute("SELECT contents FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()[0] is not None:
                 return
-            # recorded by an earlier version (a row per batch, each with its content): the plan
-            # is the recorded one (its contents' hashes were checked), now with every content
         contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
         first = contents[0] if contents else ""
         connection.execute(

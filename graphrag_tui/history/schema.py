@@ -75,7 +75,7 @@ CREATE TABLE batch_records (
     run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
     -- the order of the groups: a later record of a batch replaces an earlier one
     seq INTEGER NOT NULL,
-    -- {"models": [...], "batches": [...]} (zlib when long)
+    -- the group's batches as a list per field (formats.py), zlib when long
     records BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;

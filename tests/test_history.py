@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions
+from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
@@ -63,7 +63,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -408,6 +408,85 @@ def test_a_run_recorded_by_version_3_reads_back_and_resumes_into_this_versions_r
     prompts = RunHistory(history).map_prompts(run_id, list(range(6)))
     assert sorted(prompts) == list(range(6))
     assert json.loads(prompts[3])[1]["content"].count(session.plan.batches[3].content) == 1
+
+
+class FlakyModel:
+    """Map answers with a usefulness per call (the third is 0); the second call's reply is
+    not JSON, so its batch is sent again."""
+
+    description = "flaky test model"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: object) -> str:
+        if getattr(request, "stage", "map") == "reduce":
+            return json.dumps({"answer": "Final."})
+        self.calls += 1
+        if self.calls == 2:
+            return "not json"
+        return json.dumps({"answer": f"Part {self.calls}.", "usefulness": 0 if self.calls == 3 else 40 + self.calls})
+
+    async def aclose(self) -> None:
+        pass
+
+
+def as_version_4(history: Path, result: SearchResult) -> None:
+    """Rewrites the history's one run as version 4 wrote it: zlib streams, each attempt an
+    object without its None fields, and a summary with its candidates' usefulness and the
+    selected answers."""
+    import zlib
+
+    from graphrag_tui.history.texts import unpack_text
+
+    def packed(text: str) -> str | bytes:
+        return zlib.compress(text.encode(), 1) if len(text) >= 2048 else text
+
+    db = sqlite3.connect(history)
+    for seq, records in db.execute("SELECT seq, records FROM batch_records").fetchall():
+        group = json.loads(unpack_text(records))
+        columns, counts = group.pop("attempts"), group.pop("attempt_counts")
+        rows = zip(*columns.values(), strict=True)
+        attempts = [{k: v for k, v in zip(columns, row, strict=True) if v is not None} for row in rows]
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        group["attempts"] = [attempts[start:start + count] for start, count in zip(starts, counts, strict=True)]
+        db.execute("UPDATE batch_records SET records = ? WHERE seq = ?", (packed(json.dumps(group)), seq))
+    contents, map_prompt, summary = db.execute("SELECT contents, map_prompt, result FROM runs").fetchone()
+    fields = json.loads(summary)
+    fields["reduce_candidates"]["usefulness"] = [c.usefulness for c in result.reduce.candidates]
+    fields["selected_map_answers"] = [a.model_dump(mode="json") for a in result.selected_map_answers]
+    db.execute("UPDATE runs SET contents = ?, map_prompt = ?, result = ?",
+               (packed(unpack_text(contents)), packed(unpack_text(map_prompt)), json.dumps(fields)))
+    db.execute("PRAGMA user_version = 4")
+    db.commit()
+    db.close()
+
+
+def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> None:
+    """Version 5 writes attempts as columns, raw deflate, and summaries without what the
+    batches tell; a version-4 file (which a version-4 program wrote) reads back the same,
+    failed attempt, zero-usefulness candidate and selected answers included."""
+    history = tmp_path / "h.db"
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+        result = asyncio.run(run.run(FlakyModel(), timeout=10))
+    assert [len(b.attempts) for b in result.batches] == [1, 2, 1, 1, 1, 1]
+    assert result.batches[1].attempts[0].error_kind == "invalid_json"
+    assert [c.decision for c in result.reduce.candidates] == ["selected"] * 5 + ["zero_usefulness"]
+    assert len(result.selected_map_answers) == 5
+    assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
+    db = sqlite3.connect(history)
+    (summary,) = db.execute("SELECT result FROM runs").fetchone()
+    db.close()
+    assert "selected_map_answers" not in json.loads(summary)  # made again from the batches
+
+    as_version_4(history, result)
+    assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
+    db = sqlite3.connect(history)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+    db.close()
 
 
 def test_a_plan_with_a_lone_surrogate_in_a_community_id_reads_back(tmp_path: Path) -> None:

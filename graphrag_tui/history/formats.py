@@ -10,8 +10,9 @@ object per batch):
 - every batch's content once, joined into one text (compressed when long): a batch's
   prompt is the run's Map template over it, and its hash is what a re-run checks;
 - the batches as they finish, one group per commit: for each batch, what the run added
-  (attempts, usefulness, answer, status) and the model that answered. A later record of a
-  batch replaces an earlier one (its failed attempts, then its end);
+  (usefulness, answer, status, its count of attempts) and the model that answered, and the
+  group's attempts, a list per field (version 4 wrote each attempt as an object). A later
+  record of a batch replaces an earlier one (its failed attempts, then its end);
 - the result without its batches, and its Reduce candidates without their communities
   (they are their batches'), in columns.
 
@@ -23,14 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import accumulate, chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
-from ..engine import Attempt, BatchResult, MapBatch, PartRef, ReduceCandidate, SearchResult
+from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
 from .texts import pack_text, pack_utf8, unpack_text
 
 
@@ -40,7 +40,11 @@ def columns_json(columns: dict[str, list[Any]]) -> bytes:
     try:
         return to_json(columns)
     except PydanticSerializationError:
-        return json.dumps(columns).encode()
+        return json.dumps(columns, default=_plain).encode()
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump(mode="json")  # a model among the values (an attempt's usage)
 
 
 def _sha256(content: str) -> str:
@@ -107,20 +111,24 @@ def read_plan(text: str | None, contents: str | bytes | None) -> list[PlannedBat
 
 # -- batch records ---------------------------------------------------------------------------
 
-_ATTEMPT_LISTS: TypeAdapter[list[list[Attempt]]] = TypeAdapter(list[list[Attempt]])
-#: A record's columns besides the attempts: what the run added to a batch.
+#: A record's columns: what the run added to a batch.
 _RECORDED = ("index", "status", "answer", "usefulness")
+_ATTEMPT_FIELDS = tuple(Attempt.model_fields)
 
 
 def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None]) -> str | bytes:
-    """A group of batch records: each batch's attempts, answer, usefulness and status, and
+    """A group of batch records: each batch's answer, usefulness, status and attempts, and
     the model that answered it (an index into the group's model names). A batch that goes on
     after failed attempts is recorded with those attempts and status `cancelled`."""
-    attempts = _ATTEMPT_LISTS.dump_json(list(map(attrgetter("attempts"), batches)), exclude_none=True)
+    attempts = list(map(attrgetter("attempts"), batches))
+    flat = list(chain.from_iterable(attempts))
     names = {name: position for position, name in enumerate(dict.fromkeys(models))}
-    columns = {name: list(map(attrgetter(name), batches)) for name in _RECORDED}
-    rest = columns_json({"model_names": list(names), "models": list(map(names.__getitem__, models)), **columns})
-    return pack_utf8([b'{"attempts":', attempts, b",", rest[1:]])
+    return pack_utf8(columns_json({
+        "model_names": list(names), "models": list(map(names.__getitem__, models)),
+        **{name: list(map(attrgetter(name), batches)) for name in _RECORDED},
+        "attempt_counts": list(map(len, attempts)),
+        "attempts": {name: list(map(attrgetter(name), flat)) for name in _ATTEMPT_FIELDS},
+    }))
 
 
 def batch_with_attempts(index: int, attempts: Sequence[Attempt]) -> BatchResult:
@@ -145,7 +153,7 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     for packed in groups:
         group = json.loads(unpack_text(packed))
         names = group["model_names"]
-        for row in zip(group["models"], group["attempts"], *(group[name] for name in _RECORDED), strict=True):
+        for row in zip(group["models"], _group_attempts(group), *(group[name] for name in _RECORDED), strict=True):
             position, attempts, index, status, answer, usefulness = row
             if not (isinstance(position, int) and 0 <= position < len(names)):
                 raise ValueError(f"a batch record names model {position!r}, which its group does not have")
@@ -153,6 +161,18 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
             fields = {"index": index, "status": status, "answer": answer, "usefulness": usefulness, "attempts": attempts}
             found[index] = BatchRecord(status if status in ("succeeded", "failed") else "pending", model, fields)
     return found
+
+
+def _group_attempts(group: dict[str, Any]) -> list[list[Any]]:
+    """Each record's attempts: from a list per field, or (version 4) a list of objects each."""
+    if "attempt_counts" not in group:
+        return group["attempts"]
+    columns, counts = group["attempts"], group["attempt_counts"]
+    attempts = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    if not all(isinstance(count, int) and count >= 0 for count in counts) or sum(counts) != len(attempts):
+        raise ValueError("a group's counts of attempts do not add up to its attempts")
+    starts = accumulate(counts, initial=0)  # one more than counts: the end
+    return [attempts[start:start + count] for start, count in zip(starts, counts, strict=False)]
 
 
 def batch_from_record(index: int, record: BatchRecord, planned: Sequence[PlannedBatch]) -> BatchResult:
@@ -172,32 +192,41 @@ def planned_batch(index: int, planned: PlannedBatch) -> BatchResult:
 
 # -- the result ------------------------------------------------------------------------------
 
-#: A Reduce candidate's fields but its communities (its batch's), as columns.
-_CANDIDATE_COLUMNS = tuple(name for name in ReduceCandidate.model_fields if name != "community_ids")
+#: A Reduce candidate's columns. Its usefulness and communities are its batch's, and the
+#: selected Map answers are the selected candidates' batches' answers (engine/reduce.py makes
+#: them so): both are made again when the result is read.
+_CANDIDATE_COLUMNS = ("batch_index", "decision")
 
 
 def result_summary(result: SearchResult) -> str:
-    """The result without its batches (they have records of their own), its Reduce
-    candidates as columns without their communities: whatever fields the result has, usage
-    and cost included, as the engine serializes them."""
-    summary = result.model_dump_json(exclude={"batches": True, "reduce": {"candidates"}})
+    """The result without its batches (they have records of their own) and without what
+    its batches tell, its Reduce candidates as columns: whatever fields the result has,
+    usage and cost included, as the engine serializes them."""
+    summary = result.model_dump_json(exclude={"batches": True, "reduce": {"candidates"}, "selected_map_answers": True})
     candidates = result.reduce.candidates
     columns = columns_json({name: list(map(attrgetter(name), candidates)) for name in _CANDIDATE_COLUMNS})
     return summary[:-1] + ',"reduce_candidates":' + columns.decode("utf-8") + "}"
 
 
 def result_from_summary(text: str, batches: Sequence[BatchResult]) -> SearchResult:
-    """The result again; a summary from an earlier version has its candidates whole."""
+    """The result again. A summary from version 4 has its candidates' usefulness and the
+    selected answers; one from an earlier version has its candidates whole."""
     fields = json.loads(text)
     fields["batches"] = [b.model_dump(mode="json") for b in batches]
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:
-        candidates = [dict(zip(_CANDIDATE_COLUMNS, row, strict=True))
-                      for row in zip(*(columns[name] for name in _CANDIDATE_COLUMNS), strict=True)]
+        names = [name for name in ("batch_index", "usefulness", "decision") if name in columns]
+        candidates = [dict(zip(names, row, strict=True)) for row in zip(*(columns[name] for name in names), strict=True)]
         for candidate in candidates:
             index = candidate["batch_index"]
             if not (isinstance(index, int) and 0 <= index < len(batches)):
                 raise ValueError(f"a Reduce candidate names batch {index!r}, which the run does not have")
             candidate["community_ids"] = batches[index].community_ids
+            candidate.setdefault("usefulness", batches[index].usefulness or 0)
         fields["reduce"]["candidates"] = candidates
+        fields.setdefault("selected_map_answers", [
+            {"answer": batches[c["batch_index"]].answer or "", "usefulness": c["usefulness"],
+             "community_ids": c["community_ids"]}
+            for c in candidates if c["decision"] == "selected"
+        ])
     return SearchResult.model_validate(fields)

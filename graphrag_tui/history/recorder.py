@@ -8,9 +8,9 @@ second, the run's event loop never waits for SQLite or zlib, and the thread does
 per event (which would cost the run the GIL each time). A kill -9 loses the attempts in
 flight and at most one interval of finished ones.
 
-What the run's thread does per event is a queue put of the objects it already has: no
-copy, no JSON. The writer thread writes the plan and every batch's content once, then each
-group of finished batches in one serialization.
+What the run's thread does per finished batch is a queue put of the batch itself: no copy,
+no JSON. The writer thread takes what the queue holds in one call, writes the plan and every
+batch's content once, then each group of finished batches in one serialization.
 
 A batch's prompt is recorded as its content and the run's Map prompt once (batch 0's
 messages): the prompts are the engine's template over the query and the content, so each is
@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby, repeat
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -75,9 +76,12 @@ class RunRecorder:
     ending without a result. A write that fails stops the recording; `error` says why."""
 
     def __init__(
-        self, path: Path, connection: sqlite3.Connection, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]
+        self, path: Path, connection: sqlite3.Connection, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult],
+        model: str | None,
     ) -> None:
         self.path, self.run_id, self.plan = path, run_id, plan
+        #: The model that answers this run's batches.
+        self._model = model
         #: The run's batches as the engine set them up (their communities, parts and prompt
         #: tokens, which never change, are read from them).
         self._planned = planned
@@ -93,7 +97,8 @@ class RunRecorder:
         # A commit copies the WAL into the file only past 16 MiB of it (SQLite's default: 4 MiB):
         # most runs' commits never wait for a checkpoint, closing the connection does it.
         connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
-        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        #: Finished batches, and tuples for the other events (their kind first).
+        self._queue: queue.SimpleQueue[BatchResult | tuple[Any, ...]] = queue.SimpleQueue()
         self.error: str | None = None
         self._done = False
         self._closing = threading.Event()
@@ -125,13 +130,15 @@ class RunRecorder:
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, plan, planned)
+        recorder = cls(path, connection, run_id, plan, planned, metadata.model_name)
         recorder._queue.put(("plan", dict(kept or {}), False))
         recorder._thread.start()
         return recorder
 
     @classmethod
-    def resume(cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult]) -> RunRecorder:
+    def resume(
+        cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult], model: str | None
+    ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again."""
         connection = connect(path, check_same_thread=False)
@@ -145,7 +152,7 @@ class RunRecorder:
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, plan, planned)
+        recorder = cls(path, connection, run_id, plan, planned, model)
         recorder._queue.put(("plan", {}, True))
         recorder._thread.start()
         return recorder
@@ -180,21 +187,21 @@ class RunRecorder:
         does not change any more; the list does, so it is copied, not its attempts)."""
         self._queue.put(("attempt", batch.index, list(batch.attempts)))
 
-    def batch_finished(self, batch: BatchResult, model: str | None) -> None:
+    def batch_finished(self, batch: BatchResult) -> None:
         """A batch that succeeded or failed; it does not change any more."""
-        self._queue.put(("batch", batch, model))
+        self._queue.put(batch)
 
-    def finish(self, result: SearchResult, finished_at: str, model: str | None) -> None:
+    def finish(self, result: SearchResult, finished_at: str) -> None:
         """The run's end; waits until everything is written."""
-        self._queue.put(("finish", result, finished_at, model))
+        self._queue.put(("finish", result, finished_at))
         self._close()
 
-    def abandon(self, batches: Sequence[BatchResult], model: str | None) -> None:
+    def abandon(self, batches: Sequence[BatchResult]) -> None:
         """The process ends without a result (the app quits mid-run): what finished is
         written, and the run is `interrupted`."""
         for batch in batches:
             if batch.status != "cancelled":
-                self.batch_finished(batch, model)
+                self.batch_finished(batch)
         self._queue.put(("abandon",))
         self._close()
 
@@ -210,12 +217,7 @@ class RunRecorder:
         try:
             while True:
                 closing = self._closing.wait(FLUSH_INTERVAL)
-                items = []
-                while True:
-                    try:
-                        items.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
+                items = list(map(self._queue.get, repeat(False, self._queue.qsize())))
                 if items:
                     self._write(items)
                 if closing:
@@ -224,28 +226,24 @@ class RunRecorder:
             self._written.set()
             self._connection.close()
 
-    def _write(self, items: list[tuple[Any, ...]]) -> None:
+    def _write(self, items: list[BatchResult | tuple[Any, ...]]) -> None:
         """One transaction: the items in order, their batches in one group of records."""
         if self.error is not None:
             return
         try:
-            writers = {"plan": self._write_plan, "attempt": self._write_attempt, "batch": self._write_batch,
-                       "finish": self._write_finish, "abandon": self._write_abandon}
+            writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
+                       "abandon": self._write_abandon}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
                     self.error = f"run history {self.path}: run {self.run_id} was deleted while it ran"
                     return
-                finished, group, models = self._finished, self._group, self._models
-                for item in items:
-                    if item[0] == "batch":  # most items: `_write_batch` inline
-                        batch = item[1]
-                        if batch.index not in finished:
-                            finished.add(batch.index)
-                            group.append(batch)
-                            models.append(item[2])
-                        continue
-                    writers[item[0]](connection, *item[1:])
+                for kind, run in groupby(items, type):
+                    if kind is tuple:
+                        for item in run:
+                            writers[item[0]](connection, *item[1:])  # type: ignore[index]
+                    else:
+                        self._add_batches(list(run), self._model)  # type: ignore[arg-type]
                 self._flush_group(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
@@ -294,27 +292,38 @@ class RunRecorder:
              pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
         for result, model in kept.values():
-            self._write_batch(connection, result, model)
+            self._add_batches([result], model)
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record
             self._group.append(batch_with_attempts(index, attempts))
             self._models.append(None)
 
-    def _write_batch(self, connection: sqlite3.Connection, batch: BatchResult, model: str | None) -> None:
-        if batch.index in self._finished:  # a finished batch does not change
-            return
-        self._finished.add(batch.index)
-        self._group.append(batch)
-        self._models.append(model)
-
-    def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str, model: str | None) -> None:
+    def _add_batches(self, batches: list[BatchResult], model: str | None) -> None:
+        """Finished batches into the group being written, but those already written (a
+        finished batch does not change)."""
         finished = self._finished
-        for batch in [b for b in result.batches if b.index not in finished]:
-            if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
-                self._write_batch(connection, batch, model)
-            elif batch.attempts:  # cancelled while it went on: its attempts as they ended
-                self._write_attempt(connection, batch.index, batch.attempts)
+        indexes = list(map(_index, batches))
+        fresh = set(indexes)
+        if len(fresh) == len(indexes) and finished.isdisjoint(fresh):  # a run's batches, each finished once
+            finished |= fresh
+            self._group += batches
+            self._models += repeat(model, len(batches))
+            return
+        for batch, index in zip(batches, indexes, strict=True):
+            if index not in finished:
+                finished.add(index)
+                self._group.append(batch)
+                self._models.append(model)
+
+    def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str) -> None:
+        finished = self._finished
+        if len(finished) < len(result.batches):  # (it holds this run's batch indexes only)
+            for batch in [b for b in result.batches if b.index not in finished]:
+                if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
+                    self._add_batches([batch], self._model)
+                elif batch.attempts:  # cancelled while it went on: its attempts as they ended
+                    self._write_attempt(connection, batch.index, batch.attempts)
         self._flush_group(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
@@ -325,6 +334,9 @@ class RunRecorder:
 
     def _write_abandon(self, connection: sqlite3.Connection) -> None:
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+_index = attrgetter("index")
 
 
 class RunNotResumable(InputError):

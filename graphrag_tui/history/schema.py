@@ -4,9 +4,9 @@ every older version. A file of a newer version is refused, never changed."""
 from __future__ import annotations
 
 #: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
-#: version 2 no `prompts` column; version 3 wrote a row per batch (formats.py says how each
-#: version's records read).
-SCHEMA_VERSION = 4
+#: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
+#: objects and zlib streams (formats.py and texts.py say how each version's data reads).
+SCHEMA_VERSION = 5
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -80,4 +80,7 @@ CREATE TABLE batch_records (
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 """,
+    # No table changes: version 5 writes records, summaries and compressed texts that
+    # version 4 cannot read, so a version-4 program must refuse the file.
+    4: "",
 }

@@ -1,4 +1,8 @@
-"""Texts as the history stores them: short ones as they are, long ones compressed."""
+"""Texts as the history stores them: short ones as they are, long ones compressed.
+
+A compressed text is RAW_DEFLATE, then a raw deflate stream at zlib's fastest level: no
+zlib header and no Adler-32 (SQLite checks nothing either way, and the checksum costs a
+seventh of compressing). Versions before 5 wrote zlib streams, which never start with it."""
 
 from __future__ import annotations
 
@@ -7,22 +11,29 @@ import zlib
 #: Shorter texts are stored as they are: zlib allocates some 256 KiB of state per call, which
 #: costs more than a short text saves.
 COMPRESS_FROM = 2048
+RAW_DEFLATE = b"\x00"
 
 
 def pack_text(text: str) -> str | bytes:
-    """`text` as stored: itself (SQLite TEXT) when short, else zlib (a BLOB)."""
+    """`text` as stored: itself (SQLite TEXT) when short, else compressed (a BLOB)."""
     if len(text) < COMPRESS_FROM:
         return text
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+    return pack_utf8(text.encode("utf-8", "surrogatepass"))
 
 
-def pack_utf8(pieces: list[bytes]) -> str | bytes:
-    """`pack_text` of a text already in UTF-8, in pieces (not joined when compressed)."""
-    if sum(map(len, pieces)) < COMPRESS_FROM:
-        return b"".join(pieces).decode("utf-8", "surrogatepass")
-    compressor = zlib.compressobj(1)
-    return b"".join([*map(compressor.compress, pieces), compressor.flush()])
+def pack_utf8(data: bytes) -> str | bytes:
+    """`pack_text` of a text already in UTF-8."""
+    if len(data) < COMPRESS_FROM:
+        return data.decode("utf-8", "surrogatepass")
+    compressor = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return b"".join((RAW_DEFLATE, compressor.compress(data), compressor.flush()))
 
 
 def unpack_text(data: str | bytes) -> str:
-    return data if isinstance(data, str) else zlib.decompress(data).decode("utf-8", "surrogatepass")
+    if isinstance(data, str):
+        return data
+    if data[:1] == RAW_DEFLATE:
+        unpacked = zlib.decompress(memoryview(data)[1:], -zlib.MAX_WBITS)
+    else:  # a zlib stream (versions before 5)
+        unpacked = zlib.decompress(data)
+    return unpacked.decode("utf-8", "surrogatepass")

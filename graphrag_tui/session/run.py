@@ -211,7 +211,8 @@ class RunSession:
         assert self.plan is not None and self.search is not None
         try:
             if self.resume_run_id is not None:
-                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan, self.search.batches)
+                self._recorder = RunRecorder.resume(
+                    self.history, self.resume_run_id, self.plan, self.search.batches, self._model_name)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(
@@ -231,7 +232,7 @@ class RunSession:
         if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
             self.batch_models[event.batch_index] = self._model_name
             if recorder is not None:
-                recorder.batch_finished(search.batches[event.batch_index], self._model_name)
+                recorder.batch_finished(search.batches[event.batch_index])
         elif recorder is not None and search is not None and isinstance(event, AttemptFailed) \
                 and event.batch_index is not None and event.will_retry:
             recorder.attempt_failed(search.batches[event.batch_index])
@@ -247,14 +248,14 @@ class RunSession:
         recorder, self._recorder = self._recorder, None
         if recorder is None:
             return
-        recorder.finish(result, self.finished_at, self._model_name)
+        recorder.finish(result, self.finished_at)
         if recorder.error is not None:
             self.on_warning(f"warning: {recorder.error}; the run's record is incomplete")
 
     def _abandon(self) -> None:
         recorder, self._recorder = self._recorder, None
         if recorder is not None and self.search is not None:
-            recorder.abandon(self.search.batches, self._model_name)
+            recorder.abandon(self.search.batches)
 
     def document(self) -> dict[str, Any]:
         """The run's JSON: `query --json`, and what `runs show` gives for it later."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -432,9 +433,9 @@ class FlakyModel:
 
 
 def as_version_4(history: Path, result: SearchResult) -> None:
-    """Rewrites the history's one run as version 4 wrote it: zlib streams, each attempt an
-    object without its None fields, and a summary with its candidates' usefulness and the
-    selected answers."""
+    """Rewrites the history's one run as version 4 wrote it: zlib streams, every column
+    whole, each attempt an object without its None fields, the plan's columns together, and
+    a summary with its candidates' usefulness and the selected answers."""
     import zlib
 
     from graphrag_tui.history.texts import unpack_text
@@ -442,21 +443,28 @@ def as_version_4(history: Path, result: SearchResult) -> None:
     def packed(text: str) -> str | bytes:
         return zlib.compress(text.encode(), 1) if len(text) >= 2048 else text
 
+    def whole(table: dict) -> dict:  # a column of one value written for every row
+        rows = table.pop("count")
+        return {k: [v["same"]] * rows if isinstance(v, dict) and "same" in v else v for k, v in table.items()}
+
     db = sqlite3.connect(history)
     for seq, records in db.execute("SELECT seq, records FROM batch_records").fetchall():
-        group = json.loads(unpack_text(records))
-        columns, counts = group.pop("attempts"), group.pop("attempt_counts")
+        group = whole(json.loads(unpack_text(records)))
+        columns, counts = whole(group.pop("attempts")), group.pop("attempt_counts")
         rows = zip(*columns.values(), strict=True)
         attempts = [{k: v for k, v in zip(columns, row, strict=True) if v is not None} for row in rows]
         starts = [sum(counts[:i]) for i in range(len(counts))]
         group["attempts"] = [attempts[start:start + count] for start, count in zip(starts, counts, strict=True)]
         db.execute("UPDATE batch_records SET records = ? WHERE seq = ?", (packed(json.dumps(group)), seq))
-    contents, map_prompt, summary = db.execute("SELECT contents, map_prompt, result FROM runs").fetchone()
+    contents, map_prompt, plan, summary = db.execute("SELECT contents, map_prompt, plan, result FROM runs").fetchone()
+    plan = json.loads(plan)
     fields = json.loads(summary)
+    fields["reduce_candidates"] = whole(fields["reduce_candidates"])
     fields["reduce_candidates"]["usefulness"] = [c.usefulness for c in result.reduce.candidates]
     fields["selected_map_answers"] = [a.model_dump(mode="json") for a in result.selected_map_answers]
-    db.execute("UPDATE runs SET contents = ?, map_prompt = ?, result = ?",
-               (packed(unpack_text(contents)), packed(unpack_text(map_prompt)), json.dumps(fields)))
+    db.execute("UPDATE runs SET contents = ?, map_prompt = ?, plan = ?, result = ?",
+               (packed(unpack_text(contents)), packed(unpack_text(map_prompt)),
+                json.dumps({**whole(plan["batches"]), **whole(plan["parts"])}), json.dumps(fields)))
     db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()
@@ -528,13 +536,15 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
     (packed,) = db.execute("SELECT records FROM batch_records").fetchone()
     group = json.loads(unpack_text(packed))
     assert sorted(read_records([packed])) == list(range(6)) and group["model_names"] == ["slow test model"]
-    group["models"][2] = 1
-    db.execute("UPDATE batch_records SET records = ?", (pack_text(json.dumps(group)),))
-    db.commit()
+    assert group["count"] == 6 and group["models"] == {"same": 0}  # one model answered every batch: written once
+    for damaged, said in (({"models": [0, 0, 1, 0, 0, 0]}, "a batch record names model 1, which its group does not have"),
+                          ({"count": 10**12}, "a recorded column of one value has no usable count of rows (1000000000000)"),
+                          ({"count": 7}, "a group's counts of attempts do not add up to its attempts")):
+        db.execute("UPDATE batch_records SET records = ?", (pack_text(json.dumps({**group, **damaged})),))
+        db.commit()
+        with pytest.raises(HistoryError, match=rf"cannot be read: {re.escape(said)}$"):
+            RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
     db.close()
-    with pytest.raises(HistoryError, match=r"cannot be read: a batch record names model 1, which its group does not "
-                                           r"have$"):
-        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
 
 
 def test_a_run_abandoned_after_failures_were_committed_counts_each_failure_once(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 contents, its batch records and its result's summary, in this version's shapes and in
 those earlier versions wrote (which are read, never written).
 
-Version 4 writes, per run, in columns (a list per field, which costs a run less than an
-object per batch):
+Version 5 writes, per run, in columns (a list per field, which costs a run less than an
+object per batch; a column whose rows all hold the same object is written once, as
+{"same": value}, with the table's count of rows):
 - the plan once: its parts' community ids and part numbers, each batch's count of parts,
   its prompt tokens and its content's length (a batch's communities are its parts'
   communities, in order, as the batcher makes them);
@@ -11,13 +12,15 @@ object per batch):
   prompt is the run's Map template over it, and its hash is what a re-run checks;
 - the batches as they finish, one group per commit: for each batch, what the run added
   (usefulness, answer, status, its count of attempts) and the model that answered, and the
-  group's attempts, a list per field (version 4 wrote each attempt as an object). A later
-  record of a batch replaces an earlier one (its failed attempts, then its end);
-- the result without its batches, and its Reduce candidates without their communities
-  (they are their batches'), in columns.
+  group's attempts, a list per field. A later record of a batch replaces an earlier one
+  (its failed attempts, then its end);
+- the result without what its batches tell: its batches, its Reduce candidates' usefulness
+  and communities, and the selected Map answers; its candidates in columns.
 
-Versions 1 to 3 wrote a row per batch (`batches`: its content, hash, status, model and
-result) and the plan with each batch's hash."""
+Version 4 wrote the same, but every column whole, each attempt as an object, and the
+candidates' usefulness and the selected answers. Versions 1 to 3 wrote a row per batch
+(`batches`: its content, hash, status, model and result) and the plan with each batch's
+hash."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -45,6 +48,35 @@ def columns_json(columns: dict[str, list[Any]]) -> bytes:
 
 def _plain(value: Any) -> Any:
     return value.model_dump(mode="json")  # a model among the values (an attempt's usage)
+
+
+def _table(columns: dict[str, list[Any]], rows: int) -> dict[str, Any]:
+    """Columns of `rows` values as written: a column whose rows all hold one value, once."""
+    return {"count": rows, **{name: {"same": values[0]} if _one_value(values) else values
+                              for name, values in columns.items()}}
+
+
+def _one_value(values: list[Any]) -> bool:
+    """Whether every value is the first, and writes as the same JSON: 1, 1.0 and True are
+    equal but write differently, as do 0.0 and -0.0 (floats are never taken)."""
+    if not values or type(values[0]) is float or values != [values[0]] * len(values):
+        return False
+    return type(values[0]) in (str, type(None)) or len(set(map(type, values))) == 1
+
+
+#: More rows than a table written once can claim (a damaged file must not ask for more).
+MAX_ROWS = 10_000_000
+
+
+def _column(table: dict[str, Any], name: str, rows: Any) -> list[Any]:
+    """A recorded column's values. `rows`: the table's count (None: version 4, whose
+    columns are written whole)."""
+    column = table[name]
+    if not isinstance(column, dict):
+        return column
+    if not (isinstance(rows, int) and 0 <= rows <= MAX_ROWS):
+        raise ValueError(f"a recorded column of one value has no usable count of rows ({rows!r})")
+    return [column["same"]] * rows
 
 
 def _sha256(content: str) -> str:
@@ -71,9 +103,10 @@ def plan_json(planned: Sequence[BatchResult], contents: Sequence[str]) -> str:
     parts = list(map(attrgetter("parts"), planned))
     flat = list(chain.from_iterable(parts))
     return columns_json({
-        "ids": list(map(attrgetter("community_id"), flat)), "part": list(map(attrgetter("part"), flat)),
-        "counts": list(map(len, parts)), "tokens": list(map(attrgetter("prompt_tokens"), planned)),
-        "lengths": list(map(len, contents)),
+        "batches": _table({"counts": list(map(len, parts)), "tokens": list(map(attrgetter("prompt_tokens"), planned)),
+                           "lengths": list(map(len, contents))}, len(planned)),
+        "parts": _table({"ids": list(map(attrgetter("community_id"), flat)),
+                         "part": list(map(attrgetter("part"), flat))}, len(flat)),
     }).decode("utf-8")
 
 
@@ -82,8 +115,9 @@ def pack_contents(contents: Sequence[str]) -> str | bytes:
 
 
 def read_plan(text: str | None, contents: str | bytes | None) -> list[PlannedBatch]:
-    """A recorded plan with its contents (version 4), or as earlier versions wrote it: the
-    list of [ids, [[id, part]...], tokens, hash] (version 2), or {hashes, batches} (version 3)."""
+    """A recorded plan with its contents (version 5: a table of batches and one of parts;
+    version 4: their columns together), or as earlier versions wrote it: the list of [ids,
+    [[id, part]...], tokens, hash] (version 2), or {hashes, batches} (version 3)."""
     if not text:
         return []
     found = json.loads(text)
@@ -97,9 +131,12 @@ def read_plan(text: str | None, contents: str | bytes | None) -> list[PlannedBat
             for b, digest in zip(found["batches"], found["hashes"], strict=True)
         ]
     joined = unpack_text(contents) if contents is not None else ""
-    pairs = list(zip(found["ids"], found["part"], strict=True))
+    batches, parts = (found["batches"], found["parts"]) if "parts" in found else (found, found)
+    batch_rows, part_rows = batches.get("count"), parts.get("count")
+    pairs = list(zip(_column(parts, "ids", part_rows), _column(parts, "part", part_rows), strict=True))
     planned, start, first = [], 0, 0
-    for count, tokens, length in zip(found["counts"], found["tokens"], found["lengths"], strict=True):
+    columns = (_column(batches, name, batch_rows) for name in ("counts", "tokens", "lengths"))
+    for count, tokens, length in zip(*columns, strict=True):
         parts = tuple(pairs[first:first + count])
         content = joined[start:start + length]
         first, start = first + count, start + length
@@ -116,19 +153,30 @@ _RECORDED = ("index", "status", "answer", "usefulness")
 _ATTEMPT_FIELDS = tuple(Attempt.model_fields)
 
 
-def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None]) -> str | bytes:
-    """A group of batch records: each batch's answer, usefulness, status and attempts, and
-    the model that answered it (an index into the group's model names). A batch that goes on
-    after failed attempts is recorded with those attempts and status `cancelled`."""
-    attempts = list(map(attrgetter("attempts"), batches))
-    flat = list(chain.from_iterable(attempts))
+def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None]) -> tuple[str | bytes, list[str]]:
+    """A group of batch records, and its batches' statuses: each batch's answer, usefulness,
+    status and attempts, and the model that answered it (an index into the group's model
+    names). A batch that goes on after failed attempts is recorded with those attempts and
+    status `cancelled`."""
+    recorded = _fields(batches, (*_RECORDED, "attempts"))
+    attempts = recorded.pop("attempts")
     names = {name: position for position, name in enumerate(dict.fromkeys(models))}
-    return pack_utf8(columns_json({
-        "model_names": list(names), "models": list(map(names.__getitem__, models)),
-        **{name: list(map(attrgetter(name), batches)) for name in _RECORDED},
-        "attempt_counts": list(map(len, attempts)),
-        "attempts": {name: list(map(attrgetter(name), flat)) for name in _ATTEMPT_FIELDS},
+    flat = list(chain.from_iterable(attempts))
+    packed = pack_utf8(columns_json({
+        "model_names": list(names),
+        **_table({"models": list(map(names.__getitem__, models)), **recorded,
+                  "attempt_counts": list(map(len, attempts))}, len(batches)),
+        "attempts": _table(_fields(flat, _ATTEMPT_FIELDS), len(flat)),
     }))
+    return packed, recorded["status"]
+
+
+def _fields(models: Sequence[Any], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The models' fields as a list each. They are read from each model's `__dict__` (where
+    pydantic keeps them): an attribute goes through BaseModel's `__getattr__` hook, which
+    costs more than getting the `__dict__` once and an item per field."""
+    fields = list(map(vars, models))
+    return {name: list(map(itemgetter(name), fields)) for name in names}
 
 
 def batch_with_attempts(index: int, attempts: Sequence[Attempt]) -> BatchResult:
@@ -152,8 +200,9 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     found: dict[int, BatchRecord] = {}
     for packed in groups:
         group = json.loads(unpack_text(packed))
-        names = group["model_names"]
-        for row in zip(group["models"], _group_attempts(group), *(group[name] for name in _RECORDED), strict=True):
+        names, rows = group["model_names"], group.get("count")
+        models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
+        for row in zip(models, _group_attempts(group, rows), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row
             if not (isinstance(position, int) and 0 <= position < len(names)):
                 raise ValueError(f"a batch record names model {position!r}, which its group does not have")
@@ -163,11 +212,12 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     return found
 
 
-def _group_attempts(group: dict[str, Any]) -> list[list[Any]]:
-    """Each record's attempts: from a list per field, or (version 4) a list of objects each."""
+def _group_attempts(group: dict[str, Any], rows: int | None) -> list[list[Any]]:
+    """Each record's attempts: from a table of them, or (version 4) a list of objects each."""
     if "attempt_counts" not in group:
         return group["attempts"]
-    columns, counts = group["attempts"], group["attempt_counts"]
+    table, counts = group["attempts"], _column(group, "attempt_counts", rows)
+    columns = {name: _column(table, name, table["count"]) for name in table if name != "count"}
     attempts = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
     if not all(isinstance(count, int) and count >= 0 for count in counts) or sum(counts) != len(attempts):
         raise ValueError("a group's counts of attempts do not add up to its attempts")
@@ -204,8 +254,8 @@ def result_summary(result: SearchResult) -> str:
     usage and cost included, as the engine serializes them."""
     summary = result.model_dump_json(exclude={"batches": True, "reduce": {"candidates"}, "selected_map_answers": True})
     candidates = result.reduce.candidates
-    columns = columns_json({name: list(map(attrgetter(name), candidates)) for name in _CANDIDATE_COLUMNS})
-    return summary[:-1] + ',"reduce_candidates":' + columns.decode("utf-8") + "}"
+    columns = {name: list(map(attrgetter(name), candidates)) for name in _CANDIDATE_COLUMNS}
+    return summary[:-1] + ',"reduce_candidates":' + columns_json(_table(columns, len(candidates))).decode("utf-8") + "}"
 
 
 def result_from_summary(text: str, batches: Sequence[BatchResult]) -> SearchResult:
@@ -216,7 +266,8 @@ def result_from_summary(text: str, batches: Sequence[BatchResult]) -> SearchResu
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:
         names = [name for name in ("batch_index", "usefulness", "decision") if name in columns]
-        candidates = [dict(zip(names, row, strict=True)) for row in zip(*(columns[name] for name in names), strict=True)]
+        rows = zip(*(_column(columns, name, columns.get("count")) for name in names), strict=True)
+        candidates = [dict(zip(names, row, strict=True)) for row in rows]
         for candidate in candidates:
             index = candidate["batch_index"]
             if not (isinstance(index, int) and 0 <= index < len(batches)):

@@ -254,8 +254,7 @@ class RunRecorder:
         group, models = self._group, self._models
         if not group:
             return
-        records = records_packed(group, models)
-        statuses = list(map(attrgetter("status"), group))
+        records, statuses = records_packed(group, models)
         group.clear()  # in place: `_write` holds them
         models.clear()
         connection.execute("INSERT INTO batch_records (run_id, seq, records) VALUES (?, ?, ?)",

@@ -153,11 +153,13 @@ _RECORDED = ("index", "status", "answer", "usefulness")
 _ATTEMPT_FIELDS = tuple(Attempt.model_fields)
 
 
-def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None]) -> tuple[str | bytes, list[str]]:
-    """A group of batch records, and its batches' statuses: each batch's answer, usefulness,
-    status and attempts, and the model that answered it (an index into the group's model
-    names). A batch that goes on after failed attempts is recorded with those attempts and
-    status `cancelled`."""
+def records_packed(
+    batches: Sequence[BatchResult], models: Sequence[str | None]
+) -> tuple[str | bytes, list[int], list[str]]:
+    """A group of batch records, with its batches' indexes and statuses: each batch's
+    answer, usefulness, status and attempts, and the model that answered it (an index into
+    the group's model names). A batch that goes on after failed attempts is recorded with
+    those attempts and status `cancelled`."""
     recorded = _fields(batches, (*_RECORDED, "attempts"))
     attempts = recorded.pop("attempts")
     names = {name: position for position, name in enumerate(dict.fromkeys(models))}
@@ -168,7 +170,7 @@ def records_packed(batches: Sequence[BatchResult], models: Sequence[str | None])
                   "attempt_counts": list(map(len, attempts))}, len(batches)),
         "attempts": _table(_fields(flat, _ATTEMPT_FIELDS), len(flat)),
     }))
-    return packed, recorded["status"]
+    return packed, recorded["index"], recorded["status"]
 
 
 def _fields(models: Sequence[Any], names: Sequence[str]) -> dict[str, list[Any]]:

@@ -199,10 +199,7 @@ class RunRecorder:
     def abandon(self, batches: Sequence[BatchResult]) -> None:
         """The process ends without a result (the app quits mid-run): what finished is
         written, and the run is `interrupted`."""
-        for batch in batches:
-            if batch.status != "cancelled":
-                self.batch_finished(batch)
-        self._queue.put(("abandon",))
+        self._queue.put(("abandon", list(batches)))
         self._close()
 
     def _close(self) -> None:
@@ -242,8 +239,10 @@ class RunRecorder:
                     if kind is tuple:
                         for item in run:
                             writers[item[0]](connection, *item[1:])  # type: ignore[index]
-                    else:
-                        self._add_batches(list(run), self._model)  # type: ignore[arg-type]
+                    else:  # finished batches: each comes once (`_add_unwritten` is for the others)
+                        batches = list(run)
+                        self._group += batches
+                        self._models += repeat(self._model, len(batches))
                 self._flush_group(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
@@ -254,9 +253,13 @@ class RunRecorder:
         group, models = self._group, self._models
         if not group:
             return
-        records, statuses = records_packed(group, models)
+        records, indexes, statuses = records_packed(group, models)
         group.clear()  # in place: `_write` holds them
         models.clear()
+        if "cancelled" in statuses:  # a batch that goes on after failed attempts is not finished
+            self._finished.update(i for i, status in zip(indexes, statuses, strict=True) if status != "cancelled")
+        else:
+            self._finished.update(indexes)
         connection.execute("INSERT INTO batch_records (run_id, seq, records) VALUES (?, ?, ?)",
                            (self.run_id, self._seq, records))
         self._seq += 1
@@ -291,39 +294,33 @@ class RunRecorder:
              pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
         for result, model in kept.values():
-            self._add_batches([result], model)
+            self._add_unwritten([result], model)
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record
             self._group.append(batch_with_attempts(index, attempts))
             self._models.append(None)
 
-    def _add_batches(self, batches: list[BatchResult], model: str | None) -> None:
-        """Finished batches into the group being written, but those already written (a
-        finished batch does not change)."""
-        finished = self._finished
-        indexes = list(map(_index, batches))
-        fresh = set(indexes)
-        if len(fresh) == len(indexes) and finished.isdisjoint(fresh):  # a run's batches, each finished once
-            finished |= fresh
-            self._group += batches
-            self._models += repeat(model, len(batches))
-            return
-        for batch, index in zip(batches, indexes, strict=True):
-            if index not in finished:
-                finished.add(index)
+    def _add_unwritten(self, batches: Sequence[BatchResult], model: str | None) -> None:
+        """Finished batches whose record may be written already (or is in the group), but
+        once each: a finished batch does not change."""
+        self._flush_group(self._connection)  # `_finished` then holds every batch written
+        for batch in batches:
+            if batch.index not in self._finished:
+                self._finished.add(batch.index)
                 self._group.append(batch)
                 self._models.append(model)
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str) -> None:
-        finished = self._finished
-        if len(finished) < len(result.batches):  # (it holds this run's batch indexes only)
-            for batch in [b for b in result.batches if b.index not in finished]:
-                if batch.status != "cancelled":  # a batch whose event never came (a run that broke)
-                    self._add_batches([batch], self._model)
-                elif batch.attempts:  # cancelled while it went on: its attempts as they ended
-                    self._write_attempt(connection, batch.index, batch.attempts)
         self._flush_group(connection)
+        if len(self._finished) < len(result.batches):  # (it holds this run's batch indexes only)
+            ended = [b for b in result.batches if b.index not in self._finished]
+            # a batch whose event never came (a run that broke)
+            self._add_unwritten([b for b in ended if b.status != "cancelled"], self._model)
+            for batch in ended:
+                if batch.status == "cancelled" and batch.attempts:  # cancelled while it went on: its attempts
+                    self._write_attempt(connection, batch.index, batch.attempts)
+            self._flush_group(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
             "owner = NULL WHERE run_id = ?",
@@ -331,11 +328,10 @@ class RunRecorder:
              self.run_id),
         )
 
-    def _write_abandon(self, connection: sqlite3.Connection) -> None:
+    def _write_abandon(self, connection: sqlite3.Connection, batches: list[BatchResult]) -> None:
+        self._add_unwritten([b for b in batches if b.status != "cancelled"], self._model)
+        self._flush_group(connection)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
-
-
-_index = attrgetter("index")
 
 
 class RunNotResumable(InputError):

@@ -78,15 +78,21 @@ def child(kind: str, store: Path) -> None:
 
 
 def recording_overhead(store: Path, pairs: int) -> list[Row]:
-    """Pairs of runs, one unrecorded then one recorded, each in a fresh process: the overhead
+    """Pairs of runs, one unrecorded and one recorded, each in a fresh process: the overhead
     is the median of each pair's (a slow spell of the machine hits both runs of a pair, and
-    this machine's speed drifts by a fifth between minutes)."""
+    this machine's speed drifts by a fifth between minutes). Every other pair runs its
+    recorded run first: pairs of two unrecorded runs differed by -3 % to +6 % here, which
+    one order would add to every pair."""
     from tests.benchmarks.bench import measure_in_child as _in_child
 
     recorded, unrecorded = [], []
-    for _ in range(pairs):
-        unrecorded.append(_in_child("no-history", store))
-        recorded.append(_in_child("history", store))
+    for pair in range(pairs):
+        if pair % 2:
+            recorded.append(_in_child("history", store))
+            unrecorded.append(_in_child("no-history", store))
+        else:
+            unrecorded.append(_in_child("no-history", store))
+            recorded.append(_in_child("history", store))
     rows = []
     label = "2,000-batch headless run, instant model"
     for measure, unit in (("seconds", "wall"), ("cpu", "CPU")):

@@ -65,7 +65,7 @@ def _one_value(values: list[Any]) -> bool:
 
 
 #: More rows than a table written once can claim (a damaged file must not ask for more).
-MAX_ROWS = 10_000_000
+_MAX_ROWS = 10_000_000
 
 
 def _column(table: dict[str, Any], name: str, rows: Any) -> list[Any]:
@@ -74,7 +74,7 @@ def _column(table: dict[str, Any], name: str, rows: Any) -> list[Any]:
     column = table[name]
     if not isinstance(column, dict):
         return column
-    if not (isinstance(rows, int) and 0 <= rows <= MAX_ROWS):
+    if not (isinstance(rows, int) and 0 <= rows <= _MAX_ROWS):
         raise ValueError(f"a recorded column of one value has no usable count of rows ({rows!r})")
     return [column["same"]] * rows
 
@@ -175,8 +175,8 @@ def records_packed(
 
 def _fields(models: Sequence[Any], names: Sequence[str]) -> dict[str, list[Any]]:
     """The models' fields as a list each. They are read from each model's `__dict__` (where
-    pydantic keeps them): an attribute goes through BaseModel's `__getattr__` hook, which
-    costs more than getting the `__dict__` once and an item per field."""
+    pydantic keeps them): an attribute goes through BaseModel's `__getattr__` hook, and for
+    four fields or more getting the `__dict__` once and an item per field costs less."""
     fields = list(map(vars, models))
     return {name: list(map(itemgetter(name), fields)) for name in names}
 

@@ -23,7 +23,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
 from operator import attrgetter
@@ -99,6 +99,9 @@ class RunRecorder:
         connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         #: Finished batches, and tuples for the other events (their kind first).
         self._queue: queue.SimpleQueue[BatchResult | tuple[Any, ...]] = queue.SimpleQueue()
+        #: A batch that succeeded or failed (it does not change any more): the queue's own put,
+        #: so the run's thread makes no Python call per batch.
+        self.batch_finished: Callable[[BatchResult], None] = self._queue.put
         self.error: str | None = None
         self._done = False
         self._closing = threading.Event()
@@ -186,10 +189,6 @@ class RunRecorder:
         """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
         does not change any more; the list does, so it is copied, not its attempts)."""
         self._queue.put(("attempt", batch.index, list(batch.attempts)))
-
-    def batch_finished(self, batch: BatchResult) -> None:
-        """A batch that succeeded or failed; it does not change any more."""
-        self._queue.put(batch)
 
     def finish(self, result: SearchResult, finished_at: str) -> None:
         """The run's end; waits until everything is written."""

@@ -23,7 +23,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
 from operator import attrgetter
@@ -292,19 +292,18 @@ class RunRecorder:
             (plan_json(self._planned, contents), pack_contents(contents),
              pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
-        for result, model in kept.values():
-            self._add_unwritten([result], model)
+        self._add_unwritten(kept.values())
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record
             self._group.append(batch_with_attempts(index, attempts))
             self._models.append(None)
 
-    def _add_unwritten(self, batches: Sequence[BatchResult], model: str | None) -> None:
-        """Finished batches whose record may be written already (or is in the group), but
-        once each: a finished batch does not change."""
+    def _add_unwritten(self, batches: Iterable[tuple[BatchResult, str | None]]) -> None:
+        """Finished batches, each with the model that answered it, whose record may be
+        written already (or is in the group), but once each: a finished batch does not change."""
         self._flush_group(self._connection)  # `_finished` then holds every batch written
-        for batch in batches:
+        for batch, model in batches:
             if batch.index not in self._finished:
                 self._finished.add(batch.index)
                 self._group.append(batch)
@@ -315,7 +314,7 @@ class RunRecorder:
         if len(self._finished) < len(result.batches):  # (it holds this run's batch indexes only)
             ended = [b for b in result.batches if b.index not in self._finished]
             # a batch whose event never came (a run that broke)
-            self._add_unwritten([b for b in ended if b.status != "cancelled"], self._model)
+            self._add_unwritten((b, self._model) for b in ended if b.status != "cancelled")
             for batch in ended:
                 if batch.status == "cancelled" and batch.attempts:  # cancelled while it went on: its attempts
                     self._write_attempt(connection, batch.index, batch.attempts)
@@ -328,7 +327,7 @@ class RunRecorder:
         )
 
     def _write_abandon(self, connection: sqlite3.Connection, batches: list[BatchResult]) -> None:
-        self._add_unwritten([b for b in batches if b.status != "cancelled"], self._model)
+        self._add_unwritten((b, self._model) for b in batches if b.status != "cancelled")
         self._flush_group(connection)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
 

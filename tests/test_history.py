@@ -20,6 +20,7 @@ from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
+from graphrag_tui.history.texts import unpack_text
 from graphrag_tui.session.continuation import model_settings_for
 from graphrag_tui.session.run import RunSession, SearchRequest
 from graphrag_tui.store import CommunityStore
@@ -64,7 +65,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -438,8 +439,6 @@ def as_version_4(history: Path, result: SearchResult) -> None:
     a summary with its candidates' usefulness and the selected answers."""
     import zlib
 
-    from graphrag_tui.history.texts import unpack_text
-
     def packed(text: str) -> str | bytes:
         return zlib.compress(text.encode(), 1) if len(text) >= 2048 else text
 
@@ -457,8 +456,8 @@ def as_version_4(history: Path, result: SearchResult) -> None:
         group["attempts"] = [attempts[start:start + count] for start, count in zip(starts, counts, strict=True)]
         db.execute("UPDATE batch_records SET records = ? WHERE seq = ?", (packed(json.dumps(group)), seq))
     contents, map_prompt, plan, summary = db.execute("SELECT contents, map_prompt, plan, result FROM runs").fetchone()
-    plan = json.loads(plan)
-    fields = json.loads(summary)
+    plan = json.loads(unpack_text(plan))
+    fields = json.loads(unpack_text(summary))
     fields["reduce_candidates"] = whole(fields["reduce_candidates"])
     fields["reduce_candidates"]["usefulness"] = [c.usefulness for c in result.reduce.candidates]
     fields["selected_map_answers"] = [a.model_dump(mode="json") for a in result.selected_map_answers]
@@ -488,12 +487,45 @@ def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> Non
     db = sqlite3.connect(history)
     (summary,) = db.execute("SELECT result FROM runs").fetchone()
     db.close()
-    assert "selected_map_answers" not in json.loads(summary)  # made again from the batches
+    assert "selected_map_answers" not in json.loads(unpack_text(summary))  # made again from the batches
 
     as_version_4(history, result)
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    db.close()
+
+
+def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_back(tmp_path: Path) -> None:
+    """Version 6 compresses a long plan and a long result summary (a 300-batch run's);
+    version 5 wrote both as plain JSON, which reads back the same."""
+    from graphrag_tui.history import messages_json
+    from graphrag_tui.history.texts import RAW_DEFLATE
+
+    rows = [{"id": f"ns/{i}", "summary_content": f"Community {i}. {PAD}"} for i in range(300)]
+    history = tmp_path / "h.db"
+    with CommunityStore.open(build_store(tmp_path / "store.db", rows)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=4),
+                                  None, shuffle=False))
+        result = asyncio.run(run.run(SlowModel(0), timeout=30))
+    assert result.batch_count == 300 and result.status == "completed"
+    db = sqlite3.connect(history)
+    plan, summary = db.execute("SELECT plan, result FROM runs").fetchone()
+    assert plan[:1] == RAW_DEFLATE and summary[:1] == RAW_DEFLATE
+    assert len(unpack_text(plan)) > 2048 and len(unpack_text(summary)) > 2048
+    assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
+
+    db.execute("UPDATE runs SET plan = ?, result = ?", (unpack_text(plan), unpack_text(summary)))
+    db.execute("PRAGMA user_version = 5")
+    db.commit()
+    db.close()
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.result == result and len(stored.batches) == 300
+    assert RunHistory(history).map_prompts(run.run_id, [299]) == {  # type: ignore[arg-type]
+        299: messages_json(QUESTION, run.plan.batches[299].content)}  # type: ignore[union-attr]
+    db = sqlite3.connect(history)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
     db.close()
 
 
@@ -501,13 +533,13 @@ def test_a_plan_with_a_lone_surrogate_in_a_community_id_reads_back(tmp_path: Pat
     """UTF-8 cannot carry a lone surrogate (a store can hold one): the plan falls back to
     escaped JSON rather than losing the run's record."""
     from graphrag_tui.engine import BatchResult, PartRef
-    from graphrag_tui.history.formats import pack_contents, plan_json, read_plan
+    from graphrag_tui.history.formats import pack_contents, plan_packed, read_plan
 
     odd = "ns/\ud800x"
     planned = [BatchResult(index=0, community_ids=(odd, "ns/2"), prompt_tokens=12,
                            parts=(PartRef(community_id=odd, part=1), PartRef(community_id="ns/2", part=3)))]
     contents = [f"{odd} text"]
-    text = plan_json(planned, contents)
+    text = plan_packed(planned, contents)
     assert "\\ud800" in text
     (batch,) = read_plan(text, pack_contents(contents))
     assert (batch.community_ids, batch.parts, batch.prompt_tokens, batch.content) == (
@@ -524,14 +556,14 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
     assert RunHistory(history).load(run.run_id).result == run.result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
     (summary,) = db.execute("SELECT result FROM runs").fetchone()
-    db.execute("UPDATE runs SET result = ?", (summary.replace('"batch_index":[0,', '"batch_index":[-1,'),))
+    db.execute("UPDATE runs SET result = ?", (unpack_text(summary).replace('"batch_index":[0,', '"batch_index":[-1,'),))
     db.commit()
     with pytest.raises(HistoryError, match=r"cannot be read: a Reduce candidate names batch -1, which the run does not "
                                            r"have$"):
         RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
     db.execute("UPDATE runs SET result = ?", (summary,))
     from graphrag_tui.history.formats import read_records
-    from graphrag_tui.history.texts import pack_text, unpack_text
+    from graphrag_tui.history.texts import pack_text
 
     (packed,) = db.execute("SELECT records FROM batch_records").fetchone()
     group = json.loads(unpack_text(packed))

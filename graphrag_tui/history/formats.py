@@ -2,12 +2,12 @@
 contents, its batch records and its result's summary, in this version's shapes and in
 those earlier versions wrote (which are read, never written).
 
-Version 5 writes, per run, in columns (a list per field, which costs a run less than an
+Version 6 writes, per run, in columns (a list per field, which costs a run less than an
 object per batch; a column whose rows all hold the same object is written once, as
 {"same": value}, with the table's count of rows):
-- the plan once: its parts' community ids and part numbers, each batch's count of parts,
-  its prompt tokens and its content's length (a batch's communities are its parts'
-  communities, in order, as the batcher makes them);
+- the plan once (compressed when long): its parts' community ids and part numbers, each
+  batch's count of parts, its prompt tokens and its content's length (a batch's
+  communities are its parts' communities, in order, as the batcher makes them);
 - every batch's content once, joined into one text (compressed when long): a batch's
   prompt is the run's Map template over it, and its hash is what a re-run checks;
 - the batches as they finish, one group per commit: for each batch, what the run added
@@ -15,12 +15,13 @@ object per batch; a column whose rows all hold the same object is written once, 
   group's attempts, a list per field. A later record of a batch replaces an earlier one
   (its failed attempts, then its end);
 - the result without what its batches tell: its batches, its Reduce candidates' usefulness
-  and communities, and the selected Map answers; its candidates in columns.
+  and communities, and the selected Map answers; its candidates in columns (compressed
+  when long).
 
-Version 4 wrote the same, but every column whole, each attempt as an object, and the
-candidates' usefulness and the selected answers. Versions 1 to 3 wrote a row per batch
-(`batches`: its content, hash, status, model and result) and the plan with each batch's
-hash."""
+Version 5 wrote the same, with the plan and the result as plain JSON. Version 4 wrote
+them so too, but every column whole, each attempt as an object, and the candidates'
+usefulness and the selected answers. Versions 1 to 3 wrote a row per batch (`batches`:
+its content, hash, status, model and result) and the plan with each batch's hash."""
 
 from __future__ import annotations
 
@@ -99,28 +100,28 @@ class PlannedBatch(NamedTuple):
 
 # -- the plan and the contents ----------------------------------------------------------------
 
-def plan_json(planned: Sequence[BatchResult], contents: Sequence[str]) -> str:
+def plan_packed(planned: Sequence[BatchResult], contents: Sequence[str]) -> str | bytes:
     parts = list(map(attrgetter("parts"), planned))
     flat = list(chain.from_iterable(parts))
-    return columns_json({
+    return pack_utf8(columns_json({
         "batches": _table({"counts": list(map(len, parts)), "tokens": list(map(attrgetter("prompt_tokens"), planned)),
                            "lengths": list(map(len, contents))}, len(planned)),
         "parts": _table({"ids": list(map(attrgetter("community_id"), flat)),
                          "part": list(map(attrgetter("part"), flat))}, len(flat)),
-    }).decode("utf-8")
+    }))
 
 
 def pack_contents(contents: Sequence[str]) -> str | bytes:
     return pack_text("".join(contents))
 
 
-def read_plan(text: str | None, contents: str | bytes | None) -> list[PlannedBatch]:
-    """A recorded plan with its contents (version 5: a table of batches and one of parts;
+def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[PlannedBatch]:
+    """A recorded plan with its contents (versions 5 and 6: a table of batches and one of parts;
     version 4: their columns together), or as earlier versions wrote it: the list of [ids,
     [[id, part]...], tokens, hash] (version 2), or {hashes, batches} (version 3)."""
     if not text:
         return []
-    found = json.loads(text)
+    found = json.loads(unpack_text(text))
     if isinstance(found, list):
         return [PlannedBatch(tuple(ids), tuple((c, p) for c, p in parts), tokens, digest, None)
                 for ids, parts, tokens, digest in found]
@@ -250,20 +251,21 @@ def planned_batch(index: int, planned: PlannedBatch) -> BatchResult:
 _CANDIDATE_COLUMNS = ("batch_index", "decision")
 
 
-def result_summary(result: SearchResult) -> str:
+def result_summary(result: SearchResult) -> str | bytes:
     """The result without its batches (they have records of their own) and without what
     its batches tell, its Reduce candidates as columns: whatever fields the result has,
     usage and cost included, as the engine serializes them."""
     summary = result.model_dump_json(exclude={"batches": True, "reduce": {"candidates"}, "selected_map_answers": True})
     candidates = result.reduce.candidates
     columns = {name: list(map(attrgetter(name), candidates)) for name in _CANDIDATE_COLUMNS}
-    return summary[:-1] + ',"reduce_candidates":' + columns_json(_table(columns, len(candidates))).decode("utf-8") + "}"
+    candidates_json = columns_json(_table(columns, len(candidates))).decode("utf-8")
+    return pack_text(summary[:-1] + ',"reduce_candidates":' + candidates_json + "}")
 
 
-def result_from_summary(text: str, batches: Sequence[BatchResult]) -> SearchResult:
+def result_from_summary(text: str | bytes, batches: Sequence[BatchResult]) -> SearchResult:
     """The result again. A summary from version 4 has its candidates' usefulness and the
     selected answers; one from an earlier version has its candidates whole."""
-    fields = json.loads(text)
+    fields = json.loads(unpack_text(text))
     fields["batches"] = [b.model_dump(mode="json") for b in batches]
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:

@@ -33,7 +33,7 @@ from typing import Any
 from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
-from .formats import batch_with_attempts, pack_contents, plan_json, read_records, records_packed, result_summary
+from .formats import batch_with_attempts, pack_contents, plan_packed, read_records, records_packed, result_summary
 from .ids import new_run_id
 from .owner import is_alive, this_process
 from .texts import pack_text
@@ -289,7 +289,7 @@ class RunRecorder:
         first = contents[0] if contents else ""
         connection.execute(
             "UPDATE runs SET plan = ?, contents = ?, map_prompt = ? WHERE run_id = ?",
-            (plan_json(self._planned, contents), pack_contents(contents),
+            (plan_packed(self._planned, contents), pack_contents(contents),
              pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
         )
         self._add_unwritten(kept.values())

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 #: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
 #: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
-#: objects and zlib streams (formats.py and texts.py say how each version's data reads).
-SCHEMA_VERSION = 5
+#: objects and zlib streams; version 5 wrote the plan and the result's summary as plain JSON
+#: (formats.py and texts.py say how each version's data reads).
+SCHEMA_VERSION = 6
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -83,4 +84,7 @@ CREATE TABLE batch_records (
     # No table changes: version 5 writes records, summaries and compressed texts that
     # version 4 cannot read, so a version-4 program must refuse the file.
     4: "",
+    # No table changes: version 6 compresses the plan and the result's summary when long,
+    # which version 5 cannot read.
+    5: "",
 }

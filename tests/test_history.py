@@ -77,6 +77,18 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     db.close()
 
 
+def test_every_history_connection_commits_to_disk_before_it_returns(tmp_path: Path) -> None:
+    """A power cut must lose only what was not committed: WAL with synchronous FULL (NORMAL
+    may roll committed groups back), on the connections that write a run and the others."""
+    from graphrag_tui.history.database import connect
+
+    for path in (tmp_path / "new.db", old_file(tmp_path / "old.db")):
+        connection = connect(path, check_same_thread=False)
+        assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        connection.close()
+
+
 def test_a_run_recorded_with_full_batch_rows_and_a_list_plan_reads_back(tmp_path: Path) -> None:
     """Earlier version-2 recorders wrote each row's whole BatchResult and the plan as a list of
     [ids, [[id, part]], tokens, hash]; rows now hold only what the run added, the plan the rest."""

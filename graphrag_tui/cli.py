@@ -999,14 +999,14 @@ def cmd_continue(args: argparse.Namespace) -> int:
     max_cost = parse_max_cost(args.max_cost)
     stored = RunHistory(history).load(args.run)
     settings = model_settings_for(stored, vars(args), configured=resolver.defaults.model)
-    with open_store(parse_location(stored.summary.store)) as store:
+    environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
+    with open_store(parse_location(stored.summary.store)) as store:  # open while it goes: dynamic selection plans
         if args.command == "rerun":
             run = prepare_rerun(stored, store, history=history, mode=args.mode or "failed", replan=args.replan,
                                 on_warning=_warn)
         else:
             run = prepare_resume(stored, store, history=history, on_warning=_warn)
-    environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
-    return run_and_print(args, run, settings, resolver.defaults, max_cost, environ=environ)
+        return run_and_print(args, run, settings, resolver.defaults, max_cost, environ=environ)
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:

@@ -65,7 +65,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -331,6 +331,21 @@ def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
         RunHistory(path).list_runs()
 
 
+@pytest.mark.parametrize("selection", [
+    "not json", "[1]", '{"report": null}', '{"options": {"mode": "bogus"}, "report": null}',
+    '{"options": {}, "report": {"mode": "dynamic", "selected": "ns/0"}}',
+])
+def test_a_damaged_selection_is_one_line(tmp_path: Path, selection: str) -> None:
+    path = old_file(tmp_path / "history.db")
+    RunHistory(path).list_runs()  # migrated to the current version
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET selection = ?", (selection,))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: [^\n]+$"):
+        RunHistory(path).load("aaaaaaaa0001")
+
+
 def test_a_run_deleted_while_it_goes_gets_no_rows_and_a_warning(tmp_path: Path) -> None:
     """`runs delete` of a running run: the recorder writes nothing more (no batch row without
     its run), and the run ends with one warning line, its result intact."""
@@ -476,6 +491,7 @@ def as_version_4(history: Path, result: SearchResult) -> None:
     db.execute("UPDATE runs SET contents = ?, map_prompt = ?, plan = ?, result = ?",
                (packed(unpack_text(contents)), packed(unpack_text(map_prompt)),
                 json.dumps({**whole(plan["batches"]), **whole(plan["parts"])}), json.dumps(fields)))
+    db.execute("ALTER TABLE runs DROP COLUMN selection")  # version 7's
     db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()
@@ -504,7 +520,7 @@ def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> Non
     as_version_4(history, result)
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     db.close()
 
 
@@ -529,6 +545,7 @@ def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
 
     db.execute("UPDATE runs SET plan = ?, result = ?", (unpack_text(plan), unpack_text(summary)))
+    db.execute("ALTER TABLE runs DROP COLUMN selection")
     db.execute("PRAGMA user_version = 5")
     db.commit()
     db.close()
@@ -537,7 +554,7 @@ def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_
     assert RunHistory(history).map_prompts(run.run_id, [299]) == {  # type: ignore[arg-type]
         299: messages_json(QUESTION, run.plan.batches[299].content)}  # type: ignore[union-attr]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
     db.close()
 
 

@@ -5,7 +5,10 @@ The rating server rates by a rule: 3 when the community's text names Marley, els
 
 from __future__ import annotations
 
+import hashlib
 import json
+import signal
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,9 @@ import pytest
 from graphrag_tui.engine.selection import SelectionNode, majority, rollup
 from graphrag_tui.importer import import_graphrag
 from tests.chat_server import Received, Reply, ScriptedChatServer, completion, map_reply, reduce_reply
-from tests.cli_runner import run_cli
+from tests.cli_runner import EXECUTABLE, clean_env, run_cli
 from tests.stores import build_store
+from tests.test_history_e2e import only_run, rows, wait_for
 
 CAROL = Path("/work/shared/graphrag-sample-data/msgraphrag-v3-christmas-carol")
 QUESTION = "Who haunts the counting house?"
@@ -363,6 +367,104 @@ def test_the_run_history_keeps_the_selection(tmp_path: Path) -> None:
     assert stages == ["map", "reduce"]
     assert [b["community_ids"] for b in again.json["batches"]] == [["ns/a1x"]]
     assert again.json["selection"] == selection
+
+
+WALK_RATINGS = [("ns/a", 3, [3]), ("ns/b", 0, [0]), ("ns/a1", 3, [3]), ("ns/a2", 0, [0]), ("ns/a1x", 3, [3]),
+                ("ns/a1y", 0, [0])]
+
+
+class HeldServer(RatingServer):
+    """RatingServer, but every call of one stage (`rate` or `map`) waits for `release`."""
+
+    def __init__(self, stage: str) -> None:
+        super().__init__()
+        self.stage, self.release = stage, threading.Event()
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == self.stage:
+            return Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=self.release)
+        return super().__call__(request)
+
+
+def killed_run(store: Path, history: Path, stage: str, *flags: str, signal_number: int = signal.SIGKILL,
+               planned: bool = False) -> tuple[str, Any]:
+    """A query killed (or interrupted) while a call of `stage` is in flight (`planned`: once its
+    plan is committed); its run id, and the server's requests."""
+    script = HeldServer(stage)
+    with ScriptedChatServer(script) as server:
+        process = subprocess.Popen(
+            [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
+             "--history", str(history), "--concurrency", "1", "--seed", "3", "--json", *flags],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: any(r.stage == stage for r in server.chat_requests()))
+            if planned:
+                wait_for(lambda: rows(history, "SELECT plan IS NOT NULL FROM runs") == [(1,)], timeout=5)
+            process.send_signal(signal_number)
+            process.communicate(timeout=20)
+        finally:
+            script.release.set()
+            if process.poll() is None:
+                process.kill()
+        requests = server.chat_requests()
+    run_id = only_run(history)
+    assert run_id is not None
+    return run_id, requests
+
+
+def resumed(history: Path, run_id: str) -> tuple[Any, list[str]]:
+    with ScriptedChatServer(RatingServer()) as server:
+        run = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")
+        stages = [r.stage for r in server.chat_requests()]
+    assert run.code == 0, run.stderr
+    assert run_cli("runs", "show", run_id, "--history", str(history), "--json").json == run.json
+    return run.json, stages
+
+
+@pytest.mark.parametrize("stop", ["kill", "interrupt"])
+def test_a_dynamic_run_stopped_while_the_model_rates_is_recorded_and_its_resume_rates_again(
+        tmp_path: Path, stop: str) -> None:
+    store, history = walk_store(tmp_path / "walk.db"), tmp_path / "history.db"
+    run_id, requests = killed_run(store, history, "rate", "--select", "dynamic",
+                                  signal_number=signal.SIGKILL if stop == "kill" else signal.SIGINT)
+    assert [r.stage for r in requests] == ["rate"]  # one rating call in flight, nothing else sent
+    (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
+    status = "interrupted" if stop == "kill" else "cancelled"
+    assert (listed["run_id"], listed["status"], listed["batch_count"], listed["question"]) == (
+        run_id, status, 0, QUESTION)
+    result, stages = resumed(history, run_id)
+    assert stages == ["rate"] * 6 + ["map", "reduce"]  # every community rated again, then its one batch
+    assert (result["run_id"], result["status"], result["answer"]) == (run_id, "completed", "Marley's ghost.")
+    assert [(r["community_id"], r["rating"], r["votes"]) for r in result["selection"]["ratings"]] == WALK_RATINGS
+    assert result["selection"]["selected"] == ["ns/a1x"] and mapped(result) == ["ns/a1x"]
+    assert sha256_of(store) == sha256_of(walk_store(tmp_path / "again.db"))  # the store untouched
+
+
+@pytest.mark.parametrize(("flags", "selected"), [
+    (("--select", "dynamic"), ["ns/a1x"]),
+    (("--select", "rollup", "--level", "1"), ["ns/R1", "ns/R1a", "ns/R1b", "ns/R2"]),
+])
+def test_a_selection_run_killed_during_map_resumes_its_own_communities(
+        tmp_path: Path, flags: tuple[str, ...], selected: list[str]) -> None:
+    """An interrupted run has no result to read its selection from: the history keeps it
+    (the chosen ids, a dynamic run's ratings), so the resume plans the same batches."""
+    store = walk_store(tmp_path / "s.db") if "dynamic" in flags else rollup_store(tmp_path / "s.db")
+    history = tmp_path / "history.db"
+    run_id, requests = killed_run(store, history, "map", *flags, planned=True)
+    rated_first = sum(r.stage == "rate" for r in requests)
+    assert rated_first == (6 if "dynamic" in flags else 0)
+    shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json
+    assert shown["status"] == "interrupted" and shown["selection"]["selected"] == selected
+    ratings = [(r["community_id"], r["rating"], r["votes"]) for r in shown["selection"]["ratings"]]
+    assert ratings == (WALK_RATINGS if "dynamic" in flags else [])
+    result, stages = resumed(history, run_id)
+    assert stages == ["map"] * result["batch_count"] + ["reduce"]  # nothing rated again, every batch (none finished)
+    assert (result["run_id"], result["status"]) == (run_id, "completed")
+    assert result["selection"] == shown["selection"] and mapped(result) == sorted(selected)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_a_rating_call_is_rate_limited_and_reports_usage_like_map(tmp_path: Path) -> None:

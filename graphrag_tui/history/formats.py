@@ -2,7 +2,7 @@
 contents, its batch records and its result's summary, in this version's shapes and in
 those earlier versions wrote (which are read, never written).
 
-Version 6 writes, per run, in columns (a list per field, which costs a run less than an
+Versions 6 and 7 write, per run, in columns (a list per field, which costs a run less than an
 object per batch; a column whose rows all hold the same object is written once, as
 {"same": value}, with the table's count of rows):
 - the plan once (compressed when long): its parts' community ids and part numbers, each
@@ -16,7 +16,11 @@ object per batch; a column whose rows all hold the same object is written once, 
   (its failed attempts, then its end);
 - the result without what its batches tell: its batches, its Reduce candidates' usefulness
   and communities, and the selected Map answers; its candidates in columns (compressed
-  when long).
+  when long);
+- (version 7) how the run chose its communities: the selection's options from its start,
+  and what they chose once its communities are planned (for dynamic selection, after the
+  model rated them), so an interrupted run, which has no result, plans them again as they
+  were.
 
 Version 5 wrote the same, with the plan and the result as plain JSON. Version 4 wrote
 them so too, but every column whole, each attempt as an object, and the candidates'
@@ -35,6 +39,7 @@ from typing import Any, NamedTuple
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
+from ..engine.selection import SelectionOptions, SelectionReport
 from .texts import pack_text, pack_utf8, unpack_text
 
 
@@ -145,6 +150,30 @@ def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[Pl
     if start != len(joined) or first != len(pairs):
         raise ValueError("the recorded plan's lengths or counts do not add up to its contents or parts")
     return planned
+
+
+# -- the selection ---------------------------------------------------------------------------
+
+class RecordedSelection(NamedTuple):
+    """How a run chose its communities (version 7): its options, and what they chose (None:
+    dynamic selection that had not planned its communities when the run ended)."""
+
+    options: SelectionOptions
+    report: SelectionReport | None
+
+
+def selection_json(options: SelectionOptions, report: SelectionReport | None) -> str:
+    return json.dumps({"options": options.model_dump(mode="json"),
+                       "report": None if report is None else report.model_dump(mode="json")})
+
+
+def read_selection(text: str | None) -> RecordedSelection | None:
+    if text is None:
+        return None
+    found = json.loads(text)
+    report = found["report"]
+    return RecordedSelection(SelectionOptions.model_validate(found["options"]),
+                             None if report is None else SelectionReport.model_validate(report))
 
 
 # -- batch records ---------------------------------------------------------------------------

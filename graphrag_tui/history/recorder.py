@@ -71,20 +71,22 @@ def usage_total(result: SearchResult) -> str | None:
 
 
 class RunRecorder:
-    """One run's recording. `start` (or `resume`) writes its row; `batch_finished`,
-    `attempt_failed` and `finish` queue the rest; `abandon` marks a run whose process is
-    ending without a result. A write that fails stops the recording; `error` says why."""
+    """One run's recording. `start` (or `resume`) writes its row; `planned` (at once, or
+    once dynamic selection has chosen), `batch_finished`, `attempt_failed` and `finish`
+    queue the rest; `abandon` marks a run whose process is ending without a result. A write
+    that fails stops the recording; `error` says why."""
 
     def __init__(
-        self, path: Path, connection: sqlite3.Connection, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult],
-        model: str | None,
+        self, path: Path, connection: sqlite3.Connection, run_id: str, model: str | None, *, resumed: bool,
+        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
     ) -> None:
-        self.path, self.run_id, self.plan = path, run_id, plan
+        self.path, self.run_id = path, run_id
         #: The model that answers this run's batches.
         self._model = model
-        #: The run's batches as the engine set them up (their communities, parts and prompt
-        #: tokens, which never change, are read from them).
-        self._planned = planned
+        #: A resume: the batches recorded before stay.
+        self._resumed = resumed
+        #: Batches a re-run keeps from its parent (result and the model that answered), written with the plan.
+        self._kept = dict(kept or {})
         #: Batches whose final record is written (or was, before a resume): later records skip them.
         self._finished: set[int] = set()
         #: The group of records being written: the batches and the models that answered them.
@@ -117,33 +119,37 @@ class RunRecorder:
         cls,
         path: Path,
         plan: SearchPlan,
-        planned: Sequence[BatchResult],
+        planned: Sequence[BatchResult] | None,
         metadata: RunMetadata,
         *,
         started_at: str,
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
+        selection: str | None = None,
     ) -> RunRecorder:
         """A new run: its row now, its plan from the writer thread. `planned`: the engine's
-        BatchResults of the plan; `kept`: batches a re-run keeps from its parent (result and
-        the model that answered)."""
+        BatchResults of the plan (None: dynamic selection plans the run's communities later,
+        and `planned()` says so); `kept`: batches a re-run keeps from its parent (result and
+        the model that answered); `selection`: formats.selection_json."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), transaction(connection):
-                run_id = cls._insert_run(connection, plan, metadata, started_at)
+                run_id = cls._insert_run(connection, plan, metadata, started_at, selection)
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, plan, planned, metadata.model_name)
-        recorder._queue.put(("plan", dict(kept or {}), False))
+        recorder = cls(path, connection, run_id, metadata.model_name, resumed=False, kept=kept)
+        if planned is not None:
+            recorder.planned(plan, planned)
         recorder._thread.start()
         return recorder
 
     @classmethod
     def resume(
-        cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult], model: str | None
+        cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
-        cannot both send its batches); its unfinished batches are planned again."""
+        cannot both send its batches); its unfinished batches are planned again (`planned`
+        None: by dynamic selection, later)."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), transaction(connection):
@@ -155,27 +161,30 @@ class RunRecorder:
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, plan, planned, model)
-        recorder._queue.put(("plan", {}, True))
+        recorder = cls(path, connection, run_id, model, resumed=True)
+        if planned is not None:
+            recorder.planned(plan, planned)
         recorder._thread.start()
         return recorder
 
     @staticmethod
-    def _insert_run(connection: sqlite3.Connection, plan: SearchPlan, metadata: RunMetadata, started_at: str) -> str:
+    def _insert_run(
+        connection: sqlite3.Connection, plan: SearchPlan, metadata: RunMetadata, started_at: str, selection: str | None
+    ) -> str:
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
             run_id = new_run_id()
             try:
                 connection.execute(
                     "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
                     "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
-                    "summary_count, batch_count, owner, prompts) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "summary_count, batch_count, owner, prompts, selection) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
                         json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
-                        len(plan.batches), this_process(), plan.prompts.model_dump_json(),
+                        len(plan.batches), this_process(), plan.prompts.model_dump_json(), selection,
                     ),
                 )
                 return run_id
@@ -184,6 +193,12 @@ class RunRecorder:
         raise sqlite3.IntegrityError("no free run id")
 
     # -- what the run reports (from the run's thread): a queue put, no copy, no JSON ------------
+
+    def planned(self, plan: SearchPlan, planned: Sequence[BatchResult], selection: str | None = None) -> None:
+        """The run's plan, and the engine's BatchResults of it (their communities, parts and
+        prompt tokens, which never change, are read from them); `selection`: what dynamic
+        selection chose, once it has."""
+        self._queue.put(("plan", plan, planned, selection))
 
     def attempt_failed(self, batch: BatchResult) -> None:
         """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
@@ -269,10 +284,11 @@ class RunRecorder:
             "failed_batch_count = failed_batch_count + ? WHERE run_id = ?", (succeeded, failed, self.run_id))
 
     def _write_plan(
-        self, connection: sqlite3.Connection, kept: dict[int, tuple[BatchResult, str | None]], resumed: bool
+        self, connection: sqlite3.Connection, plan: SearchPlan, planned: Sequence[BatchResult], selection: str | None
     ) -> None:
-        plan = self.plan
-        if resumed:  # the finished batches stay; the others start again
+        if selection is not None:
+            connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?", (selection, self.run_id))
+        if self._resumed:  # the finished batches stay; the others start again
             self._seq = connection.execute(
                 "SELECT ifnull(max(seq) + 1, 0) FROM batch_records WHERE run_id = ?", (self.run_id,)).fetchone()[0]
             connection.execute("DELETE FROM batches WHERE run_id = ? AND status = 'pending'", (self.run_id,))
@@ -288,11 +304,12 @@ class RunRecorder:
         contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
         first = contents[0] if contents else ""
         connection.execute(
-            "UPDATE runs SET plan = ?, contents = ?, map_prompt = ? WHERE run_id = ?",
-            (plan_packed(self._planned, contents), pack_contents(contents),
-             pack_text(messages_json(plan.query, first, plan.prompts)), self.run_id),
+            "UPDATE runs SET plan = ?, contents = ?, map_prompt = ?, summary_count = ?, batch_count = ? WHERE run_id = ?",
+            (plan_packed(planned, contents), pack_contents(contents),
+             pack_text(messages_json(plan.query, first, plan.prompts)), plan.summary_count, len(plan.batches),
+             self.run_id),
         )
-        self._add_unwritten(kept.values())
+        self._add_unwritten(self._kept.values())
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record

@@ -6,8 +6,8 @@ from __future__ import annotations
 #: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
 #: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
 #: objects and zlib streams; version 5 wrote the plan and the result's summary as plain JSON
-#: (formats.py and texts.py say how each version's data reads).
-SCHEMA_VERSION = 6
+#: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`.
+SCHEMA_VERSION = 7
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -87,4 +87,12 @@ CREATE TABLE batch_records (
     # No table changes: version 6 compresses the plan and the result's summary when long,
     # which version 5 cannot read.
     5: "",
+    # How the run chose its communities (issue 15), as JSON {"options", "report"}: the
+    # options from the start, the report (the chosen ids, a dynamic run's ratings) once its
+    # communities are planned. NULL: the level's communities (or a run recorded before).
+    # An interrupted run has no result to read its selection from, and without it a resume
+    # planned the level's communities and refused them as a changed store.
+    6: """
+ALTER TABLE runs ADD COLUMN selection TEXT;
+""",
 }

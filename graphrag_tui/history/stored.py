@@ -12,10 +12,12 @@ from typing import Any
 from ..engine import DEFAULT_PROMPTS, BatchResult, Prompts, ReduceReport, SearchOptions, SearchResult, check_prompts
 from .formats import (
     BatchRecord,
+    RecordedSelection,
     batch_from_record,
     planned_batch,
     read_plan,
     read_records,
+    read_selection,
     result_from_summary,
 )
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
@@ -49,6 +51,8 @@ class StoredRun:
     model_settings: dict[str, Any] = field(default_factory=dict)
     #: The templates and the answer's form the run's prompts were made from.
     prompts: Prompts = DEFAULT_PROMPTS
+    #: How it chose its communities (None: the level's, or recorded before version 7).
+    selection: RecordedSelection | None = None
 
     @property
     def run_id(self) -> str:
@@ -66,12 +70,12 @@ class StoredRun:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, contents, result, prompts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, contents, result, prompts, selection FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
     (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
-     result_text, prompts_text) = row[14:]
+     result_text, prompts_text, selection_text) = row[14:]
     options = SearchOptions.model_validate_json(options_text)
     planned = read_plan(plan_text, contents)
     records = recorded_batches(connection, run_id)
@@ -85,6 +89,7 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
 
     batches = tuple(batch(index) for index in range(len(planned) if planned else len(records)))
     results = [b.result for b in batches]
+    selection = read_selection(selection_text)
     if result_text is not None and summary.status not in ("running", "interrupted"):
         result = result_from_summary(result_text, results)
     else:
@@ -95,12 +100,13 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             summary_count=summary_count, batch_count=summary.batch_count,
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
             reduce=ReduceReport(budget=options.reduce_prompt_budget),
+            selection=selection.report if selection is not None else None,
         )
     prompts = recorded_prompts(prompts_text)
     if result.prompts is None and prompts_text is not None:
         result = result.model_copy(update={"prompts": prompts})
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     json.loads(settings_text), prompts)
+                     json.loads(settings_text), prompts, selection)
 
 
 def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, BatchRecord]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..engine import SearchPlan
+from ..engine.selection import SelectionOptions
 from ..errors import InputError
 from ..history import RESUMABLE, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
@@ -32,11 +33,17 @@ RerunMode = Literal["failed", "all"]
 
 def request_of(stored: StoredRun) -> SearchRequest:
     """The recorded run's request: its question, namespace, level, options and seed, and the
-    communities its selection chose (issue 15), planned again as they were."""
-    summary = stored.summary
+    communities its selection chose (issue 15), planned again as they were. Dynamic selection
+    that had not chosen when the run ended (killed or cancelled while the model rated) rates
+    again."""
+    summary, recorded = stored.summary, stored.selection
+    if recorded is None:  # the level's communities, or a run recorded before version 7
+        options, chosen = SelectionOptions(), stored.result.selection
+    else:
+        options, chosen = recorded.options, recorded.report
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
-        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, recorded_selection=stored.result.selection,
+        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, selection=options, recorded_selection=chosen,
     )
 
 

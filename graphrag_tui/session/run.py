@@ -42,7 +42,7 @@ from ..engine.events import Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
 from ..engine.selection import SelectionOptions, SelectionReport
-from ..history import HistoryError, RunRecorder
+from ..history import HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
 from ..store import CommunityStore
@@ -110,7 +110,8 @@ class RunSession:
         #: the model has rated, and `on_plan` gets that plan (the app shows its batches).
         self.selected: Selected | None = None
         self.on_plan: Callable[[SearchPlan], None] | None = None
-        self._recording_deferred: tuple[ChatModel, ModelSettings | None] | None = None
+        #: Dynamic selection plans the recorded run's communities once the model has rated.
+        self._plan_unrecorded = False
 
     def prepare(self, request: SearchRequest) -> SearchPlan:
         """The plan: reads the store (call it off an event loop for a large store)."""
@@ -190,10 +191,7 @@ class RunSession:
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
         if self.started_at is None:  # a resumed run keeps its start
             self.started_at = self.wall_clock().isoformat()
-        if self.dynamic:  # recorded once its communities are planned (the Planned event)
-            self._recording_deferred = (model, settings)
-        else:
-            self._start_recording(model, settings)
+        self._start_recording(model, settings)
         try:
             self.result = await self.search.run()
         except Exception as error:
@@ -209,26 +207,38 @@ class RunSession:
         if self.history is None:
             return
         assert self.plan is not None and self.search is not None
+        dynamic = self.dynamic
+        planned = None if dynamic else self.search.batches  # dynamic: once the model has rated
         try:
             if self.resume_run_id is not None:
                 self._recorder = RunRecorder.resume(
-                    self.history, self.resume_run_id, self.plan, self.search.batches, self._model_name)
+                    self.history, self.resume_run_id, self.plan, planned, self._model_name)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(
-                    self.history, self.plan, self.search.batches, metadata, started_at=self.started_at or "",
+                    self.history, self.plan, planned, metadata, started_at=self.started_at or "",
                     kept=self.prior,
+                    selection=self._selection_record(self.selected.report if self.selected and not dynamic else None),
                 )
         except HistoryError as error:
             self.on_warning(f"warning: {error}; this run is not recorded")
             return
         self.run_id = self._recorder.run_id
+        self._plan_unrecorded = dynamic
+
+    def _selection_record(self, report: SelectionReport | None) -> str | None:
+        """How the run chooses its communities, as the history records it: None for the
+        level's communities (nothing to record), else its options and what they chose
+        (None: dynamic selection has not chosen yet)."""
+        if self.request is None or (report is None and not self.dynamic):
+            return None
+        return selection_json(self.request.selection, report)
 
     def _on_event(self, event: Event) -> None:  # type: ignore[valid-type]
-        if isinstance(event, Planned) and self._recording_deferred is not None:
-            deferred, self._recording_deferred = self._recording_deferred, None
-            self._start_recording(*deferred)
         recorder, search = self._recorder, self.search
+        if self._plan_unrecorded and type(event) is Planned and recorder is not None and search is not None:
+            self._plan_unrecorded = False
+            recorder.planned(search.plan, search.batches, self._selection_record(search.selection))
         if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
             index = event.batch_index
             self.batch_models[index] = self._model_name
@@ -241,9 +251,6 @@ class RunSession:
             self.on_event(event)
 
     def _finish_recording(self, result: SearchResult) -> None:
-        if self._recording_deferred is not None and self.search is not None:  # ended while selecting
-            deferred, self._recording_deferred = self._recording_deferred, None
-            self._start_recording(*deferred)
         if self.finished_at is None:
             self.finished_at = self.wall_clock().isoformat()
         recorder, self._recorder = self._recorder, None

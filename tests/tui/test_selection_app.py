@@ -10,8 +10,10 @@ from pathlib import Path
 from textual.widgets import Select, TabbedContent
 
 from graphrag_tui.engine.options import SearchOptions
+from graphrag_tui.history import RunHistory
 from graphrag_tui.tui.screens.community import CommunityScreen
 from tests.chat_server import Received, Reply, ScriptedChatServer
+from tests.cli_runner import run_cli
 from tests.stores import build_store
 from tests.test_selection import RatingServer, rating, walk_store
 from tests.tui.conftest import ask, make_app, rows, text_of, wait_community, wait_finished, wait_until
@@ -91,6 +93,36 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
                 assert isinstance(app.screen, CommunityScreen) and app.screen.community_id == "ns/a1x"
         finally:
             server_script.gate.set()
+
+
+async def test_a_dynamic_run_the_app_quits_while_rating_is_recorded_and_resumes_by_rating_again(
+        tmp_path: Path) -> None:
+    store = walk_store(tmp_path / "walk.db")
+    history = tmp_path / "history.db"
+    script = HeldRatings()
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, display_path="walk.db", options=SearchOptions(concurrency=1),
+                       history=history)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                app.screen.query_one("#select", Select).value = "dynamic"
+                await pilot.pause()
+                await ask(pilot, QUESTION)
+                await wait_until(pilot, lambda: len(app.run_state.ratings) == 3, what="three ratings")
+                run_id = app.run_session.run_id  # type: ignore[union-attr]
+                app.exit()  # while the fourth rating is in flight
+        finally:
+            script.gate.set()
+    (summary,) = RunHistory(history).list_runs()
+    assert (summary.run_id, summary.batch_count) == (run_id, 0)
+    assert summary.status in ("cancelled", "interrupted")  # the app's cancel or its worker's, whichever came first
+    with ScriptedChatServer(RatingServer()) as server:
+        resumed = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")  # type: ignore[arg-type]
+        stages = [r.stage for r in server.chat_requests()]
+    assert resumed.code == 0, resumed.stderr
+    assert stages == ["rate"] * 6 + ["map", "reduce"]
+    assert (resumed.json["run_id"], resumed.json["status"]) == (run_id, "completed")
+    assert resumed.json["selection"]["selected"] == ["ns/a1x"]
 
 
 async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> None:

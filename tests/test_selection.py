@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -374,32 +375,31 @@ WALK_RATINGS = [("ns/a", 3, [3]), ("ns/b", 0, [0]), ("ns/a1", 3, [3]), ("ns/a2",
 
 
 class HeldServer(RatingServer):
-    """RatingServer, but every call of one stage (`rate` or `map`) waits for `release`."""
+    """RatingServer, but the calls `held` picks wait for `release`."""
 
-    def __init__(self, stage: str) -> None:
+    def __init__(self, held: Callable[[Received], bool]) -> None:
         super().__init__()
-        self.stage, self.release = stage, threading.Event()
+        self.held, self.release = held, threading.Event()
 
     def __call__(self, request: Received) -> Reply:
-        if request.stage == self.stage:
+        if self.held(request):
             return Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=self.release)
         return super().__call__(request)
 
 
-def killed_run(store: Path, history: Path, stage: str, *flags: str, signal_number: int = signal.SIGKILL,
-               planned: bool = False) -> tuple[str, Any]:
-    """A query killed (or interrupted) while a call of `stage` is in flight (`planned`: once its
-    plan is committed); its run id, and the server's requests."""
-    script = HeldServer(stage)
+def killed_run(store: Path, history: Path, held: Callable[[Received], bool], ready: Callable[[], bool], *flags: str,
+               signal_number: int = signal.SIGKILL) -> tuple[str, Any]:
+    """A query stopped by `signal_number` once `ready()` (its held calls in flight); its run
+    id, and the server's requests."""
+    script = HeldServer(held)
     with ScriptedChatServer(script) as server:
         process = subprocess.Popen(
             [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
              "--history", str(history), "--concurrency", "1", "--seed", "3", "--json", *flags],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
         try:
-            wait_for(lambda: any(r.stage == stage for r in server.chat_requests()))
-            if planned:
-                wait_for(lambda: rows(history, "SELECT plan IS NOT NULL FROM runs") == [(1,)], timeout=5)
+            wait_for(lambda: any(map(script.held, server.chat_requests())))
+            wait_for(ready, timeout=5)
             process.send_signal(signal_number)
             process.communicate(timeout=20)
         finally:
@@ -412,28 +412,42 @@ def killed_run(store: Path, history: Path, stage: str, *flags: str, signal_numbe
     return run_id, requests
 
 
-def resumed(history: Path, run_id: str) -> tuple[Any, list[str]]:
+def recorded_ratings(history: Path) -> list[str]:
+    """The community ids of the ratings a run's selection has committed so far."""
+    found = rows(history, "SELECT selection FROM runs")
+    if not found or found[0][0] is None:
+        return []
+    return [r["community_id"] for r in json.loads(found[0][0]).get("ratings", [])]
+
+
+def resumed(history: Path, run_id: str) -> tuple[Any, list[Received]]:
     with ScriptedChatServer(RatingServer()) as server:
         run = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")
-        stages = [r.stage for r in server.chat_requests()]
+        requests = server.chat_requests()
     assert run.code == 0, run.stderr
     assert run_cli("runs", "show", run_id, "--history", str(history), "--json").json == run.json
-    return run.json, stages
+    return run.json, requests
 
 
 @pytest.mark.parametrize("stop", ["kill", "interrupt"])
-def test_a_dynamic_run_stopped_while_the_model_rates_is_recorded_and_its_resume_rates_again(
+def test_a_dynamic_run_stopped_while_the_model_rates_resumes_rating_only_what_it_had_not(
         tmp_path: Path, stop: str) -> None:
     store, history = walk_store(tmp_path / "walk.db"), tmp_path / "history.db"
-    run_id, requests = killed_run(store, history, "rate", "--select", "dynamic",
-                                  signal_number=signal.SIGKILL if stop == "kill" else signal.SIGINT)
-    assert [r.stage for r in requests] == ["rate"]  # one rating call in flight, nothing else sent
+    fog = "Fog fills the street."  # ns/a2, the second community of the second wave
+    run_id, requests = killed_run(
+        store, history, lambda r: r.stage == "rate" and fog in r.rated_text,
+        lambda: recorded_ratings(history) == ["ns/a", "ns/b", "ns/a1"], "--select", "dynamic",
+        signal_number=signal.SIGKILL if stop == "kill" else signal.SIGINT)
+    assert [r.stage for r in requests] == ["rate"] * 4  # a, b, a1 rated; a2 in flight; nothing else sent
     (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
     status = "interrupted" if stop == "kill" else "cancelled"
     assert (listed["run_id"], listed["status"], listed["batch_count"], listed["question"]) == (
         run_id, status, 0, QUESTION)
-    result, stages = resumed(history, run_id)
-    assert stages == ["rate"] * 6 + ["map", "reduce"]  # every community rated again, then its one batch
+    result, sent = resumed(history, run_id)
+    # the three rated before are not asked again; a2 and the children of a1 are
+    assert [(r.stage, r.rated_text.split(" The ledger")[0] if r.stage == "rate" else "") for r in sent] == [
+        ("rate", fog), ("rate", "Marley's chains."), ("rate", "A door knocker."),
+        ("map", ""), ("reduce", "")]
     assert (result["run_id"], result["status"], result["answer"]) == (run_id, "completed", "Marley's ghost.")
     assert [(r["community_id"], r["rating"], r["votes"]) for r in result["selection"]["ratings"]] == WALK_RATINGS
     assert result["selection"]["selected"] == ["ns/a1x"] and mapped(result) == ["ns/a1x"]
@@ -450,15 +464,16 @@ def test_a_selection_run_killed_during_map_resumes_its_own_communities(
     (the chosen ids, a dynamic run's ratings), so the resume plans the same batches."""
     store = walk_store(tmp_path / "s.db") if "dynamic" in flags else rollup_store(tmp_path / "s.db")
     history = tmp_path / "history.db"
-    run_id, requests = killed_run(store, history, "map", *flags, planned=True)
+    run_id, requests = killed_run(store, history, lambda r: r.stage == "map",
+                                  lambda: rows(history, "SELECT plan IS NOT NULL FROM runs") == [(1,)], *flags)
     rated_first = sum(r.stage == "rate" for r in requests)
     assert rated_first == (6 if "dynamic" in flags else 0)
     shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json
     assert shown["status"] == "interrupted" and shown["selection"]["selected"] == selected
     ratings = [(r["community_id"], r["rating"], r["votes"]) for r in shown["selection"]["ratings"]]
     assert ratings == (WALK_RATINGS if "dynamic" in flags else [])
-    result, stages = resumed(history, run_id)
-    assert stages == ["map"] * result["batch_count"] + ["reduce"]  # nothing rated again, every batch (none finished)
+    result, sent = resumed(history, run_id)
+    assert [r.stage for r in sent] == ["map"] * result["batch_count"] + ["reduce"]  # nothing rated again
     assert (result["run_id"], result["status"]) == (run_id, "completed")
     assert result["selection"] == shown["selection"] and mapped(result) == sorted(selected)
 

@@ -22,7 +22,7 @@ from .reduce_stage import ReduceStage
 from .replies import js_number
 from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
-from .selection import SelectionNode, SelectionOptions, SelectionReport, at_least_rank
+from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, at_least_rank
 from .selection_stage import DynamicSelection
 from .throttle import Throttle
 from .usage import Prices, UsageMeter
@@ -59,7 +59,9 @@ class GlobalSearch:
     `selection`: how the plan's communities were chosen (recorded in the result). With
     `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
     chosen ones), the run first rates communities with the model (selection_stage.py) and
-    Maps what it kept: `plan` is then only the question, namespace and options."""
+    Maps what it kept: `plan` is then only the question, namespace and options.
+    `known_ratings`: ratings a resumed run made before it stopped, not asked again (their
+    usage was not recorded, so it is not counted again either)."""
 
     def __init__(
         self,
@@ -79,6 +81,7 @@ class GlobalSearch:
         prior_paid: bool = False,
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
+        known_ratings: Sequence[Rating] = (),
     ) -> None:
         self.plan = plan
         self.model = model
@@ -95,6 +98,7 @@ class GlobalSearch:
         self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set)
         self.selection = selection
         self.dynamic = dynamic
+        self.known_ratings = known_ratings
         self.selector: DynamicSelection | None = None
         self.batches: list[BatchResult] = []
         self._set_batches(plan)
@@ -120,7 +124,8 @@ class GlobalSearch:
         assert self.dynamic is not None
         nodes, options, replan = self.dynamic
         self.selector = selector = DynamicSelection(
-            self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts
+            self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts,
+            known={rating.community_id: rating for rating in self.known_ratings},
         )
         self.selection = SelectionReport(mode="dynamic")
         try:

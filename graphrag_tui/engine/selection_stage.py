@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .events import CommunityRated
 from .failures import for_log, internal_error
@@ -46,14 +46,16 @@ class _Vote:
 class DynamicSelection:
     """Rates `nodes` (one namespace; blank texts already left out) for `query` with the
     run's rating template (`prompts.rate`). `ratings` holds every rating so far (a finished
-    wave in its order: by level, then id); `run` returns the selected ids."""
+    wave in its order: by level, then id); `run` returns the selected ids. `known`: ratings
+    made before (a resumed run's), taken as they are instead of asking again."""
 
     def __init__(
         self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
-        concurrency: int, prompts: Prompts = DEFAULT_PROMPTS,
+        concurrency: int, prompts: Prompts = DEFAULT_PROMPTS, known: Mapping[str, Rating] | None = None,
     ) -> None:
         self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
         self.prompts = prompts
+        self.known = dict(known or {})
         self.nodes = {node.id: node for node in nodes}
         self.children: dict[str, list[str]] = defaultdict(list)
         self.by_level: dict[int, list[str]] = defaultdict(list)
@@ -95,9 +97,9 @@ class DynamicSelection:
         """Every community of `ids` rated `rate_repeats` times by a pool of workers; the
         ratings in the order of `ids`, each reported as its last vote comes in."""
         repeats = self.options.rate_repeats
-        calls = [(cid, n) for cid in ids for n in range(repeats)]
+        calls = [(cid, n) for cid in ids if cid not in self.known for n in range(repeats)]
         votes: dict[str, list[_Vote | None]] = {cid: [None] * repeats for cid in ids}
-        done: dict[str, Rating] = {}
+        done = {cid: self._add(self.known[cid]) for cid in ids if cid in self.known}
         next_index = 0
 
         async def worker(number: int) -> None:
@@ -148,16 +150,18 @@ class DynamicSelection:
         reason = next((v.reason for v in votes if v.error is None and v.rating == rating), "")
         if not reason and failed:
             reason = f"no usable rating ({failed[-1].error}): counted as {FAILED_VOTE}"
-        result = Rating(
+        return self._add(Rating(
             community_id=cid, level=node.level, rating=rating, reason=reason, votes=ratings, failed=len(failed),
             kept=rating >= self.options.rate_threshold,
-        )
-        self.ratings.append(result)
+        ))
+
+    def _add(self, rating: Rating) -> Rating:
+        self.ratings.append(rating)
         report = self.caller.report
         report(
             CommunityRated(
-                t=report.now(), community_id=cid, level=node.level, rating=rating, reason=reason,
-                votes=tuple(ratings), kept=result.kept, failed=result.failed,
+                t=report.now(), community_id=rating.community_id, level=rating.level, rating=rating.rating,
+                reason=rating.reason, votes=tuple(rating.votes), kept=rating.kept, failed=rating.failed,
             )
         )
-        return result
+        return rating

@@ -19,8 +19,8 @@ object per batch; a column whose rows all hold the same object is written once, 
   when long);
 - (version 7) how the run chose its communities: the selection's options from its start,
   and what they chose once its communities are planned (for dynamic selection, after the
-  model rated them), so an interrupted run, which has no result, plans them again as they
-  were.
+  model rated them; until then the ratings so far), so an interrupted run, which has no
+  result, plans them again as they were, or rates only what it had not.
 
 Version 5 wrote the same, with the plan and the result as plain JSON. Version 4 wrote
 them so too, but every column whole, each attempt as an object, and the candidates'
@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
-from ..engine.selection import SelectionOptions, SelectionReport
+from ..engine.selection import Rating, SelectionOptions, SelectionReport
 from .texts import pack_text, pack_utf8, unpack_text
 
 
@@ -156,10 +156,12 @@ def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[Pl
 
 class RecordedSelection(NamedTuple):
     """How a run chose its communities (version 7): its options, and what they chose (None:
-    dynamic selection that had not planned its communities when the run ended)."""
+    dynamic selection that had not planned its communities when the run ended), and until
+    then the ratings made so far."""
 
     options: SelectionOptions
     report: SelectionReport | None
+    ratings: tuple[Rating, ...] = ()
 
 
 def selection_json(options: SelectionOptions, report: SelectionReport | None) -> str:
@@ -167,13 +169,25 @@ def selection_json(options: SelectionOptions, report: SelectionReport | None) ->
                        "report": None if report is None else report.model_dump(mode="json")})
 
 
+def with_ratings(text: str, ratings: Sequence[Rating]) -> str:
+    """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far."""
+    found = json.loads(text)
+    found["ratings"] = [rating.model_dump(mode="json") for rating in ratings]
+    return json.dumps(found)
+
+
 def read_selection(text: str | None) -> RecordedSelection | None:
     if text is None:
         return None
     found = json.loads(text)
     report = found["report"]
-    return RecordedSelection(SelectionOptions.model_validate(found["options"]),
-                             None if report is None else SelectionReport.model_validate(report))
+    if report is not None:
+        return RecordedSelection(SelectionOptions.model_validate(found["options"]), SelectionReport.model_validate(report))
+    ratings = found.get("ratings", [])
+    if not isinstance(ratings, list):
+        raise ValueError(f"the recorded ratings are not a list ({type(ratings).__name__})")
+    return RecordedSelection(SelectionOptions.model_validate(found["options"]), None,
+                             tuple(map(Rating.model_validate, ratings)))
 
 
 # -- batch records ---------------------------------------------------------------------------

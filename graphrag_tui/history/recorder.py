@@ -31,9 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
+from ..engine.selection import Rating
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
-from .formats import batch_with_attempts, pack_contents, plan_packed, read_records, records_packed, result_summary
+from .formats import (
+    batch_with_attempts,
+    pack_contents,
+    plan_packed,
+    read_records,
+    records_packed,
+    result_summary,
+    with_ratings,
+)
 from .ids import new_run_id
 from .owner import is_alive, this_process
 from .texts import pack_text
@@ -92,6 +101,9 @@ class RunRecorder:
         #: The group of records being written: the batches and the models that answered them.
         self._group: list[BatchResult] = []
         self._models: list[str | None] = []
+        #: Dynamic selection's ratings while it rates (until the plan), and whether some are unwritten.
+        self._ratings: list[Rating] = []
+        self._ratings_unwritten = False
         self._seq = 0  # the next group's
         self._connection = connection
         # The records' reference to their run is checked once per transaction (`_write`).
@@ -200,6 +212,10 @@ class RunRecorder:
         selection chose, once it has."""
         self._queue.put(("plan", plan, planned, selection))
 
+    def rated(self, rating: Rating) -> None:
+        """Dynamic selection rated a community (a resume asks only the others again)."""
+        self._queue.put(("rating", rating))
+
     def attempt_failed(self, batch: BatchResult) -> None:
         """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
         does not change any more; the list does, so it is copied, not its attempts)."""
@@ -243,7 +259,7 @@ class RunRecorder:
             return
         try:
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
-                       "abandon": self._write_abandon}
+                       "abandon": self._write_abandon, "rating": self._add_rating}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
@@ -258,6 +274,8 @@ class RunRecorder:
                         self._group += batches
                         self._models += repeat(self._model, len(batches))
                 self._flush_group(connection)
+                if self._ratings_unwritten:
+                    self._write_ratings(connection)
         except (sqlite3.Error, OSError) as error:
             self.error = str(history_error(self.path, error))
         except Exception as error:  # a bug here must cost the record, never the run
@@ -286,8 +304,9 @@ class RunRecorder:
     def _write_plan(
         self, connection: sqlite3.Connection, plan: SearchPlan, planned: Sequence[BatchResult], selection: str | None
     ) -> None:
-        if selection is not None:
+        if selection is not None:  # what was chosen: the ratings so far are in it
             connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?", (selection, self.run_id))
+            self._ratings_unwritten = False
         if self._resumed:  # the finished batches stay; the others start again
             self._seq = connection.execute(
                 "SELECT ifnull(max(seq) + 1, 0) FROM batch_records WHERE run_id = ?", (self.run_id,)).fetchone()[0]
@@ -310,6 +329,19 @@ class RunRecorder:
              self.run_id),
         )
         self._add_unwritten(self._kept.values())
+
+    def _add_rating(self, connection: sqlite3.Connection, rating: Rating) -> None:
+        self._ratings.append(rating)
+        self._ratings_unwritten = True
+
+    def _write_ratings(self, connection: sqlite3.Connection) -> None:
+        """The ratings so far, over the recorded selection's (a resume's engine reports the
+        ratings it had again, so the list is whole)."""
+        self._ratings_unwritten = False
+        (text,) = connection.execute("SELECT selection FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+        if text is not None:
+            connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
+                               (with_ratings(text, self._ratings), self.run_id))
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from ..engine import SearchPlan
 from ..engine.selection import SelectionOptions
 from ..errors import InputError
-from ..history import RESUMABLE, RunHistory, StoredRun, content_hash, messages_json
+from ..history import RESUMABLE, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..store import CommunityStore
 from .options import MODEL_KEYS
@@ -35,15 +35,14 @@ def request_of(stored: StoredRun) -> SearchRequest:
     """The recorded run's request: its question, namespace, level, options and seed, and the
     communities its selection chose (issue 15), planned again as they were. Dynamic selection
     that had not chosen when the run ended (killed or cancelled while the model rated) rates
-    again."""
+    again what it had not rated."""
     summary, recorded = stored.summary, stored.selection
     if recorded is None:  # the level's communities, or a run recorded before version 7
-        options, chosen = SelectionOptions(), stored.result.selection
-    else:
-        options, chosen = recorded.options, recorded.report
+        recorded = RecordedSelection(SelectionOptions(), stored.result.selection)
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
-        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, selection=options, recorded_selection=chosen,
+        seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, selection=recorded.options,
+        recorded_selection=recorded.report, known_ratings=recorded.ratings,
     )
 
 

@@ -38,10 +38,10 @@ from ..engine import (
     SearchPlan,
     utc_now,
 )
-from ..engine.events import Event, Planned
+from ..engine.events import CommunityRated, Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
-from ..engine.selection import SelectionOptions, SelectionReport
+from ..engine.selection import Rating, SelectionOptions, SelectionReport
 from ..history import HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
@@ -69,6 +69,8 @@ class SearchRequest:
     #: A re-run's or a resume's recorded selection: its communities are planned again as
     #: they were chosen (dynamic selection is not rated again), and the result keeps it.
     recorded_selection: SelectionReport | None = None
+    #: Dynamic selection's ratings recorded before its run stopped: not asked again.
+    known_ratings: tuple[Rating, ...] = ()
 
 
 class RunSession:
@@ -186,6 +188,7 @@ class RunSession:
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,
+            known_ratings=self.request.known_ratings if self.request is not None else (),
         )
         self._model_name = model_name(model, settings)
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
@@ -236,9 +239,14 @@ class RunSession:
 
     def _on_event(self, event: Event) -> None:  # type: ignore[valid-type]
         recorder, search = self._recorder, self.search
-        if self._plan_unrecorded and type(event) is Planned and recorder is not None and search is not None:
-            self._plan_unrecorded = False
-            recorder.planned(search.plan, search.batches, self._selection_record(search.selection))
+        if self._plan_unrecorded and recorder is not None and search is not None:  # dynamic selection rates
+            if type(event) is CommunityRated:
+                recorder.rated(Rating(community_id=event.community_id, level=event.level, rating=event.rating,
+                                      reason=event.reason, votes=list(event.votes), failed=event.failed,
+                                      kept=event.kept))
+            elif type(event) is Planned:
+                self._plan_unrecorded = False
+                recorder.planned(search.plan, search.batches, self._selection_record(search.selection))
         if search is not None and isinstance(event, (BatchSucceeded, BatchFailed)):
             index = event.batch_index
             self.batch_models[index] = self._model_name

@@ -95,7 +95,7 @@ async def test_the_selection_tab_follows_the_rating_wave_and_opens_communities(t
             server_script.gate.set()
 
 
-async def test_a_dynamic_run_the_app_quits_while_rating_is_recorded_and_resumes_by_rating_again(
+async def test_a_dynamic_run_the_app_quits_while_rating_is_recorded_and_resumes_the_rating(
         tmp_path: Path) -> None:
     store = walk_store(tmp_path / "walk.db")
     history = tmp_path / "history.db"
@@ -120,9 +120,11 @@ async def test_a_dynamic_run_the_app_quits_while_rating_is_recorded_and_resumes_
         resumed = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")  # type: ignore[arg-type]
         stages = [r.stage for r in server.chat_requests()]
     assert resumed.code == 0, resumed.stderr
-    assert stages == ["rate"] * 6 + ["map", "reduce"]
+    assert stages == ["rate"] * 3 + ["map", "reduce"]  # a2, a1x, a1y: the three rated before are kept
     assert (resumed.json["run_id"], resumed.json["status"]) == (run_id, "completed")
     assert resumed.json["selection"]["selected"] == ["ns/a1x"]
+    assert [r["community_id"] for r in resumed.json["selection"]["ratings"]] == [
+        "ns/a", "ns/b", "ns/a1", "ns/a2", "ns/a1x", "ns/a1y"]
 
 
 async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -212,6 +213,29 @@ def test_the_recorder_commits_a_finished_batch_within_the_flush_interval(tmp_pat
     stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
     assert stored.status == "completed" and stored.result == run.result
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
+
+
+def test_a_run_that_ends_within_the_flush_interval_starts_no_thread_and_a_longer_one_starts_one(
+    tmp_path: Path,
+) -> None:
+    """A thread beside the main one makes every allocation after it take a lock: a short
+    run is written at its end by its own thread; a longer one hands its records to a writer
+    thread after one interval. Both are recorded whole."""
+    history = tmp_path / "h.db"
+    with CommunityStore.open(_store(tmp_path)) as store:
+        for delay, writer_thread in ((0.0, False), (0.15, True)):
+            seen: set[str] = set()
+            run = RunSession(store, history=history,
+                             on_event=lambda _: seen.update(t.name for t in threading.enumerate()))
+            run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0,
+                                                                            concurrency=1), None, shuffle=False))
+            started = time.monotonic()
+            asyncio.run(run.run(SlowModel(delay), timeout=10))
+            assert (time.monotonic() - started > FLUSH_INTERVAL) == writer_thread
+            assert {name for name in seen if name.startswith("history-")} == (
+                {f"history-{run.run_id}"} if writer_thread else set())
+            stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+            assert stored.status == "completed" and stored.result == run.result
 
 
 def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
 """Writing one run into the history while it goes.
 
 The run's row is written before the first model call (so an unusable history is known, and
-said, before anything is paid for). Everything after that goes through a queue to a thread
-of its own, which wakes every FLUSH_INTERVAL and commits what arrived in one transaction
-(its batches as one group of records, formats.py): a finished batch is on disk within a
-second, the run's event loop never waits for SQLite or zlib, and the thread does not wake
-per event (which would cost the run the GIL each time). A kill -9 loses the attempts in
-flight and at most one interval of finished ones.
+said, before anything is paid for). Everything after that goes through a queue. Once the run
+has gone on for FLUSH_INTERVAL, a thread of its own takes it over: it wakes every interval
+and commits what arrived in one transaction (its batches as one group of records,
+formats.py), so a finished batch is on disk within a second, the run's event loop never
+waits for SQLite or zlib, and the thread does not wake per event (which would cost the run
+the GIL each time). A kill -9 loses the attempts in flight and at most one interval of
+finished ones. A run that ends sooner is written at its end, on its own thread, and starts
+no thread at all: a process's first thread beside the main one makes every allocation after
+it take a lock (glibc's malloc), which cost a short run more than its whole record.
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
 no JSON. The writer thread takes what the queue holds in one call, writes the plan and every
@@ -18,6 +21,7 @@ rebuilt byte for byte, and a re-run checks the template is still the recorded on
 
 from __future__ import annotations
 
+import _thread
 import json
 import queue
 import sqlite3
@@ -118,11 +122,14 @@ class RunRecorder:
         self.batch_finished: Callable[[BatchResult], None] = self._queue.put
         self.error: str | None = None
         self._done = False
+        #: The writer thread, once `write_in_background` started it; the lock keeps it from
+        #: starting while the run writes its end itself.
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
         self._closing = threading.Event()
         #: Set once the last transaction is committed (closing the connection checkpoints the
         #: WAL, which the run need not wait for).
         self._written = threading.Event()
-        self._thread = threading.Thread(target=self._write_loop, name=f"history-{run_id}", daemon=True)
 
     # -- starting ---------------------------------------------------------------------------
 
@@ -152,7 +159,6 @@ class RunRecorder:
         recorder = cls(path, connection, run_id, metadata.model_name, resumed=False, kept=kept)
         if planned is not None:
             recorder.planned(plan, planned)
-        recorder._thread.start()
         return recorder
 
     @classmethod
@@ -176,7 +182,6 @@ class RunRecorder:
         recorder = cls(path, connection, run_id, model, resumed=True)
         if planned is not None:
             recorder.planned(plan, planned)
-        recorder._thread.start()
         return recorder
 
     @staticmethod
@@ -233,22 +238,42 @@ class RunRecorder:
         self._close()
 
     def _close(self) -> None:
-        if not self._done:
+        with self._lock:
+            if self._done:
+                return
             self._done = True
-            self._closing.set()
-            self._written.wait()
+            if self._thread is None:  # a run that ended within an interval: written here, now
+                try:
+                    self._write(self._arrived())
+                finally:  # closing checkpoints the WAL, which the run need not wait for
+                    _thread.start_new_thread(self._connection.close, ())
+                return
+        self._closing.set()
+        self._written.wait()
 
     # -- the writer thread ----------------------------------------------------------------------
 
+    def write_in_background(self) -> None:
+        """From now on the writer thread commits what arrives, every FLUSH_INTERVAL (the
+        session calls this once the run has gone on for one interval)."""
+        with self._lock:
+            if self._thread is None and not self._done:
+                self._thread = threading.Thread(target=self._write_loop, name=f"history-{self.run_id}", daemon=True)
+                self._thread.start()
+
+    def _arrived(self) -> list[BatchResult | tuple[Any, ...]]:
+        return list(map(self._queue.get, repeat(False, self._queue.qsize())))
+
     def _write_loop(self) -> None:
         try:
-            while True:
-                closing = self._closing.wait(FLUSH_INTERVAL)
-                items = list(map(self._queue.get, repeat(False, self._queue.qsize())))
+            closing = False
+            while True:  # what arrived before the thread started, at once; then every interval
+                items = self._arrived()
                 if items:
                     self._write(items)
                 if closing:
                     return
+                closing = self._closing.wait(FLUSH_INTERVAL)
         finally:
             self._written.set()
             self._connection.close()

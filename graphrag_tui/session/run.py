@@ -42,7 +42,7 @@ from ..engine.events import CommunityRated, Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
 from ..engine.selection import Rating, SelectionOptions, SelectionReport
-from ..history import HistoryError, RunRecorder, selection_json
+from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
 from ..store import CommunityStore
@@ -107,6 +107,8 @@ class RunSession:
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
         self._recorder: RunRecorder | None = None
+        #: Starts the recorder's writer thread once the run has gone on for FLUSH_INTERVAL.
+        self._background_writer: asyncio.TimerHandle | None = None
         self._model_name: str | None = None
         #: What the selection mode chose at prepare(); dynamic selection plans again once
         #: the model has rated, and `on_plan` gets that plan (the app shows its batches).
@@ -228,6 +230,8 @@ class RunSession:
             return
         self.run_id = self._recorder.run_id
         self._plan_unrecorded = dynamic
+        self._background_writer = asyncio.get_running_loop().call_later(
+            FLUSH_INTERVAL, self._recorder.write_in_background)
 
     def _selection_record(self, report: SelectionReport | None) -> str | None:
         """How the run chooses its communities, as the history records it: None for the
@@ -258,10 +262,17 @@ class RunSession:
         if self.on_event is not None:
             self.on_event(event)
 
+    def _take_recorder(self) -> RunRecorder | None:
+        """The run's recorder, which nothing reports to any more."""
+        recorder, self._recorder = self._recorder, None
+        if self._background_writer is not None:
+            self._background_writer.cancel()
+        return recorder
+
     def _finish_recording(self, result: SearchResult) -> None:
         if self.finished_at is None:
             self.finished_at = self.wall_clock().isoformat()
-        recorder, self._recorder = self._recorder, None
+        recorder = self._take_recorder()
         if recorder is None:
             return
         recorder.finish(result, self.finished_at)
@@ -269,7 +280,7 @@ class RunSession:
             self.on_warning(f"warning: {recorder.error}; the run's record is incomplete")
 
     def _abandon(self) -> None:
-        recorder, self._recorder = self._recorder, None
+        recorder = self._take_recorder()
         if recorder is not None and self.search is not None:
             recorder.abandon(self.search.batches)
 

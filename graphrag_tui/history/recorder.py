@@ -8,8 +8,8 @@ formats.py), so a finished batch is on disk within a second, the run's event loo
 waits for SQLite or zlib, and the thread does not wake per event (which would cost the run
 the GIL each time). A kill -9 loses the attempts in flight and at most one interval of
 finished ones. A run that ends sooner is written at its end, on its own thread, and starts
-no thread at all: a process's first thread beside the main one makes every allocation after
-it take a lock (glibc's malloc), which cost a short run more than its whole record.
+no thread at all: a second thread, even an idle one, slowed the 2,000-batch benchmark run
+by more than its whole record costs (README, "When it is written").
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
 no JSON. The writer thread takes what the queue holds in one call, writes the plan and every

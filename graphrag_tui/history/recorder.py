@@ -1,7 +1,9 @@
 """Writing one run into the history while it goes.
 
 The run's row is written before the first model call (so an unusable history is known, and
-said, before anything is paid for). Everything after that goes through a queue. Once the run
+said, before anything is paid for), with its plan and every batch's content (a dynamic
+selection's plan comes later, and a resume's from the writer). Everything after that goes
+through a queue. Once the run
 has gone on for FLUSH_INTERVAL, a thread of its own takes it over: it wakes every interval
 and commits what arrived in one transaction (its batches as one group of records,
 formats.py), so a finished batch is on disk within a second, the run's event loop never
@@ -12,8 +14,8 @@ no thread at all: a second thread, even an idle one, slowed the 2,000-batch benc
 by more than its whole record costs (README, "When it is written").
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
-no JSON. The writer thread takes what the queue holds in one call, writes the plan and every
-batch's content once, then each group of finished batches in one serialization.
+no JSON. The writer takes what the queue holds in one call and writes each group of
+finished batches in one serialization.
 
 A batch's prompt is recorded as its content and the run's Map prompt once (batch 0's
 messages): the prompts are the engine's template over the query and the content, so each is
@@ -145,20 +147,22 @@ class RunRecorder:
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
         selection: str | None = None,
     ) -> RunRecorder:
-        """A new run: its row now, its plan from the writer thread. `planned`: the engine's
-        BatchResults of the plan (None: dynamic selection plans the run's communities later,
-        and `planned()` says so); `kept`: batches a re-run keeps from its parent (result and
-        the model that answered); `selection`: formats.selection_json."""
+        """A new run: its row now, with its plan. `planned`: the engine's BatchResults of the
+        plan (None: dynamic selection plans the run's communities later, and `planned()`
+        says so); `kept`: batches a re-run keeps from its parent (result and the model that
+        answered); `selection`: formats.selection_json."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), transaction(connection):
-                run_id = cls._insert_run(connection, plan, metadata, started_at, selection)
+                # the plan now, while what it is made of is still in the CPU's caches
+                packed = None if planned is None else _plan_columns(plan, planned)
+                run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
         except BaseException:
             connection.close()
             raise
         recorder = cls(path, connection, run_id, metadata.model_name, resumed=False, kept=kept)
         if planned is not None:
-            recorder.planned(plan, planned)
+            recorder._add_unwritten(recorder._kept.values())
         return recorder
 
     @classmethod
@@ -186,7 +190,8 @@ class RunRecorder:
 
     @staticmethod
     def _insert_run(
-        connection: sqlite3.Connection, plan: SearchPlan, metadata: RunMetadata, started_at: str, selection: str | None
+        connection: sqlite3.Connection, plan: SearchPlan, packed: tuple[str | bytes, ...] | None,
+        metadata: RunMetadata, started_at: str, selection: str | None,
     ) -> str:
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
             run_id = new_run_id()
@@ -194,14 +199,15 @@ class RunRecorder:
                 connection.execute(
                     "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
                     "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
-                    "summary_count, batch_count, owner, prompts, selection) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "summary_count, batch_count, owner, prompts, selection, plan, contents, map_prompt) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
                         json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
                         len(plan.batches), this_process(), plan.prompts.model_dump_json(), selection,
+                        *(packed or (None, None, None)),
                     ),
                 )
                 return run_id
@@ -345,13 +351,9 @@ class RunRecorder:
             # its plan again (its contents' hashes were checked), now with every content.
             if connection.execute("SELECT contents FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()[0] is not None:
                 return
-        contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
-        first = contents[0] if contents else ""
         connection.execute(
             "UPDATE runs SET plan = ?, contents = ?, map_prompt = ?, summary_count = ?, batch_count = ? WHERE run_id = ?",
-            (plan_packed(planned, contents), pack_contents(contents),
-             pack_text(messages_json(plan.query, first, plan.prompts)), plan.summary_count, len(plan.batches),
-             self.run_id),
+            (*_plan_columns(plan, planned), plan.summary_count, len(plan.batches), self.run_id),
         )
         self._add_unwritten(self._kept.values())
 
@@ -404,6 +406,13 @@ class RunRecorder:
         self._add_unwritten((b, self._model) for b in batches if b.status != "cancelled")
         self._flush_group(connection)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+def _plan_columns(plan: SearchPlan, planned: Sequence[BatchResult]) -> tuple[str | bytes, str | bytes, str | bytes]:
+    """The plan, every batch's content and the Map prompt, as the run's row holds them."""
+    contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
+    first = contents[0] if contents else ""
+    return plan_packed(planned, contents), pack_contents(contents), pack_text(messages_json(plan.query, first, plan.prompts))
 
 
 class RunNotResumable(InputError):

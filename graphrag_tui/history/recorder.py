@@ -3,15 +3,15 @@
 The run's row is written before the first model call (so an unusable history is known, and
 said, before anything is paid for), with its plan and every batch's content (a dynamic
 selection's plan comes later, and a resume's from the writer). Everything after that goes
-through a queue. Once the run
-has gone on for FLUSH_INTERVAL, a thread of its own takes it over: it wakes every interval
-and commits what arrived in one transaction (its batches as one group of records,
-formats.py), so a finished batch is on disk within a second, the run's event loop never
-waits for SQLite or zlib, and the thread does not wake per event (which would cost the run
-the GIL each time). A kill -9 loses the attempts in flight and at most one interval of
-finished ones. A run that ends sooner is written at its end, on its own thread, and starts
-no thread at all: a second thread, even an idle one, slowed the 2,000-batch benchmark run
-by more than its whole record costs (README, "When it is written").
+through a queue. Once the run has gone on for FLUSH_INTERVAL, a thread of its own takes it
+over: it wakes every interval and commits what arrived in one transaction (its batches as
+one group of records, formats.py), so a finished batch is on disk within a second, the
+run's event loop never waits for SQLite or zlib, and the thread does not wake per event
+(which would cost the run the GIL each time). A kill -9 loses the attempts in flight and at
+most one interval of finished ones. A run that ends sooner is written at its end, on its
+own thread, and starts no thread at all: a second thread, even an idle one, slowed the
+2,000-batch benchmark run by more than its whole record costs (README, "When it is
+written").
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
 no JSON. The writer takes what the queue holds in one call and writes each group of
@@ -154,7 +154,7 @@ class RunRecorder:
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), transaction(connection):
-                # the plan now, while what it is made of is still in the CPU's caches
+                # the plan with the row: the run's end writes only what the run added
                 packed = None if planned is None else _plan_columns(plan, planned)
                 run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
         except BaseException:

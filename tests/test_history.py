@@ -226,7 +226,7 @@ def test_a_run_that_ends_within_the_flush_interval_starts_no_thread_and_a_longer
         for delay, writer_thread in ((0.0, False), (0.15, True)):
             seen: set[str] = set()
             run = RunSession(store, history=history,
-                             on_event=lambda _: seen.update(t.name for t in threading.enumerate()))
+                             on_event=lambda _, seen=seen: seen.update(t.name for t in threading.enumerate()))
             run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0,
                                                                             concurrency=1), None, shuffle=False))
             started = time.monotonic()

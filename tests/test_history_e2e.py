@@ -188,6 +188,42 @@ def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(stor
     assert sha256(store) == before
 
 
+def test_kill_9_at_the_first_map_call_keeps_the_plan_and_resume_sends_every_batch(store: Path, history: Path) -> None:
+    """The plan is in the run's row from its start: a run killed before anything else was
+    committed (well within its first flush interval) resumes with every prompt as planned."""
+    with ScriptedChatServer(Server()) as reference_server:
+        reference = run_cli("query", str(store), QUESTION, "--base-url", reference_server.base_url, "--model", "m1",
+                            *ONE_EACH, "--json", "--no-history")
+    assert reference.code == 0, reference.stderr
+    every_prompt = bodies(maps(reference_server))
+    order = [b["community_ids"][0] for b in reference.json["batches"]]
+
+    script = Server(hold={order[0]})
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: len(maps(server)) == 1)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            script.release.set()
+            if process.poll() is None:
+                process.kill()
+    run_id = only_run(history)
+    assert run_id is not None
+    interrupted = cli(history, "runs", "show", run_id, "--json").json
+    assert (interrupted["status"], interrupted["batch_count"]) == ("interrupted", 8)
+    assert [b["status"] for b in interrupted["batches"]] == ["cancelled"] * 8
+    assert [b["community_ids"] for b in interrupted["batches"]] == [[c] for c in order]
+
+    with ScriptedChatServer(Server()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert bodies(maps(server)) == every_prompt  # every batch, byte for byte as planned
+    assert (resumed.json["run_id"], resumed.json["status"]) == (run_id, "completed")
+    assert [b["answer"] for b in resumed.json["batches"]] == [f"{c} says the port authority pays." for c in order]
+
+
 def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(store: Path, history: Path) -> None:
     before = sha256(store)
     failing = {"ns/2", "ns/5"}

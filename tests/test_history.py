@@ -218,8 +218,8 @@ def test_the_recorder_commits_a_finished_batch_within_the_flush_interval(tmp_pat
 def test_a_run_that_ends_within_the_flush_interval_starts_no_thread_and_a_longer_one_starts_one(
     tmp_path: Path,
 ) -> None:
-    """A second thread, even an idle one, slows a short run more than its record costs: a
-    short run is written at its end by its own thread; a longer one hands its records to a
+    """A run that ends within the interval is written at its end by its own thread (starting
+    a thread would cost it more than a millisecond); a longer one hands its records to a
     writer thread after one interval. Both are recorded whole."""
     history = tmp_path / "h.db"
     with CommunityStore.open(_store(tmp_path)) as store:

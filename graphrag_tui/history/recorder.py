@@ -10,7 +10,7 @@ run's event loop never waits for SQLite or zlib, and the thread does not wake pe
 (which would cost the run the GIL each time). A kill -9 loses the attempts in flight and at
 most one interval of finished ones. A run that ends sooner is written at its end, on its
 own thread, and starts no thread at all (starting one, and handing it the last write, cost
-a short run 0.3-1.8 ms).
+a short run 0.3-2 ms).
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
 no JSON. The writer takes what the queue holds in one call and writes each group of

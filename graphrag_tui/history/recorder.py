@@ -23,6 +23,7 @@ rebuilt byte for byte, and a re-run checks the template is still the recorded on
 from __future__ import annotations
 
 import _thread
+import contextlib
 import json
 import queue
 import sqlite3
@@ -251,7 +252,7 @@ class RunRecorder:
                 try:
                     self._write(self._arrived())
                 finally:  # closing checkpoints the WAL, which the run need not wait for
-                    _thread.start_new_thread(self._connection.close, ())
+                    _thread.start_new_thread(_close_quietly, (self._connection,))
                 return
         self._closing.set()
         self._written.wait()
@@ -405,6 +406,12 @@ class RunRecorder:
         self._add_unwritten((b, self._model) for b in batches if b.status != "cancelled")
         self._flush_group(connection)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+def _close_quietly(connection: sqlite3.Connection) -> None:
+    """Closes a connection on a thread of its own, where an error would print a traceback."""
+    with contextlib.suppress(sqlite3.Error):
+        connection.close()
 
 
 def _plan_columns(plan: SearchPlan, planned: Sequence[BatchResult]) -> tuple[str | bytes, str | bytes, str | bytes]:

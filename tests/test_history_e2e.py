@@ -129,32 +129,48 @@ def only_run(history: Path) -> str | None:
     return found[0] if found else None
 
 
-def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(store: Path, history: Path) -> None:
-    before = sha256(store)
-    with ScriptedChatServer(Server()) as reference_server:  # the same query, uninterrupted: every prompt
-        reference = run_cli("query", str(store), QUESTION, "--base-url", reference_server.base_url, "--model", "m1",
+def uninterrupted(store: Path) -> tuple[dict[str, str], list[str]]:
+    """The query run whole, unrecorded: every Map prompt it sends (by community), and its
+    batches' communities in order."""
+    with ScriptedChatServer(Server()) as server:
+        reference = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
                             *ONE_EACH, "--json", "--no-history")
     assert reference.code == 0, reference.stderr
-    every_prompt = bodies(maps(reference_server))
-    order = [b["community_ids"][0] for b in reference.json["batches"]]
+    return bodies(maps(server)), [b["community_ids"][0] for b in reference.json["batches"]]
+
+
+def kill_9_when(process: subprocess.Popen[str], script: Server, ready: Any) -> None:
+    """SIGKILL to the query once `ready()` returns; its held calls are released whatever happens."""
+    try:
+        ready()
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        script.release.set()
+        if process.poll() is None:
+            process.kill()
+
+
+def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(store: Path, history: Path) -> None:
+    before = sha256(store)
+    every_prompt, order = uninterrupted(store)
     held = order[4]  # the fifth batch never answers: the process is killed while it is in flight
 
     script = Server(hold={held})
     with ScriptedChatServer(script) as server:
         process = start_query(store, history, server.base_url)
-        try:
-            run_id = wait_for(lambda: only_run(history))
+        commit: dict[str, Any] = {}
+
+        def four_committed() -> None:
+            commit["run_id"] = run_id = wait_for(lambda: only_run(history))
             wait_for(lambda: len(maps(server)) == 5)  # batches 0-3 answered, batch 4 in flight
             answered_at = script.answered[order[3]]
             wait_for(lambda: sum(s == "succeeded" for s in batch_rows(history, run_id).values()) == 4, timeout=5)
-            committed_within = time.monotonic() - answered_at
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=10)
-        finally:
-            script.release.set()
-            if process.poll() is None:
-                process.kill()
+            commit["within"] = time.monotonic() - answered_at
+
+        kill_9_when(process, script, four_committed)
         first_run = bodies(maps(server))
+    run_id, committed_within = commit["run_id"], commit["within"]
     assert committed_within < 1.0, committed_within  # a finished batch is on disk within a second
     # A batch has a row once it finished; the others are in the run's plan.
     assert batch_rows(history, run_id) == {0: "succeeded", 1: "succeeded", 2: "succeeded", 3: "succeeded"}
@@ -191,24 +207,10 @@ def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(stor
 def test_kill_9_at_the_first_map_call_keeps_the_plan_and_resume_sends_every_batch(store: Path, history: Path) -> None:
     """The plan is in the run's row from its start: a run killed before anything else was
     committed (well within its first flush interval) resumes with every prompt as planned."""
-    with ScriptedChatServer(Server()) as reference_server:
-        reference = run_cli("query", str(store), QUESTION, "--base-url", reference_server.base_url, "--model", "m1",
-                            *ONE_EACH, "--json", "--no-history")
-    assert reference.code == 0, reference.stderr
-    every_prompt = bodies(maps(reference_server))
-    order = [b["community_ids"][0] for b in reference.json["batches"]]
-
+    every_prompt, order = uninterrupted(store)
     script = Server(hold={order[0]})
     with ScriptedChatServer(script) as server:
-        process = start_query(store, history, server.base_url)
-        try:
-            wait_for(lambda: len(maps(server)) == 1)
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=10)
-        finally:
-            script.release.set()
-            if process.poll() is None:
-                process.kill()
+        kill_9_when(start_query(store, history, server.base_url), script, lambda: wait_for(lambda: maps(server)))
     run_id = only_run(history)
     assert run_id is not None
     interrupted = cli(history, "runs", "show", run_id, "--json").json

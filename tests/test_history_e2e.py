@@ -4,6 +4,7 @@ processes writing one history at once, unknown ids, and history files it must no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import signal
@@ -12,6 +13,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,10 +141,11 @@ def uninterrupted(store: Path) -> tuple[dict[str, str], list[str]]:
     return bodies(maps(server)), [b["community_ids"][0] for b in reference.json["batches"]]
 
 
-def kill_9_when(process: subprocess.Popen[str], script: Server, ready: Any) -> None:
-    """SIGKILL to the query once `ready()` returns; its held calls are released whatever happens."""
+@contextlib.contextmanager
+def killed_with_9(process: subprocess.Popen[str], script: Server) -> Iterator[None]:
+    """SIGKILL to the query once the block ends; its held calls are released whatever happens."""
     try:
-        ready()
+        yield
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
     finally:
@@ -158,19 +161,13 @@ def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(stor
 
     script = Server(hold={held})
     with ScriptedChatServer(script) as server:
-        process = start_query(store, history, server.base_url)
-        commit: dict[str, Any] = {}
-
-        def four_committed() -> None:
-            commit["run_id"] = run_id = wait_for(lambda: only_run(history))
+        with killed_with_9(start_query(store, history, server.base_url), script):
+            run_id = wait_for(lambda: only_run(history))
             wait_for(lambda: len(maps(server)) == 5)  # batches 0-3 answered, batch 4 in flight
             answered_at = script.answered[order[3]]
             wait_for(lambda: sum(s == "succeeded" for s in batch_rows(history, run_id).values()) == 4, timeout=5)
-            commit["within"] = time.monotonic() - answered_at
-
-        kill_9_when(process, script, four_committed)
+            committed_within = time.monotonic() - answered_at
         first_run = bodies(maps(server))
-    run_id, committed_within = commit["run_id"], commit["within"]
     assert committed_within < 1.0, committed_within  # a finished batch is on disk within a second
     # A batch has a row once it finished; the others are in the run's plan.
     assert batch_rows(history, run_id) == {0: "succeeded", 1: "succeeded", 2: "succeeded", 3: "succeeded"}
@@ -210,7 +207,8 @@ def test_kill_9_at_the_first_map_call_keeps_the_plan_and_resume_sends_every_batc
     every_prompt, order = uninterrupted(store)
     script = Server(hold={order[0]})
     with ScriptedChatServer(script) as server:
-        kill_9_when(start_query(store, history, server.base_url), script, lambda: wait_for(lambda: maps(server)))
+        with killed_with_9(start_query(store, history, server.base_url), script):
+            wait_for(lambda: maps(server))
     run_id = only_run(history)
     assert run_id is not None
     interrupted = cli(history, "runs", "show", run_id, "--json").json

@@ -4,6 +4,7 @@ the recorder's commits while a run goes, and loading a run back as the SearchRes
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import os
 import re
@@ -18,10 +19,14 @@ from pathlib import Path
 import pytest
 
 from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult
+from graphrag_tui.engine.ports import ChatRequest
+from graphrag_tui.engine.prompts import map_skeleton
+from graphrag_tui.engine.tokens import estimate_tokens
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
 from graphrag_tui.history.texts import unpack_text
+from graphrag_tui.models.extractive import ExtractiveModel
 from graphrag_tui.session.continuation import model_settings_for
 from graphrag_tui.session.run import RunSession, SearchRequest
 from graphrag_tui.store import CommunityStore
@@ -213,6 +218,63 @@ def test_the_recorder_commits_a_finished_batch_within_the_flush_interval(tmp_pat
     stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
     assert stored.status == "completed" and stored.result == run.result
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
+
+
+class TimedExtractiveModel(ExtractiveModel):
+    """The offline model, which keeps the event loop busy: each Map answer's time."""
+
+    def __init__(self) -> None:
+        self.finished: list[float] = []  # time.monotonic(), which another process shares
+
+    async def complete(self, request: ChatRequest) -> str:
+        reply = self.reply(request)
+        if request.stage == "map":
+            self.finished.append(time.monotonic())
+        return reply
+
+
+#: Prints, every 20 ms until stdin closes, a time and the batches committed to the history by then.
+WATCHER = """
+import sqlite3, sys, threading, time
+closed = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+while not closed.wait(0.02):
+    at = time.monotonic()
+    try:
+        db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+        count = db.execute("SELECT sum(succeeded_batch_count) FROM runs").fetchone()[0] or 0
+        db.close()
+    except sqlite3.OperationalError:
+        count = 0
+    print(at, count, flush=True)
+"""
+
+
+def test_a_busy_event_loop_still_has_a_finished_batch_committed_within_a_second(tmp_path: Path) -> None:
+    """An offline model's run keeps its event loop busy, which starves the writer thread of
+    the GIL (the loop polls its selector between callbacks, releasing and taking back the
+    GIL each time): the run's own thread then writes at the ticks, so every batch is
+    committed within a second of finishing. Another process watches the history, so that
+    watching gives the writer no GIL."""
+    history = tmp_path / "h.db"
+    model = TimedExtractiveModel()
+    rows = [{"id": f"ns/{i:05d}", "summary_content": f"Community {i} keeps the harbour ledger."} for i in range(12_000)]
+    options = SearchOptions(map_budget=estimate_tokens(map_skeleton(QUESTION) + "\n") + 32, map_reserve=0, concurrency=4)
+    with CommunityStore.open(build_store(tmp_path / "big.db", rows)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", options, 1))
+        watcher = subprocess.Popen([sys.executable, "-c", WATCHER, str(history)], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            result = asyncio.run(run.run(model, timeout=60))
+        finally:
+            seen, _ = watcher.communicate("", timeout=10)
+    assert result.batch_count == 12_000 and len(model.finished) == 12_000
+    samples = [(float(at), int(count)) for at, count in map(str.split, seen.splitlines())]
+    due = [(bisect.bisect(model.finished, at - 1.0), count) for at, count in samples if at < model.finished[-1]]
+    assert [(d, c) for d, c in due if c < d] == [] and max(d for d, _ in due) >= 3, due
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == result.status == "no_results" and stored.result == run.result
 
 
 def test_a_run_that_ends_within_the_flush_interval_starts_no_thread_and_a_longer_one_starts_one(

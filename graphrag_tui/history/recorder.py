@@ -4,13 +4,15 @@ The run's row is written before the first model call (so an unusable history is 
 said, before anything is paid for), with its plan and every batch's content (a dynamic
 selection's plan comes later, and a resume's from the writer). Everything after that goes
 through a queue. Once the run has gone on for FLUSH_INTERVAL, a thread of its own takes it
-over: it wakes every interval and commits what arrived in one transaction (its batches as
-one group of records, formats.py), so a finished batch is on disk within a second, the
-run's event loop never waits for SQLite or zlib, and the thread does not wake per event
-(which would cost the run the GIL each time). A kill -9 loses the attempts in flight and at
-most one interval of finished ones. A run that ends sooner is written at its end, on its
-own thread, and starts no thread at all (starting one, and handing it the last write, cost
-a short run 0.3-2 ms).
+over: the run's event loop wakes it every interval (`tick`), and it commits what arrived in
+one transaction (its batches as one group of records, formats.py), so a finished batch is
+on disk within a second, the run's event loop does not wait for SQLite or zlib, and the
+thread does not wake per event (which would cost the run the GIL each time). When the loop
+never waits (an offline model), the thread hardly gets the GIL, and the ticks write on the
+run's thread instead. A kill -9 loses the attempts in flight and at most an interval or two
+of finished ones. A run that ends sooner is written at its end, on its own thread, and
+starts no thread at all (starting one, and handing it the last write, cost a short run
+0.3-2 ms).
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
 no JSON. The writer takes what the queue holds in one call and writes each group of
@@ -55,6 +57,8 @@ from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
 FLUSH_INTERVAL = 0.25
+#: Seconds a tick waits for the writer thread's write before it writes what arrived itself.
+STEP_IN_WAIT = 0.1
 #: WAL pages (4 KiB) past which a commit checkpoints.
 WAL_CHECKPOINT_PAGES = 4096
 
@@ -124,10 +128,14 @@ class RunRecorder:
         self.batch_finished: Callable[[BatchResult], None] = self._queue.put
         self.error: str | None = None
         self._done = False
-        #: The writer thread, once `write_in_background` started it; the lock keeps it from
+        #: The writer thread, once the first `tick` started it; the lock keeps it from
         #: starting while the run writes its end itself.
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: Held while a transaction is written (by the writer thread, or the run's when it steps in).
+        self._writing = threading.Lock()
+        #: Set by each tick (and the end) for the writer thread, which clears it once it runs.
+        self._wake = threading.Event()
         self._closing = threading.Event()
         #: Set once the last transaction is committed (closing the connection checkpoints the
         #: WAL, which the run need not wait for).
@@ -255,31 +263,51 @@ class RunRecorder:
                     _thread.start_new_thread(_close_quietly, (self._connection,))
                 return
         self._closing.set()
+        self._wake.set()
         self._written.wait()
 
     # -- the writer thread ----------------------------------------------------------------------
 
-    def write_in_background(self) -> None:
-        """From now on the writer thread commits what arrives, every FLUSH_INTERVAL (the
-        session calls this once the run has gone on for one interval)."""
+    def tick(self) -> None:
+        """Called by the run's thread every FLUSH_INTERVAL once the run has gone on for one:
+        the first starts the writer thread, which commits what arrived; each later one wakes
+        it to commit what arrived since, or, when it has not woken or not finished since the
+        last tick, writes that on the run's thread. (An event loop that never waits, as with
+        an offline model, polls its selector between callbacks, which releases and takes
+        back the GIL each time; a thread waiting for the GIL then waits until the loop runs
+        5 ms without a poll, which can take seconds.)"""
         with self._lock:
-            if self._thread is None and not self._done:
+            if self._done:
+                return
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._write_loop, name=f"history-{self.run_id}", daemon=True)
                 self._thread.start()
+                return
+        if not (self._wake.is_set() or self._writing.locked()):
+            self._wake.set()
+        # Waiting for the lock lets a writer starved in the middle of a write finish it; a
+        # writer in a slow commit (the disk's) is not waited for longer than that.
+        elif self._writing.acquire(timeout=STEP_IN_WAIT):
+            try:
+                self._write(self._arrived())
+            finally:
+                self._writing.release()
 
     def _arrived(self) -> list[BatchResult | tuple[Any, ...]]:
         return list(map(self._queue.get, repeat(False, self._queue.qsize())))
 
     def _write_loop(self) -> None:
         try:
-            closing = False
-            while True:  # what arrived before the thread started, at once; then every interval
-                items = self._arrived()
-                if items:
-                    self._write(items)
+            while True:  # what arrived before the thread started, at once; then at each wake
+                closing = self._closing.is_set()
+                with self._writing:
+                    items = self._arrived()
+                    if items:
+                        self._write(items)
                 if closing:
                     return
-                closing = self._closing.wait(FLUSH_INTERVAL)
+                self._wake.wait()
+                self._wake.clear()
         finally:
             self._written.set()
             self._connection.close()

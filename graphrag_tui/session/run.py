@@ -107,7 +107,7 @@ class RunSession:
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
         self._recorder: RunRecorder | None = None
-        #: Starts the recorder's writer thread once the run has gone on for FLUSH_INTERVAL.
+        #: The recorder's next tick, every FLUSH_INTERVAL once the run has gone on for one.
         self._background_writer: asyncio.TimerHandle | None = None
         self._model_name: str | None = None
         #: What the selection mode chose at prepare(); dynamic selection plans again once
@@ -230,8 +230,13 @@ class RunSession:
             return
         self.run_id = self._recorder.run_id
         self._plan_unrecorded = dynamic
-        self._background_writer = asyncio.get_running_loop().call_later(
-            FLUSH_INTERVAL, self._recorder.write_in_background)
+        self._background_writer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
+
+    def _tick(self) -> None:
+        """Every FLUSH_INTERVAL while the run goes: the recorder commits what arrived."""
+        if self._recorder is not None:
+            self._recorder.tick()
+            self._background_writer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
 
     def _selection_record(self, report: SelectionReport | None) -> str | None:
         """How the run chooses its communities, as the history records it: None for the

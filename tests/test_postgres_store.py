@@ -92,6 +92,36 @@ def test_plan_info_show_tree_and_search_read_the_database(sample_pg: PgDatabase)
         assert pg_ids == sqlite_ids, words
 
 
+def _found(store: str, query: str) -> dict[str, list[str]]:
+    found = run_cli("search", store, query, "--json", "--limit", "500", "--namespace", "harbor-city")
+    assert found.code == 0, (query, found.stderr)
+    return {kind: sorted(hit["id"] for hit in hits) for kind, hits in found.json["results"].items()}
+
+
+@pytest.mark.parametrize(("pg_query", "fts5_query"), [
+    ("harb*", "harb*"), ("Harb*", "harb*"), ("port auth*", "port auth*"), ("port or harb*", "port OR harb*"),
+    ("port -harb*", "port NOT harb*"), ("(harb*) au*", "harb* au*"), ('"harbor" ha*', '"harbor" ha*'),
+])
+def test_a_prefix_finds_on_postgresql_what_it_finds_in_the_sqlite_index(
+    sample_pg: PgDatabase, pg_query: str, fts5_query: str
+) -> None:
+    by_index, by_server = _found(str(SAMPLE), fts5_query), _found(sample_pg.url, pg_query)
+    assert sum(map(len, by_server.values())) > 3
+    assert by_server == by_index
+
+
+def test_a_prefix_with_quotes_backslashes_or_tsquery_operators_is_a_word_on_postgresql(sample_pg: PgDatabase) -> None:
+    """Prefixes are put into the server's query as text: none breaks its syntax or means more
+    than a word; `*` inside a phrase is punctuation, as in web-search syntax."""
+    nothing: dict[str, list[str]] = {"community": [], "entity": [], "claim": [], "chunk": []}
+    for query in ("it's*", "a\\b*", "'*", "\\*", "zq:*", "harb&port*", "har'b*", "har\\b*", "*", "'':*"):
+        assert _found(sample_pg.url, query) == nothing, query
+    assert _found(sample_pg.url, '"harb*"') == _found(sample_pg.url, "harb")
+    harbor = _found(sample_pg.url, "harb*")
+    for query in ("HARB*", "!harb*", "harb|*", "'harb'*", "harb***"):  # the punctuation around a word is dropped
+        assert _found(sample_pg.url, query) == harbor != nothing, query
+
+
 # -- the collation ---------------------------------------------------------------------------
 
 #: Ids whose order by code point ("10" < "9" < "B" < "Z" < "_z" < "a") is not en-US's.

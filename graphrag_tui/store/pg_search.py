@@ -4,14 +4,19 @@ Each kind's rows of the namespace are matched with `to_tsvector('simple', title 
 @@ websearch_to_tsquery('simple', query)` and ranked by `ts_rank` (best first, then id by
 code point). The `simple` configuration lower-cases words and does not stem them, as the
 SQLite index's tokenizer does; unlike it, it keeps accents. The query is the web-search
-syntax of PostgreSQL: words (all must match), "a phrase", `or`, `-word` to exclude; a
-`prefix*` is not supported (the `*` is ignored). Nothing is built: `ready()` is always true
-and `build` does nothing. graphrag-ts's `fts_tokens` column is not used (it covers chunks
-only and its configuration is graphrag-ts's choice).
+syntax of PostgreSQL: words (all must match), "a phrase", `or`, `-word` to exclude, and,
+as in the SQLite index, `prefix*` outside a phrase for the words that start so (lower-cased
+by Python). A prefix is put in after the server parsed the rest: each is parsed as a word of
+its own (a placeholder), and in the query's text the placeholder becomes the prefix lexeme.
+Nothing is built: `ready()` is always true and `build` does nothing. graphrag-ts's
+`fts_tokens` column is not used (it covers chunks only and its configuration is
+graphrag-ts's choice).
 """
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Callable
 
 from graphrag_tui.store.explore import KINDS, Kind
@@ -52,6 +57,7 @@ class PostgresTextSearch:
     def search(self, query: str, kinds: tuple[Kind, ...] = KINDS, limit: int = DEFAULT_LIMIT) -> SearchResults:
         text = check_query(query)
         terms = query_terms(text)
+        tsquery = self._tsquery(text)
         results = {}
         more: set[Kind] = set()
         for kind in kinds:
@@ -59,15 +65,49 @@ class PostgresTextSearch:
             document = f"to_tsvector('simple', coalesce({title}, '') || ' ' || coalesce({body}, ''))"
             rows = self.store._pg_query(
                 f"SELECT id FROM (SELECT id, ts_rank({document}, q) AS score FROM {table}, "
-                "websearch_to_tsquery('simple', %(query)s) AS q "
+                "CAST(%(tsquery)s AS tsquery) AS q "
                 f"WHERE namespace = %(ns)s AND {document} @@ q LIMIT {RANK_WINDOW}) AS m "
                 'ORDER BY score DESC, id COLLATE "C" LIMIT %(limit)s',
-                {"query": text.replace("*", " "), "ns": self.namespace, "limit": limit + 1},
+                {"tsquery": tsquery, "ns": self.namespace, "limit": limit + 1},
             )
             if len(rows) > limit:
                 more.add(kind)
             results[kind] = self._hits(kind, [r[0] for r in rows[:limit]], terms)
         return SearchResults(text, self.namespace, results, frozenset(more))
 
+    def _tsquery(self, text: str) -> str:
+        """The query as the server parses web-search syntax, in tsquery's text form, with
+        each prefix in place of its placeholder."""
+        marker = f"p{secrets.token_hex(8)}n"
+        prefixes: list[str] = []
+
+        def placeholder(found: re.Match[str]) -> str:
+            if found.group(1) is not None:  # a phrase: as it is (its `*` is punctuation there)
+                return found.group(0)
+            prefix = _EDGE_PUNCTUATION.sub("", found.group(3)).lower()
+            if not prefix:  # punctuation only, which the parser drops
+                return " "
+            prefixes.append(prefix)
+            return f"{found.group(2)}{marker}{len(prefixes) - 1}x"
+
+        parsed = _PREFIX_OR_PHRASE.sub(placeholder, text)
+        (tsquery,) = self.store._pg_query("SELECT websearch_to_tsquery('simple', %(q)s)::text", {"q": parsed})[0]
+        for number, prefix in enumerate(prefixes):
+            tsquery = tsquery.replace(f"'{marker}{number}x'", _lexeme(prefix) + ":*")
+        return str(tsquery)
+
     # The hits are made from the store's rows as for the SQLite index (the reads are portable).
     _hits = SqliteTextSearch._hits
+
+
+#: A phrase (to its closing quote, or the end), or a word outside one that ends in `*`, with
+#: the `-` before it: the word is what comes before its `*`s.
+_PREFIX_OR_PHRASE = re.compile(r'("[^"]*"?)|(?<![^\s(])(-?)([^\s"*]+)\*+(?=\s|\)|$)')
+
+#: What a prefix starts or ends with that is not part of a word (the parser drops it).
+_EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
+
+
+def _lexeme(word: str) -> str:
+    """A lexeme in tsquery's text form: quoted, its backslashes and quotes doubled."""
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"

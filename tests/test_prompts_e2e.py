@@ -14,8 +14,10 @@ from graphrag_tui.engine.prompts import (
     MAP_INSTRUCTIONS,
     RATE_TEMPLATE,
     REDUCE_INSTRUCTIONS,
+    Prompts,
+    reduce_messages,
 )
-from tests.chat_server import Received, Reply, ScriptedChatServer, answer_all
+from tests.chat_server import Received, Reply, ScriptedChatServer, answer_all, map_reply, reduce_reply
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
 from tests.test_selection import RatingServer, walk_store
@@ -85,6 +87,35 @@ def test_general_knowledge_alone_adds_graphrags_instruction_only(store: Path) ->
     (reduce,) = sent(server, "reduce")
     assert reduce[0]["content"] == f"{REDUCE_HEAD}\n{GENERAL_KNOWLEDGE_INSTRUCTION}\n{REDUCE_FORMAT}"
     assert "[LLM: verify]" in GENERAL_KNOWLEDGE_INSTRUCTION
+
+
+def nothing_useful(request: Received) -> Reply:
+    if request.stage == "reduce":
+        return reduce_reply("Bridges are mostly funded by tolls and bonds [LLM: verify].")
+    return map_reply("Nothing here.", 0)
+
+
+def test_with_general_knowledge_a_run_whose_map_found_nothing_still_asks_reduce(store: Path) -> None:
+    """As GraphRAG's allow_general_knowledge: the Reduce prompt, with no intermediate answer,
+    is sent all the same, and its answer is the run's; without the option the run has no
+    result and sends no Reduce."""
+    with ScriptedChatServer(nothing_useful) as server:
+        run = query(store, server, "--general-knowledge")
+        (reduce,) = sent(server, "reduce")
+        maps = len(sent(server, "map"))
+        without = query(store, server)
+        reduces = len(sent(server, "reduce"))
+    assert (run.code, without.code) == (0, 0), run.stderr + without.stderr
+    assert maps == 3 and reduces == 1
+    assert reduce[0]["content"] == f"{REDUCE_HEAD}\n{GENERAL_KNOWLEDGE_INSTRUCTION}\n{REDUCE_FORMAT}"
+    assert reduce[1]["content"] == reduce_messages(QUESTION, "", Prompts(general_knowledge=True))[1].content
+    assert "Nothing here." not in reduce[1]["content"]
+    assert (run.json["status"], run.json["answer"], run.json["detail"]) == (
+        "completed", "Bridges are mostly funded by tolls and bonds [LLM: verify].",
+        "no Map answer was useful: the answer is the model's own knowledge (--general-knowledge)")
+    assert run.json["selected_map_answers"] == []
+    assert (without.json["status"], without.json["answer"], without.json["detail"]) == (
+        "no_results", None, "no Map answer was useful: every usefulness was 0")
 
 
 @pytest.mark.skipif(not SAMPLE.exists(), reason="the bundled sample store is not built")

@@ -192,9 +192,13 @@ class GlobalSearch:
         selected, content = stage.select(self.batches)
         self.selected = selected
         log.info("selected answers=%d", len(selected))
+        detail = None
         if not any(c.decision != "zero_usefulness" for c in self.reduce.candidates):
-            return self._finish("no_results", detail="no Map answer was useful: every usefulness was 0")
-        if not selected:
+            if not self.plan.prompts.general_knowledge:
+                return self._finish("no_results", detail="no Map answer was useful: every usefulness was 0")
+            # GraphRAG's allow_general_knowledge: Reduce is asked all the same, with no answers
+            detail = "no Map answer was useful: the answer is the model's own knowledge (--general-knowledge)"
+        elif not selected:
             return self._finish(
                 "no_results", detail=f"no Map answer fits the reduce prompt budget ({self.reduce.budget} tokens)"
             )
@@ -206,7 +210,7 @@ class GlobalSearch:
         if answer is None:
             return self._finish("failed", error=f"Reduce failed twice: {self.reduce.attempts[-1].error}")
         failed = sum(b.status == "failed" for b in self.batches)
-        return self._finish("partial" if failed else "completed", answer=answer)
+        return self._finish("partial" if failed else "completed", answer=answer, detail=detail)
 
     def usage_fields(self) -> dict[str, Any]:
         """The result's usage_total, estimated_prompt_tokens and cost, as of now."""

@@ -13,6 +13,7 @@ from graphrag_tui.engine.prompts import GENERAL_KNOWLEDGE_INSTRUCTION, REDUCE_IN
 from graphrag_tui.prompt_files import load_prompts
 from tests.chat_server import ScriptedChatServer, answer_all
 from tests.stores import three_leaves
+from tests.test_prompts_e2e import nothing_useful
 
 from .conftest import ask, make_app, wait_finished
 
@@ -45,6 +46,23 @@ async def test_the_form_fields_reach_the_reduce_prompt(store: Path) -> None:
             f"{REDUCE_HEAD}\nTarget response length and format: a haiku\nWrite the answer in Japanese.\n"
             f"{GENERAL_KNOWLEDGE_INSTRUCTION}\n{REDUCE_FORMAT}"
         )
+
+
+async def test_with_general_knowledge_a_map_that_found_nothing_still_gets_an_answer_in_the_app(store: Path) -> None:
+    with ScriptedChatServer(nothing_useful) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            app.screen.query_one("#general-knowledge", Checkbox).value = True
+            await ask(pilot)
+            await wait_finished(pilot)
+            result = app.run_state.result
+            assert (result.status, result.answer) == (
+                "completed", "Bridges are mostly funded by tolls and bonds [LLM: verify].")
+            meta = str(app.screen.query_one("#answer-meta", Static).render())
+            assert ("no Map answer was useful: the answer is the model's own knowledge (the General knowledge "
+                    "field)") in meta
+            assert "0 answers selected" in meta
+        assert reduce_system(server) == f"{REDUCE_HEAD}\n{GENERAL_KNOWLEDGE_INSTRUCTION}\n{REDUCE_FORMAT}"
 
 
 async def test_empty_fields_send_the_built_in_prompt_and_a_bad_value_is_shown_not_run(store: Path) -> None:

@@ -41,7 +41,7 @@ OPTION_LABELS = {
 FIELD_OF_FLAG = {
     **{"--" + name.replace("_", "-"): label for name, label in OPTION_LABELS.items()},
     "--seed": "Seed", "--namespace": "Namespace", "--level": "Level", "--select": "Selection",
-    "--response-type": "Response type", "--answer-language": "Language",
+    "--response-type": "Response type", "--answer-language": "Language", "--general-knowledge": "General knowledge",
 }
 #: The answer's form: field id -> (label, placeholder, the flag it stands for). An empty field
 #: asks nothing of the prompt (the built-in prompt unchanged): the model's own form, in the

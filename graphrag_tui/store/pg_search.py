@@ -101,8 +101,8 @@ class PostgresTextSearch:
 
 
 #: A phrase (to its closing quote, or the end), or a word outside one that ends in `*`, with
-#: the `-` before it: the word is what comes before its `*`s.
-_PREFIX_OR_PHRASE = re.compile(r'("[^"]*"?)|(?<![^\s(])(-?)([^\s"*]+)\*+(?=\s|\)|$)')
+#: the `-` before it: the word is what comes before its `*`s (then no letter or digit).
+_PREFIX_OR_PHRASE = re.compile(r'("[^"]*"?)|(?<![^\s(])(-?)([^\s"*]+)\*+(?!\w)')
 
 #: What a prefix starts or ends with that is not part of a word (the parser drops it).
 _EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")

@@ -23,7 +23,7 @@ from graphrag_tui.engine.events import (
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.engine.plan import plan_search
 from graphrag_tui.engine.ports import ChatRequest, ModelError
-from graphrag_tui.engine.prompts import map_skeleton, prompt_text, reduce_skeleton
+from graphrag_tui.engine.prompts import Prompts, map_skeleton, prompt_text, reduce_messages, reduce_skeleton
 from graphrag_tui.engine.search import GlobalSearch
 from graphrag_tui.engine.tokens import estimate_tokens
 from tests.scripted_model import QUERY, WHEN, ScriptedModel, batch_index, make_plan, reply, run_search, until
@@ -63,6 +63,21 @@ async def test_no_results_when_every_usefulness_is_zero() -> None:
     assert [(c.batch_index, c.decision) for c in result.reduce.candidates] == [(0, "zero_usefulness"), (1, "zero_usefulness")]
     assert result.reduce.prompt_tokens is None
     assert result.failed_batch_count == 1
+
+
+async def test_with_general_knowledge_every_usefulness_zero_still_asks_reduce_and_a_failed_batch_makes_it_partial(
+) -> None:
+    """GraphRAG's allow_general_knowledge: Reduce gets the prompt with no intermediate answer."""
+    model = ScriptedModel({0: [reply("", 0)], 1: [reply("nothing relevant", 0)], 2: ["bad", "bad"]})
+    plan = make_plan(3).model_copy(update={"prompts": Prompts(general_knowledge=True)})
+    engine, _ = run_search(plan, model)
+    result = await engine.run()
+    assert (result.status, result.answer, result.detail) == (
+        "partial", "final answer",
+        "no Map answer was useful: the answer is the model's own knowledge (--general-knowledge)")
+    (request,) = model.reduce_requests()
+    assert request.content == "" and request.messages == reduce_messages(QUERY, "", plan.prompts)
+    assert result.selected_map_answers == [] and result.failed_batch_count == 1
 
 
 async def test_no_results_when_nothing_fits_the_reduce_budget() -> None:

@@ -421,6 +421,8 @@ def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
     "not json", "[1]", '{"report": null}', '{"options": {"mode": "bogus"}, "report": null}',
     '{"options": {}, "report": {"mode": "dynamic", "selected": "ns/0"}}',
     '{"options": {}, "report": null, "ratings": {"ns/0": 3}}', '{"options": {}, "report": null, "ratings": [{}]}',
+    '{"options": {}, "report": null, "votes": ["ns/0"]}', '{"options": {}, "report": null, "votes": {"ns/0": 3}}',
+    '{"options": {}, "report": null, "votes": {"ns/0": [{"rating": "five"}]}}',
 ])
 def test_a_damaged_selection_is_one_line(tmp_path: Path, selection: str) -> None:
     path = old_file(tmp_path / "history.db")

@@ -377,8 +377,8 @@ WALK_RATINGS = [("ns/a", 3, [3]), ("ns/b", 0, [0]), ("ns/a1", 3, [3]), ("ns/a2",
 class HeldServer(RatingServer):
     """RatingServer, but the calls `held` picks wait for `release`."""
 
-    def __init__(self, held: Callable[[Received], bool]) -> None:
-        super().__init__()
+    def __init__(self, held: Callable[[Received], bool], votes: dict[str, list[Reply]] | None = None) -> None:
+        super().__init__(votes)
         self.held, self.release = held, threading.Event()
 
     def __call__(self, request: Received) -> Reply:
@@ -388,10 +388,10 @@ class HeldServer(RatingServer):
 
 
 def killed_run(store: Path, history: Path, held: Callable[[Received], bool], ready: Callable[[], bool], *flags: str,
-               signal_number: int = signal.SIGKILL) -> tuple[str, Any]:
+               signal_number: int = signal.SIGKILL, votes: dict[str, list[Reply]] | None = None) -> tuple[str, Any]:
     """A query stopped by `signal_number` once `ready()` (its held calls in flight); its run
     id, and the server's requests."""
-    script = HeldServer(held)
+    script = HeldServer(held, votes)
     with ScriptedChatServer(script) as server:
         process = subprocess.Popen(
             [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
@@ -418,6 +418,15 @@ def recorded_ratings(history: Path) -> list[str]:
     if not found or found[0][0] is None:
         return []
     return [r["community_id"] for r in json.loads(found[0][0]).get("ratings", [])]
+
+
+def recorded_votes(history: Path) -> dict[str, list[int | None]]:
+    """The ratings of the votes a run's selection has committed for communities not yet rated."""
+    found = rows(history, "SELECT selection FROM runs")
+    if not found or found[0][0] is None:
+        return {}
+    votes = json.loads(found[0][0]).get("votes", {})
+    return {cid: [None if v is None else v["rating"] for v in cast] for cid, cast in votes.items()}
 
 
 def resumed(history: Path, run_id: str) -> tuple[Any, list[Received]]:
@@ -452,6 +461,38 @@ def test_a_dynamic_run_stopped_while_the_model_rates_resumes_rating_only_what_it
     assert [(r["community_id"], r["rating"], r["votes"]) for r in result["selection"]["ratings"]] == WALK_RATINGS
     assert result["selection"]["selected"] == ["ns/a1x"] and mapped(result) == ["ns/a1x"]
     assert sha256_of(store) == sha256_of(walk_store(tmp_path / "again.db"))  # the store untouched
+
+
+def test_a_run_stopped_between_the_votes_of_a_rating_resumes_asking_only_the_votes_not_cast(tmp_path: Path) -> None:
+    """With --rate-repeats 3, each vote is recorded as it comes: killed while a community has
+    one of its three votes, the resume asks it twice, and its rating counts the vote cast before."""
+    store, history = walk_store(tmp_path / "walk.db"), tmp_path / "history.db"
+    fog = "Fog fills the street."  # ns/a2: its first vote is 4 here, the rule's 0 after the resume
+    fog_arrivals: list[float] = []
+
+    def second_fog_vote(request: Received) -> bool:
+        if request.stage != "rate" or fog not in request.rated_text:
+            return False
+        if request.received_at not in fog_arrivals:
+            fog_arrivals.append(request.received_at)
+        return fog_arrivals.index(request.received_at) == 1
+
+    run_id, requests = killed_run(
+        store, history, second_fog_vote,
+        lambda: recorded_ratings(history) == ["ns/a", "ns/b", "ns/a1"] and recorded_votes(history) == {
+            "ns/a2": [4, None, None]},
+        "--select", "dynamic", "--rate-repeats", "3", votes={fog: [rating(4, "a first look")]})
+    assert [r.rated_text.split(" The ledger")[0] for r in requests] == [
+        *["Marley's partner runs the firm."] * 3, *["The baker sells bread."] * 3, *["Marley is dead."] * 3, fog, fog]
+    result, sent = resumed(history, run_id)
+    assert [(r.stage, r.rated_text.split(" The ledger")[0] if r.stage == "rate" else "") for r in sent] == [
+        ("rate", fog), ("rate", fog), *[("rate", "Marley's chains.")] * 3, *[("rate", "A door knocker.")] * 3,
+        ("map", ""), ("reduce", "")]
+    ratings = {r["community_id"]: (r["rating"], r["votes"], r["reason"]) for r in result["selection"]["ratings"]}
+    assert ratings["ns/a2"] == (0, [4, 0, 0], "by the rule")
+    assert [(c, r, v) for c, (r, v, _) in ratings.items()] == [
+        (cid, rating_, votes * 3 if cid != "ns/a2" else [4, 0, 0]) for cid, rating_, votes in WALK_RATINGS]
+    assert (result["status"], result["selection"]["selected"]) == ("completed", ["ns/a1x"])
 
 
 @pytest.mark.parametrize(("flags", "selected"), [

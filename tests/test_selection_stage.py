@@ -8,7 +8,7 @@ import json
 
 from graphrag_tui.engine import ChatReply, ChatRequest, GlobalSearch, SearchOptions, SearchPlan, Usage
 from graphrag_tui.engine.events import Event
-from graphrag_tui.engine.selection import SelectionNode, SelectionOptions
+from graphrag_tui.engine.selection import SelectionNode, SelectionOptions, Vote
 
 NODES = [
     SelectionNode("ns/a", 0, None, "Marley's firm.", (), None),
@@ -86,3 +86,31 @@ async def test_rating_usage_counts_toward_the_runs_totals() -> None:
     assert result.usage_total == Usage(prompt_tokens=300, completion_tokens=15, total_tokens=315)
     assert result.selection is not None and [r.community_id for r in result.selection.ratings] == [
         "ns/a", "ns/b", "ns/a1"]
+
+
+async def test_known_votes_are_counted_and_only_the_missing_ones_asked() -> None:
+    """ns/a has one of its three votes (only two asked), ns/b all three (none asked, rated at
+    once), ns/a1 a list of another length (ignored: all three asked); each vote of a rating
+    not yet complete is reported with the votes so far."""
+    model = RatingModel()
+    model.hold.set()
+    reported: list[tuple[str, list[int | None]]] = []
+
+    async def replan(ids: list[str]) -> SearchPlan:
+        from graphrag_tui.engine import plan_search
+
+        return plan_search("Who is Marley?", "ns", 0, [], SearchOptions(), seed=1)
+
+    first = Vote(rating=5, reason="before")
+    search = GlobalSearch(
+        empty_plan(1), model, dynamic=(NODES, SelectionOptions(mode="dynamic", rate_repeats=3), replan),
+        known_votes={"ns/a": [first, None, None], "ns/b": [first, first, Vote(rating=0, reason="")],
+                     "ns/a1": [first]},
+        on_vote=lambda cid, votes: reported.append((cid, [None if v is None else v.rating for v in votes])))
+    result = await search.run()
+    assert model.rated == ["Marley's firm."] * 2 + ["Marley's ghost."] * 3
+    assert result.selection is not None
+    assert [(r.community_id, r.rating, r.votes, r.reason) for r in result.selection.ratings] == [
+        ("ns/a", 3, [5, 3, 3], "rule"), ("ns/b", 5, [5, 5, 0], "before"), ("ns/a1", 3, [3, 3, 3], "rule")]
+    assert reported == [("ns/a", [5, None, None]), ("ns/a", [5, 3, None]), ("ns/a1", [3, None, None]),
+                        ("ns/a1", [3, 3, None])]

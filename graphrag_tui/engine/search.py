@@ -22,7 +22,7 @@ from .reduce_stage import ReduceStage
 from .replies import js_number
 from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
-from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, at_least_rank
+from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, Vote, at_least_rank
 from .selection_stage import DynamicSelection
 from .throttle import Throttle
 from .usage import Prices, UsageMeter
@@ -61,7 +61,8 @@ class GlobalSearch:
     chosen ones), the run first rates communities with the model (selection_stage.py) and
     Maps what it kept: `plan` is then only the question, namespace and options.
     `known_ratings`: ratings a resumed run made before it stopped, not asked again (their
-    usage was not recorded, so it is not counted again either)."""
+    usage was not recorded, so it is not counted again either); `known_votes` and
+    `on_vote`: the votes of a rating not complete (DynamicSelection)."""
 
     def __init__(
         self,
@@ -82,6 +83,8 @@ class GlobalSearch:
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
         known_ratings: Sequence[Rating] = (),
+        known_votes: Mapping[str, Sequence[Vote | None]] | None = None,
+        on_vote: Callable[[str, list[Vote | None]], None] | None = None,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -99,6 +102,7 @@ class GlobalSearch:
         self.selection = selection
         self.dynamic = dynamic
         self.known_ratings = known_ratings
+        self.known_votes, self.on_vote = known_votes, on_vote
         self.selector: DynamicSelection | None = None
         self.batches: list[BatchResult] = []
         self._set_batches(plan)
@@ -125,7 +129,8 @@ class GlobalSearch:
         nodes, options, replan = self.dynamic
         self.selector = selector = DynamicSelection(
             self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts,
-            known={rating.community_id: rating for rating in self.known_ratings},
+            known={rating.community_id: rating for rating in self.known_ratings}, known_votes=self.known_votes,
+            on_vote=self.on_vote,
         )
         self.selection = SelectionReport(mode="dynamic")
         try:

@@ -74,6 +74,15 @@ class Rating(BaseModel):
     kept: bool = False
 
 
+class Vote(BaseModel):
+    """One rating call's vote: `error` says why its reply could not be used (it then counts
+    as 1)."""
+
+    rating: int
+    reason: str
+    error: str | None = None
+
+
 class SelectionReport(BaseModel):
     """How a run chose its communities: the mode, every rating (dynamic), and the chosen ids."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .events import CommunityRated
 from .failures import for_log, internal_error
@@ -25,7 +25,7 @@ from .replies import parse_rate_reply
 from .reply_schemas import RATE_REPLY_SCHEMA
 from .result import Attempt
 from .retry import ModelCaller, call_with_retry
-from .selection import Rating, SelectionNode, SelectionOptions, majority
+from .selection import Rating, SelectionNode, SelectionOptions, Vote, majority
 from .tokens import TextSize
 
 log = logging.getLogger("graphrag_tui.engine")
@@ -36,26 +36,29 @@ RATE_MAX_TOKENS = 256
 FAILED_VOTE = 1
 
 
-class _Vote:
-    __slots__ = ("rating", "reason", "error")
-
-    def __init__(self, rating: int, reason: str, error: str | None = None) -> None:
-        self.rating, self.reason, self.error = rating, reason, error
-
-
 class DynamicSelection:
     """Rates `nodes` (one namespace; blank texts already left out) for `query` with the
     run's rating template (`prompts.rate`). `ratings` holds every rating so far (a finished
     wave in its order: by level, then id); `run` returns the selected ids. `known`: ratings
-    made before (a resumed run's), taken as they are instead of asking again."""
+    made before (a resumed run's), taken as they are instead of asking again; `known_votes`:
+    the votes a resumed run had cast for a community it had not finished rating (a list of
+    `rate_repeats`, None where none was cast), only the others asked. With more than one vote
+    per community, `on_vote` gets a community's votes so far each time one comes and the
+    rating is not complete (and its known votes when its wave starts)."""
 
     def __init__(
         self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
         concurrency: int, prompts: Prompts = DEFAULT_PROMPTS, known: Mapping[str, Rating] | None = None,
+        known_votes: Mapping[str, Sequence[Vote | None]] | None = None,
+        on_vote: Callable[[str, list[Vote | None]], None] | None = None,
     ) -> None:
         self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
         self.prompts = prompts
         self.known = dict(known or {})
+        repeats = options.rate_repeats
+        self.known_votes = {cid: list(votes) for cid, votes in (known_votes or {}).items()
+                            if len(votes) == repeats and cid not in self.known}
+        self.on_vote = on_vote
         self.nodes = {node.id: node for node in nodes}
         self.children: dict[str, list[str]] = defaultdict(list)
         self.by_level: dict[int, list[str]] = defaultdict(list)
@@ -97,9 +100,14 @@ class DynamicSelection:
         """Every community of `ids` rated `rate_repeats` times by a pool of workers; the
         ratings in the order of `ids`, each reported as its last vote comes in."""
         repeats = self.options.rate_repeats
-        calls = [(cid, n) for cid in ids if cid not in self.known for n in range(repeats)]
-        votes: dict[str, list[_Vote | None]] = {cid: [None] * repeats for cid in ids}
+        votes = {cid: self.known_votes.pop(cid, None) or [None] * repeats for cid in ids}
+        calls = [(cid, n) for cid in ids if cid not in self.known for n in range(repeats) if votes[cid][n] is None]
         done = {cid: self._add(self.known[cid]) for cid in ids if cid in self.known}
+        for cid in ids:
+            if cid not in done and None not in votes[cid]:  # every vote cast before the run stopped
+                done[cid] = self._rated(cid, votes[cid])
+            elif cid not in done and votes[cid] != [None] * repeats:
+                self._voted(cid, votes[cid])
         next_index = 0
 
         async def worker(number: int) -> None:
@@ -108,8 +116,10 @@ class DynamicSelection:
                 cid, repeat = calls[next_index]
                 next_index += 1
                 votes[cid][repeat] = await self._vote(cid, number)
-                if all(v is not None for v in votes[cid]):
-                    done[cid] = self._rated(cid, [v for v in votes[cid] if v is not None])
+                if None not in votes[cid]:
+                    done[cid] = self._rated(cid, votes[cid])
+                else:
+                    self._voted(cid, votes[cid])
                 await asyncio.sleep(0)
 
         async with asyncio.TaskGroup() as group:
@@ -119,14 +129,14 @@ class DynamicSelection:
         self.ratings[len(self.ratings) - len(wave):] = wave  # recorded in the wave's order, not as they finished
         return wave
 
-    async def _vote(self, cid: str, worker: int) -> _Vote:
+    async def _vote(self, cid: str, worker: int) -> Vote:
         try:
             return await self._ask(cid, worker)
         except Exception as error:  # a bug rating one community fails that vote, not the run
             log.info("rating community %s failed unexpectedly: %s", cid, for_log(error))
-            return _Vote(FAILED_VOTE, "", f"internal error: {internal_error(error)}")
+            return Vote(rating=FAILED_VOTE, reason="", error=f"internal error: {internal_error(error)}")
 
-    async def _ask(self, cid: str, worker: int) -> _Vote:
+    async def _ask(self, cid: str, worker: int) -> Vote:
         text = self.nodes[cid].text
         messages = rate_messages(self.query, text, self.prompts)
         request = ChatRequest(
@@ -139,11 +149,17 @@ class DynamicSelection:
         )
         self.attempts.extend(record)
         if parsed is None:
-            return _Vote(FAILED_VOTE, "", record[-1].error if record else "no reply")
-        return _Vote(*parsed)
+            return Vote(rating=FAILED_VOTE, reason="", error=record[-1].error if record else "no reply")
+        rating, reason = parsed
+        return Vote(rating=rating, reason=reason)
 
-    def _rated(self, cid: str, votes: list[_Vote]) -> Rating:
+    def _voted(self, cid: str, votes: list[Vote | None]) -> None:
+        if self.on_vote is not None:
+            self.on_vote(cid, list(votes))
+
+    def _rated(self, cid: str, cast: list[Vote | None]) -> Rating:
         node = self.nodes[cid]
+        votes = [v for v in cast if v is not None]
         ratings = [v.rating for v in votes]
         rating = majority(ratings)
         failed = [v for v in votes if v.error is not None]

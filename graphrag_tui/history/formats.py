@@ -19,8 +19,9 @@ object per batch; a column whose rows all hold the same object is written once, 
   when long);
 - (version 7) how the run chose its communities: the selection's options from its start,
   and what they chose once its communities are planned (for dynamic selection, after the
-  model rated them; until then the ratings so far), so an interrupted run, which has no
-  result, plans them again as they were, or rates only what it had not.
+  model rated them; until then the ratings so far, and the votes so far of the communities
+  being rated), so an interrupted run, which has no result, plans them again as they were,
+  or asks only the ratings and votes it had not.
 
 Version 5 wrote the same, with the plan and the result as plain JSON. Version 4 wrote
 them so too, but every column whole, each attempt as an object, and the candidates'
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
@@ -39,7 +40,7 @@ from typing import Any, NamedTuple
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
-from ..engine.selection import Rating, SelectionOptions, SelectionReport
+from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from .texts import pack_text, pack_utf8, unpack_text
 
 
@@ -162,6 +163,8 @@ class RecordedSelection(NamedTuple):
     options: SelectionOptions
     report: SelectionReport | None
     ratings: tuple[Rating, ...] = ()
+    #: The votes so far of a community not yet rated (None where none was cast).
+    votes: Mapping[str, tuple[Vote | None, ...]] = {}
 
 
 def selection_json(options: SelectionOptions, report: SelectionReport | None) -> str:
@@ -169,10 +172,12 @@ def selection_json(options: SelectionOptions, report: SelectionReport | None) ->
                        "report": None if report is None else report.model_dump(mode="json")})
 
 
-def with_ratings(text: str, ratings: Sequence[Rating]) -> str:
-    """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far."""
+def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Sequence[Vote | None]]) -> str:
+    """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far,
+    and the votes so far of the communities not yet rated."""
     found = json.loads(text)
     found["ratings"] = [rating.model_dump(mode="json") for rating in ratings]
+    found["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
     return json.dumps(found)
 
 
@@ -183,11 +188,15 @@ def read_selection(text: str | None) -> RecordedSelection | None:
     report = found["report"]
     if report is not None:
         return RecordedSelection(SelectionOptions.model_validate(found["options"]), SelectionReport.model_validate(report))
-    ratings = found.get("ratings", [])
+    ratings, votes = found.get("ratings", []), found.get("votes", {})
     if not isinstance(ratings, list):
         raise ValueError(f"the recorded ratings are not a list ({type(ratings).__name__})")
-    return RecordedSelection(SelectionOptions.model_validate(found["options"]), None,
-                             tuple(map(Rating.model_validate, ratings)))
+    if not isinstance(votes, dict) or not all(isinstance(cast, list) for cast in votes.values()):
+        raise ValueError("the recorded votes are not lists by community")
+    return RecordedSelection(
+        SelectionOptions.model_validate(found["options"]), None, tuple(map(Rating.model_validate, ratings)),
+        {cid: tuple(None if v is None else Vote.model_validate(v) for v in cast) for cid, cast in votes.items()},
+    )
 
 
 # -- batch records ---------------------------------------------------------------------------

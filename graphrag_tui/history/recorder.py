@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
-from ..engine.selection import Rating
+from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .formats import (
@@ -113,6 +113,8 @@ class RunRecorder:
         self._models: list[str | None] = []
         #: Dynamic selection's ratings while it rates (until the plan), and whether some are unwritten.
         self._ratings: list[Rating] = []
+        #: The votes so far of the communities being rated (each until its rating).
+        self._votes: dict[str, list[Vote | None]] = {}
         self._ratings_unwritten = False
         self._seq = 0  # the next group's
         self._connection = connection
@@ -235,6 +237,10 @@ class RunRecorder:
         """Dynamic selection rated a community (a resume asks only the others again)."""
         self._queue.put(("rating", rating))
 
+    def voted(self, community_id: str, votes: list[Vote | None]) -> None:
+        """The votes so far for a community not yet rated (a resume asks only the others)."""
+        self._queue.put(("vote", community_id, votes))
+
     def attempt_failed(self, batch: BatchResult) -> None:
         """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
         does not change any more; the list does, so it is copied, not its attempts)."""
@@ -318,7 +324,7 @@ class RunRecorder:
             return
         try:
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
-                       "abandon": self._write_abandon, "rating": self._add_rating}
+                       "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
@@ -387,16 +393,21 @@ class RunRecorder:
 
     def _add_rating(self, connection: sqlite3.Connection, rating: Rating) -> None:
         self._ratings.append(rating)
+        self._votes.pop(rating.community_id, None)
+        self._ratings_unwritten = True
+
+    def _add_votes(self, connection: sqlite3.Connection, community_id: str, votes: list[Vote | None]) -> None:
+        self._votes[community_id] = votes
         self._ratings_unwritten = True
 
     def _write_ratings(self, connection: sqlite3.Connection) -> None:
-        """The ratings so far, over the recorded selection's (a resume's engine reports the
-        ratings it had again, so the list is whole)."""
+        """The ratings and votes so far, over the recorded selection's (a resume's engine
+        reports the ratings and votes it had again, so they are whole)."""
         self._ratings_unwritten = False
         (text,) = connection.execute("SELECT selection FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
         if text is not None:
             connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
-                               (with_ratings(text, self._ratings), self.run_id))
+                               (with_ratings(text, self._ratings, self._votes), self.run_id))
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record

@@ -42,7 +42,7 @@ def request_of(stored: StoredRun) -> SearchRequest:
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
         seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, selection=recorded.options,
-        recorded_selection=recorded.report, known_ratings=recorded.ratings,
+        recorded_selection=recorded.report, known_ratings=recorded.ratings, known_votes=recorded.votes,
     )
 
 

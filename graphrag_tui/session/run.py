@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from ..engine import (
 from ..engine.events import CommunityRated, Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.result import BatchResult, Level, SearchResult
-from ..engine.selection import Rating, SelectionOptions, SelectionReport
+from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
@@ -71,6 +71,8 @@ class SearchRequest:
     recorded_selection: SelectionReport | None = None
     #: Dynamic selection's ratings recorded before its run stopped: not asked again.
     known_ratings: tuple[Rating, ...] = ()
+    #: The votes it had cast for a community it had not finished rating: not asked again.
+    known_votes: Mapping[str, tuple[Vote | None, ...]] = field(default_factory=dict)
 
 
 class RunSession:
@@ -191,6 +193,8 @@ class RunSession:
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,
             known_ratings=self.request.known_ratings if self.request is not None else (),
+            known_votes=self.request.known_votes if self.request is not None else None,
+            on_vote=self._on_vote,
         )
         self._model_name = model_name(model, settings)
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
@@ -266,6 +270,11 @@ class RunSession:
             recorder.attempt_failed(search.batches[event.batch_index])
         if self.on_event is not None:
             self.on_event(event)
+
+    def _on_vote(self, community_id: str, votes: list[Vote | None]) -> None:
+        """Dynamic selection's votes for a community it has not finished rating."""
+        if self._plan_unrecorded and self._recorder is not None:
+            self._recorder.voted(community_id, votes)
 
     def _take_recorder(self) -> RunRecorder | None:
         """The run's recorder, which nothing reports to any more."""

@@ -100,7 +100,8 @@ class DynamicSelection:
         """Every community of `ids` rated `rate_repeats` times by a pool of workers; the
         ratings in the order of `ids`, each reported as its last vote comes in."""
         repeats = self.options.rate_repeats
-        votes = {cid: self.known_votes.pop(cid, None) or [None] * repeats for cid in ids}
+        votes: dict[str, list[Vote | None]] = {
+            cid: self.known_votes.pop(cid) if cid in self.known_votes else [None] * repeats for cid in ids}
         calls = [(cid, n) for cid in ids if cid not in self.known for n in range(repeats) if votes[cid][n] is None]
         done = {cid: self._add(self.known[cid]) for cid in ids if cid in self.known}
         for cid in ids:

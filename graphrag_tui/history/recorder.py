@@ -293,7 +293,7 @@ class RunRecorder:
             self._wake.set()
         # Waiting for the lock lets a writer starved in the middle of a write finish it; a
         # writer in a slow commit (the disk's) is not waited for longer than that.
-        elif self._writing.acquire(timeout=STEP_IN_WAIT):
+        elif self._queue.qsize() and self._writing.acquire(timeout=STEP_IN_WAIT):
             try:
                 self._write(self._arrived())
             finally:

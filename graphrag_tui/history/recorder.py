@@ -316,7 +316,7 @@ class RunRecorder:
                 self._wake.clear()
         finally:
             self._written.set()
-            self._connection.close()
+            _close_quietly(self._connection)
 
     def _write(self, items: list[BatchResult | tuple[Any, ...]]) -> None:
         """One transaction: the items in order, their batches in one group of records."""

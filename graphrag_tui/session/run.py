@@ -110,7 +110,7 @@ class RunSession:
         self.batch_models: list[str | None] = []
         self._recorder: RunRecorder | None = None
         #: The recorder's next tick, every FLUSH_INTERVAL once the run has gone on for one.
-        self._background_writer: asyncio.TimerHandle | None = None
+        self._next_tick: asyncio.TimerHandle | None = None
         self._model_name: str | None = None
         #: What the selection mode chose at prepare(); dynamic selection plans again once
         #: the model has rated, and `on_plan` gets that plan (the app shows its batches).
@@ -234,13 +234,13 @@ class RunSession:
             return
         self.run_id = self._recorder.run_id
         self._plan_unrecorded = dynamic
-        self._background_writer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
+        self._next_tick = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
 
     def _tick(self) -> None:
         """Every FLUSH_INTERVAL while the run goes: the recorder commits what arrived."""
         if self._recorder is not None:
             self._recorder.tick()
-            self._background_writer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
+            self._next_tick = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
 
     def _selection_record(self, report: SelectionReport | None) -> str | None:
         """How the run chooses its communities, as the history records it: None for the
@@ -279,8 +279,8 @@ class RunSession:
     def _take_recorder(self) -> RunRecorder | None:
         """The run's recorder, which nothing reports to any more."""
         recorder, self._recorder = self._recorder, None
-        if self._background_writer is not None:
-            self._background_writer.cancel()
+        if self._next_tick is not None:
+            self._next_tick.cancel()
         return recorder
 
     def _finish_recording(self, result: SearchResult) -> None:

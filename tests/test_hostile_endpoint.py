@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,42 @@ def test_the_key_echoed_in_any_reply_and_any_form_is_masked_everywhere(store: Pa
     assert failed == sorted(
         ['HTTP 401: {"error": "Bearer ***"}', one["attempts"][1]["error"], "response body is not JSON"]
     )
+
+
+def shown(text: str) -> str:
+    """The text as a terminal shows it: without the characters it shows as nothing."""
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Zl", "Zp"))
+
+
+def test_the_key_with_invisible_characters_inside_is_masked_in_every_output_and_the_history(
+    store: Path, tmp_path: Path
+) -> None:
+    """A bidi override inside the echoed key is removed for the terminal, a zero-width
+    space shows as nothing: either way the screen would show the key."""
+
+    def script(received: Received) -> Reply:
+        key = received.headers["authorization"].removeprefix("Bearer ")
+        if received.stage == "reduce":
+            return reduce_reply(f"reduced {key[:7]}\u2066{key[7:]}")
+        if "[Community ID: ns/1 |" in received.prompt:
+            return Reply(json.dumps({"error": f"bad key {key[:8]}\u202e{key[8:]}"}, ensure_ascii=False), status=500)
+        return map_reply(f"the key is {key[:3]}\u200b{key[3:]}", 90)
+
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_BATCH_EACH,
+                      "--api-key-env", "MY_GATEWAY_KEY", "--history", str(history), env=clean_env(MY_GATEWAY_KEY=KEY))
+    assert run.code == 0, run.stderr
+    (run_id,) = [line.split()[-1] for line in run.stdout.splitlines() if line.startswith("run ")]
+    shown_run = run_cli("runs", "show", run_id, "--history", str(history), "--no-config")
+    as_json = run_cli("runs", "show", run_id, "--history", str(history), "--no-config", "--json")
+    assert (shown_run.code, as_json.code) == (0, 0), shown_run.stderr + as_json.stderr
+    result = as_json.json
+    assert (result["status"], result["answer"]) == ("partial", "reduced ***")
+    assert [b["answer"] for b in result["batches"]] == [None, "the key is ***", "the key is ***"]
+    assert result["batches"][0]["attempts"][0]["raw_response"] == '{"error": "bad key ***"}'
+    for text in (run.stdout, run.stderr, shown_run.stdout, as_json.stdout, history.read_bytes().decode("latin-1")):
+        assert "SECRET" not in shown(text)
 
 
 # -- 3. a reply nested 3,000 levels deep ------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from graphrag_tui.engine.ports import ChatMessage, ChatRequest, ModelError
 from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from graphrag_tui.errors import InputError
-from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, parse_retry_after, resolve_api_key
+from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, mask_key, parse_retry_after, resolve_api_key
 from tests.chat_server import Reply, ScriptedChatServer, completion
 
 KEY = "sk-test-SECRET-0123456789"
@@ -326,6 +326,43 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
         assert pattern.search(near_miss) is None
 
 
+#: Every character a terminal shows as nothing or safe_text.clean removes, by block.
+INVISIBLE = ("\u00ad", "\u034f", "\u061c", "\u115f", "\u1160", "\u17b4", "\u17b5", *map(chr, range(0x180B, 0x1810)),
+             *map(chr, range(0x200B, 0x2010)), *map(chr, range(0x2028, 0x202F)), *map(chr, range(0x2060, 0x2070)),
+             "\u3164", *map(chr, range(0xFE00, 0xFE10)), "\ufeff", "\uffa0", *map(chr, range(0x1D173, 0x1D17B)),
+             "\U000e0001", "\U000e0041", "\U000e0100", "\U000e0fff")
+
+
+def json_escaped(ch: str) -> str:
+    return json.dumps(ch, ensure_ascii=True)[1:-1]
+
+
+def percent_encoded(ch: str) -> str:
+    return "".join(f"%{b:02x}" for b in ch.encode())
+
+
+@pytest.mark.parametrize("hide", [lambda ch: ch, json_escaped, percent_encoded], ids=["raw", "json", "percent"])
+def test_the_key_with_invisible_characters_between_its_characters_is_masked(hide) -> None:
+    """Shown on a terminal (or once safe_text.clean removed the bidi controls) it would read as the key."""
+    pattern = key_pattern(KEY)
+    for ch in INVISIBLE:
+        hidden = KEY[:8] + hide(ch) + KEY[8:]
+        assert mask_key(f"<{hidden}> and <{hide(ch).join(KEY)}>", pattern) == "<***> and <***>", repr(ch)
+    assert mask_key("sk-" + "\u202e" * 3 + "\u200b" + KEY[3:] + " " + KEY, pattern) == "*** ***"
+
+
+def test_a_visible_character_inside_the_key_is_not_the_key() -> None:
+    pattern = key_pattern(KEY)
+    for near_miss in (KEY[:8] + "\u00e9" + KEY[9:], KEY[:8] + "é" + KEY[8:], KEY[:8] + " " + KEY[8:], KEY[:-1]):
+        assert mask_key(near_miss, pattern) == near_miss
+
+
+def test_a_key_with_a_percent_sign_and_a_backslash_is_masked_with_or_without_invisible_characters() -> None:
+    key = "ab%e2x\\u0"
+    pattern = key_pattern(key)
+    assert mask_key(f"<{key}> <{key[:3]}\u200b{key[3:]}>", pattern) == "<***> <***>"
+
+
 @pytest.mark.parametrize("key", ["sk-abc\r", "sk-a\nb", " sk-abc", "sk-abc ", "sk-a b", "sk-é", "sk-\x00", "sk-\x85"])
 def test_a_key_that_cannot_go_in_a_header_is_an_input_error_naming_the_variable(key: str) -> None:
     for base_url, variable in (("http://localhost/v1", "MY_KEY"), ("https://api.openai.com/v1", None)):
@@ -418,7 +455,8 @@ def test_a_malformed_base_url_is_an_input_error(url) -> None:
 
 def test_masking_a_hostile_run_of_backslashes_or_percent_25_takes_linear_time() -> None:
     pattern = key_pattern(KEY)
-    for text in ("\\" * 2_000_000, "%" + "25" * 1_000_000, ("s" + "\\" * 1000) * 2000):
+    for text in ("\\" * 2_000_000, "%" + "25" * 1_000_000, ("s" + "\\" * 1000) * 2000, ("s" + "\u200b" * 1000) * 2000,
+                 ("sk-test-SEC" + "\\u202e" * 300) * 2000):
         started = time.monotonic()
-        assert pattern.sub("***", text) == text
+        assert mask_key(text, pattern) == text
         assert time.monotonic() - started < 10  # quadratic would take hours

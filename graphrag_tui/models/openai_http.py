@@ -12,6 +12,7 @@ its status, is masked before it leaves this module (see `key_pattern`).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import functools
 import importlib
@@ -79,13 +80,34 @@ def check_api_key(value: str, source: str) -> None:
         )
 
 
+#: Characters a terminal shows as nothing, or that safe_text.clean removes (bidi controls,
+#: line separators): the key with them between its characters looks like the key, or is
+#: the key once cleaned.
+_INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+_INVISIBLE = frozenset(chr(code) for first, last in _INVISIBLE_RANGES for code in range(first, last + 1))
+#: What may hide between two of the key's characters: an invisible character, a JSON \u
+#: escape of any character outside printable ASCII (a surrogate too) or a percent-encoded
+#: byte outside printable ASCII. The escaped forms take in more than the invisible ones:
+#: masking a little more than the key costs nothing. (An escape is matched from the first
+#: backslash of its run, so a run of backslashes costs linear time.)
+_HIDDEN = re.compile(
+    "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _INVISIBLE_RANGES) + "]"
+    r"|\\(?<!\\\\)\\*[uU](?!00(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{4}"
+    r"|%(?:25)*(?:[01][0-9a-fA-F]|20|7[fF]|[89a-fA-F][0-9a-fA-F])"
+)
+
+
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
     \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times)
     and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
-    mix. Masking with it before the engine parses a reply means no escape can decode back to
-    the key. A match starts a run of backslashes only at its first one, so a hostile body of
-    backslashes costs linear time, not quadratic."""
+    mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
+    decode back to the key. A match starts a run of backslashes only at its first one, so a
+    hostile body of backslashes costs linear time, not quadratic."""
     parts = []
     for i, ch in enumerate(key):
         backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
@@ -94,6 +116,40 @@ def key_pattern(key: str) -> re.Pattern[str]:
             forms.append(backslashes + re.escape(ch))
         parts.append("(?:" + "|".join(forms) + ")")
     return re.compile("".join(parts))
+
+
+def mask_key(text: str, pattern: re.Pattern[str]) -> str:
+    """`text` with the key (`pattern`, key_pattern's) masked, also where hidden forms
+    (`_HIDDEN`) lie between its characters, which a terminal would show as the key, or
+    cleaning for it would join into the key. Those are found in the text without its hidden
+    forms (one pattern with them between every two characters compiled ten times slower)."""
+    masked = pattern.sub(_MASK, text)
+    if masked.isascii() and "\\" not in masked and "%" not in masked:
+        return masked
+    stripped = _HIDDEN.sub("", masked)
+    if len(stripped) == len(masked) or pattern.search(stripped) is None:
+        return masked
+    # The key hides here: where each kept stretch starts, in `masked` and in `stripped`.
+    kept_at, stripped_at, position, length = [], [], 0, 0
+    for hidden in _HIDDEN.finditer(masked):
+        kept_at.append(position)
+        stripped_at.append(length)
+        length += hidden.start() - position
+        position = hidden.end()
+    kept_at.append(position)
+    stripped_at.append(length)
+
+    def original(index: int) -> int:
+        stretch = bisect.bisect_right(stripped_at, index) - 1
+        return kept_at[stretch] + index - stripped_at[stretch]
+
+    out, done = [], 0
+    for match in pattern.finditer(stripped):
+        start, end = original(match.start()), original(match.end() - 1) + 1
+        out += (masked[done:start], _MASK)
+        done = end
+    out.append(masked[done:])
+    return "".join(out)
 
 
 class _Secret:
@@ -212,7 +268,7 @@ class _StreamMasker:
 
     def __init__(self, key: str | None, pattern: re.Pattern[str] | None) -> None:
         self._pattern = pattern
-        self._chars = frozenset(key or "") | frozenset("\\%uU0123456789abcdefABCDEF")
+        self._chars = frozenset(key or "") | frozenset("\\%uU0123456789abcdefABCDEF") | _INVISIBLE
         self._held: list[str] = []
 
     def feed(self, piece: str) -> str:
@@ -226,11 +282,11 @@ class _StreamMasker:
             return ""
         released = "".join(self._held) + piece[:cut]
         self._held = [piece[cut:]]
-        return self._pattern.sub(_MASK, released)
+        return mask_key(released, self._pattern)
 
     def flush(self) -> str:
         released, self._held = "".join(self._held), []
-        return self._pattern.sub(_MASK, released) if self._pattern is not None else released
+        return mask_key(released, self._pattern) if self._pattern is not None else released
 
 
 def parse_base_url(text: str) -> httpx.URL:
@@ -477,7 +533,7 @@ class OpenAIChatModel:
     # -- internals ------------------------------------------------------------------
 
     def _mask(self, text: str) -> str:
-        return self._key_pattern.sub(_MASK, text) if self._key_pattern is not None else text
+        return mask_key(text, self._key_pattern) if self._key_pattern is not None else text
 
     def _parse_body(self, status: int, text: str) -> Any:
         """The 2xx body as JSON; a body that is not JSON (or too deeply nested for the

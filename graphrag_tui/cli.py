@@ -41,7 +41,7 @@ from .errors import InputError
 from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line
 from .url_mask import mask_urls
-from .user_files import default_config_path, default_history_path, has_user_settings
+from .user_files import default_config_path, default_history_path, has_user_settings, user_path
 
 if TYPE_CHECKING:
     from .config import UserDefaults
@@ -931,7 +931,7 @@ def runs_history_path(args: argparse.Namespace) -> Path:
     or a GRAPHRAG_TUI_* variable (or with --no-config) nothing can change it but --history,
     and the settings are not loaded (pydantic-settings, the models): `runs list` starts fast."""
     if args.no_config or not has_user_settings(args.config, os.environ):
-        return Path(args.history).expanduser() if args.history is not None else default_history_path()
+        return user_path(args.history, "--history") if args.history is not None else default_history_path()
     return history_of(args).path
 
 

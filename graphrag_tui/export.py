@@ -20,6 +20,7 @@ from .errors import InputError
 from .output_paths import check_not_input
 from .safe_text import clean, inert_json, one_line
 from .store.store import CommunityDetail, CommunityStore
+from .user_files import user_path
 
 #: How much of a community summary the report quotes.
 SUMMARY_EXCERPT_CHARS = 600
@@ -47,7 +48,7 @@ def _quote(text: str | None) -> str:
 def export_paths(path: Path) -> tuple[Path, Path]:
     """`x.json`, `x.md` or `x` -> (`x.json`, `x.md`). Any other suffix is kept as part of
     the name (`run.v2` -> `run.v2.json`, `run.v2.md`)."""
-    path = Path(path).expanduser()
+    path = user_path(path, "the export's name")
     if path.suffix.lower() in (".json", ".md"):
         base = path.with_suffix("")
     else:

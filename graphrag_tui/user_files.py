@@ -8,8 +8,20 @@ from pathlib import Path
 
 import platformdirs
 
+from .errors import InputError
+
 APP_NAME = "graphrag-tui"
 ENV_PREFIX = "GRAPHRAG_TUI_"
+
+
+def user_path(text: str | Path, label: str) -> Path:
+    """A path the user gave (`~` expanded), or an InputError naming where it came from."""
+    if "\0" in str(text):
+        raise InputError(f"{label}: the path holds a NUL character")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # ~name of no user
+        raise InputError(f"{label}: {str(text).partition('/')[0]} is no user's home directory") from None
 
 
 def default_config_path() -> Path:

@@ -367,6 +367,33 @@ def test_config_errors_name_the_file_section_and_key(store: Path, tmp_path: Path
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: {message}\n")
 
 
+@pytest.mark.parametrize(("config", "message"), [
+    ('[history]\npath = "/tmp/a\\u0000b"\n', "[history] path: the path holds a NUL character"),
+    ('[history]\npath = "~nosuchuser/h.db"\n', "[history] path: ~nosuchuser is no user's home directory"),
+    ('[prompts]\ndir = "~nosuchuser/x"\n', "[prompts] dir: ~nosuchuser is no user's home directory"),
+])
+def test_a_path_in_the_config_that_no_system_call_takes_is_one_line(
+    store: Path, tmp_path: Path, config: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(config)
+    commands = [("query", str(store), QUESTION, "--model", "extractive")] + [("runs",)] * ("[history]" in config)
+    for command in commands:  # (`runs` reads no [prompts])
+        run = run_cli(*command, "--config", str(path))
+        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: {message}\n")
+
+
+def test_a_store_or_history_path_too_long_for_the_system_is_one_line(tmp_path: Path) -> None:
+    long = tmp_path / ("a" * 300)
+    run = run_cli("query", str(long), QUESTION, "--model", "extractive", "--no-config")
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: Cannot read store {long}: File name too long\n")
+    listed = run_cli("runs", "--history", str(long), "--no-config")
+    assert (listed.code, listed.stdout) == (2, "")
+    assert listed.stderr == f"graphrag-tui: error: run history {long} cannot be opened: File name too long\n"
+    home = run_cli("runs", "--history", "~nosuchuser/h.db", "--no-config")
+    assert (home.code, home.stderr) == (2, "graphrag-tui: error: --history: ~nosuchuser is no user's home directory\n")
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [

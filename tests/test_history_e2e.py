@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -434,6 +435,78 @@ def test_a_corrupt_or_newer_history_is_a_warning_and_left_untouched(
     listed = cli(history, "runs")
     assert (listed.code, listed.stdout) == (2, "")
     assert listed.stderr == f"graphrag-tui: error: run history {history} {reason}\n"
+
+
+def damaged_result() -> str:
+    """A result summary whose Reduce candidates are a list, not columns."""
+    return json.dumps({"reduce_candidates": ["batch_index"]})
+
+
+@pytest.mark.parametrize(("damage", "commands"), [
+    pytest.param("UPDATE runs SET usage_total = '" + "[" * 100_000 + "'", [("runs",), ("runs", "show", "{id}")],
+                 id="deep-usage"),
+    pytest.param("UPDATE runs SET question = X'41'", [("runs",), ("runs", "--json"), ("runs", "show", "{id}")],
+                 id="bytes-question"),
+    pytest.param("UPDATE runs SET status = X'00'", [("runs",)], id="bytes-status"),
+    pytest.param("UPDATE runs SET batch_count = 'x', failed_batch_count = 'y'", [("runs",)], id="text-counts"),
+    pytest.param("UPDATE runs SET result = '" + damaged_result() + "'",
+                 [("runs", "show", "{id}"), ("rerun", "{id}", "--all")], id="candidates-list"),
+    pytest.param("UPDATE runs SET model_settings = '[1, 2]'", [("runs", "show", "{id}"), ("rerun", "{id}", "--all")],
+                 id="settings-list"),
+    pytest.param("UPDATE runs SET model_settings = '{\"kind\": \"http\", \"base_url\": 5}'", [("rerun", "{id}", "--all")],
+                 id="settings-bad-url"),
+    pytest.param("UPDATE runs SET seed = 'abc'", [("runs", "show", "{id}"), ("rerun", "{id}", "--all")], id="text-seed"),
+    pytest.param("UPDATE runs SET store_path = '/tmp/' || printf('%.300c', 'a')",
+                 [("runs", "export", "{id}", "{tmp}/out"), ("rerun", "{id}", "--all")], id="long-store-path"),
+    pytest.param("PRAGMA user_version = -1", [("runs",), ("runs", "show", "{id}"), ("rerun", "{id}", "--all")],
+                 id="negative-version"),
+])
+def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
+    store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]
+) -> None:
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+        assert run.code == 0, run.stderr
+        db = sqlite3.connect(history)
+        db.execute(damage)
+        db.commit()
+        db.close()
+        for command in commands:
+            args = [a.format(id=run.json["run_id"], tmp=tmp_path) for a in command]
+            done = cli(history, *args, "--no-config")
+            assert (done.code, done.stdout) == (2, ""), (command, done.stderr)
+            assert done.stderr.startswith("graphrag-tui: error: ") and done.stderr.count("\n") == 1, done.stderr
+            assert "internal error" not in done.stderr
+        assert len(server.chat_requests()) == 9  # the run's own: nothing was sent again
+
+
+def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:
+    history.parent.mkdir(parents=True)
+    with sqlite3.connect(history) as db:
+        db.execute("PRAGMA user_version = -1")
+    db.close()
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    assert run.code == 0 and run.json["status"] == "completed" and run.json["run_id"] is None
+    assert run.stderr.splitlines()[0] == (
+        f"warning: run history {history} is not a run history or is damaged (version -1); this run is not recorded")
+
+
+def test_a_running_run_whose_owner_has_an_impossible_pid_is_interrupted(store: Path, history: Path) -> None:
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    for pid in ("1e30", "Infinity", "-1", "0", "4294967296"):
+        owner = f'{{"host": {json.dumps(socket.gethostname())}, "boot": null, "pid": {pid}, "start": null}}'
+        with sqlite3.connect(history) as db:
+            db.execute("UPDATE runs SET status = 'running', owner = ?", (owner,))
+        db.close()
+        listed = cli(history, "runs", "--json", "--no-config")
+        assert listed.code == 0, listed.stderr
+        assert [r["status"] for r in listed.json["runs"]] == ["interrupted"], pid
+    assert run.json["run_id"] == listed.json["runs"][0]["run_id"]
 
 
 def test_a_locked_history_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:

@@ -76,6 +76,8 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
             f"run history {path} was written by a newer graphrag-tui (version {version}; this one reads up to "
             f"{SCHEMA_VERSION}): it is left as it is"
         )
+    if version < 0:
+        raise HistoryError(f"run history {path} is not a run history or is damaged (version {version})")
     if version == 0 and tables:
         raise HistoryError(f"run history {path} is an SQLite file but not a run history: it is left as it is")
     connection.execute("PRAGMA foreign_keys = ON")

@@ -39,7 +39,9 @@ def is_alive(owner: str | None) -> bool:
     try:
         found = json.loads(owner or "")
         host, boot, pid, start = found["host"], found["boot"], int(found["pid"]), found["start"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+        return False
+    if not 0 < pid < 2**31:  # no process has it (a damaged record)
         return False
     if host != socket.gethostname():
         return True

@@ -39,7 +39,8 @@ def unreadable(path: Path, what: str) -> Iterator[None]:
     """A record that does not read back (edited, damaged, or bad data) is one line."""
     try:
         yield
-    except (ValueError, TypeError, KeyError, IndexError, zlib.error) as error:
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+            zlib.error) as error:
         raise HistoryError(f"run history {path}: {what} cannot be read: {one_line(str(error), 200)}") from None
 
 
@@ -75,6 +76,10 @@ SUMMARY_COLUMNS = (
 def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     (run_id, parent, started, finished, question, store, namespace, level, model, status, batch_count, failed,
      usage, owner) = row
+    texts, optional = (run_id, started, question, store, namespace, level, status), (parent, finished, model, usage, owner)
+    if not (all(type(v) is str for v in texts) and all(v is None or type(v) is str for v in optional)
+            and type(batch_count) is int and type(failed) is int):
+        raise TypeError(f"run {run_id!r} has a value of the wrong type in its row")
     if status == "running" and not is_alive(owner):
         status = "interrupted"
     return RunSummary(
@@ -97,12 +102,16 @@ class RunHistory:
     def _connect(self) -> sqlite3.Connection:
         return connect(self.path, create=False)
 
+    def _exists(self) -> bool:
+        with errors_named(self.path):
+            return self.path.exists()
+
     def list_runs(
         self, *, limit: int | None = None, store: str | None = None, status: str | None = None, text: str | None = None
     ) -> list[RunSummary]:
         """Newest first. `store`: the store's absolute path; `status` one of RUN_STATUSES;
         `text`: a case-insensitive part of the question, namespace, model, status or id."""
-        if not self.path.exists():
+        if not self._exists():
             return []
         where, args = [], []
         if store is not None:
@@ -140,7 +149,7 @@ class RunHistory:
         screen's "ok" column (a run's summary counts only the failed ones)."""
         wanted = list(dict.fromkeys(run_ids))
         found = dict.fromkeys(wanted, 0)
-        if not wanted or not self.path.exists():
+        if not wanted or not self._exists():
             return found
         with errors_named(self.path):
             connection = self._connect()
@@ -167,7 +176,7 @@ class RunHistory:
         return run if run in ids else ids[0]
 
     def load(self, run: str) -> StoredRun:
-        if not self.path.exists():
+        if not self._exists():
             raise UnknownRun(f"no run {run!r}: the run history {self.path} does not exist")
         with errors_named(self.path):
             connection = self._connect()
@@ -218,7 +227,7 @@ class RunHistory:
 
     def delete(self, run: str) -> str:
         """Deletes a run and its batches; its children keep their parent's id."""
-        if not self.path.exists():
+        if not self._exists():
             raise UnknownRun(f"no run {run!r}: the run history {self.path} does not exist")
         with errors_named(self.path):
             connection = self._connect()

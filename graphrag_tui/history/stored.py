@@ -76,6 +76,8 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     summary = summary_of(row[:14])
     (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
      result_text, prompts_text, selection_text) = row[14:]
+    if not all(v is None or type(v) is int for v in (store_size, store_mtime_ns, seed, summary_count)):
+        raise TypeError(f"run {run_id} has a store size, time, seed or count that is not a whole number")
     options = SearchOptions.model_validate_json(options_text)
     planned = read_plan(plan_text, contents)
     records = recorded_batches(connection, run_id)
@@ -105,8 +107,11 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     prompts = recorded_prompts(prompts_text)
     if result.prompts is None and prompts_text is not None:
         result = result.model_copy(update={"prompts": prompts})
+    settings = json.loads(settings_text)
+    if not isinstance(settings, dict):
+        raise TypeError(f"run {run_id}'s recorded model settings are not an object")
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     json.loads(settings_text), prompts, selection)
+                     settings, prompts, selection)
 
 
 def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, BatchRecord]:

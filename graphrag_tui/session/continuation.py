@@ -23,6 +23,7 @@ from ..engine.selection import SelectionOptions
 from ..errors import InputError
 from ..history import RESUMABLE, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
+from ..safe_text import one_line
 from ..store import CommunityStore
 from .options import MODEL_KEYS
 from .recording import UNRECORDED_SETTINGS, settings_from_record
@@ -130,7 +131,11 @@ def model_settings_for(
     rate limits, request fields), or the given model flags over it: `--model Y` keeps the
     recorded base URL. What is never recorded (extra headers and body fields: they may hold
     a credential) comes from `configured`, the user's [model] settings, as for a new run."""
-    recorded = settings_from_record(stored.model_settings)
+    try:
+        recorded = settings_from_record(stored.model_settings)
+    except ValueError as error:  # pydantic's ValidationError: an edited or damaged record
+        raise InputError(f"run {stored.run_id}'s recorded model settings cannot be used: "
+                         f"{one_line(str(error), 200)}") from None
     tables = {k: v for k, v in (configured or {}).items() if k in UNRECORDED_SETTINGS and v is not None}
     if tables:
         recorded = recorded.model_copy(update=tables)

@@ -27,7 +27,7 @@ from ..models import local_llm
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..models.local_llm import DEFAULT_CONCURRENCY, TEMPLATE_TOKENS
 from ..prompt_files import load_prompts
-from ..user_files import ENV_PREFIX, default_history_path
+from ..user_files import ENV_PREFIX, default_history_path, user_path
 
 Source = Literal["default", "config", "settings", "environment", "flag", "form"]
 #: The model settings a flag or the config can give (`local_llm` only as a flag).
@@ -254,7 +254,7 @@ class SettingsResolver:
                 chosen[name] = Setting(value, source, (labels or {}).get(key) or PROMPT_FLAGS[name])
         directory = chosen.get("dir")
         prompts = load_prompts(
-            Path(directory.value).expanduser() if directory is not None else None,
+            user_path(directory.value, directory.label) if directory is not None else None,
             response_type=form_text(_value(chosen, "response_type"), _name(chosen, "response_type")),
             general_knowledge=bool(_value(chosen, "general_knowledge")),
             answer_language=form_text(_value(chosen, "answer_language"), _name(chosen, "answer_language")),
@@ -272,8 +272,8 @@ class SettingsResolver:
             raise InputError("--history and --no-history cannot be used together")
         user = self.user_settings(self.defaults.history)
         if given is not None:
-            return HistoryChoice(Path(given).expanduser(), True, "flag", "--history")
-        path = Path(user["path"].value).expanduser() if "path" in user else default_history_path()
+            return HistoryChoice(user_path(given, "--history"), True, "flag", "--history")
+        path = user_path(user["path"].value, user["path"].label) if "path" in user else default_history_path()
         if off:
             return HistoryChoice(path, False, "flag", "--no-history")
         if "enabled" in user and user["enabled"].value is False:

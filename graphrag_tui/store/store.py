@@ -308,11 +308,11 @@ def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
 
 
 def _check_file(path: Path) -> bytes:
-    if not path.exists():
-        raise InputError(f"Store not found: {path}")
-    if path.is_dir():
-        raise InputError(f"Not a community store: {path} is a directory")
     try:
+        if not path.exists():
+            raise InputError(f"Store not found: {path}")
+        if path.is_dir():
+            raise InputError(f"Not a community store: {path} is a directory")
         with path.open("rb") as handle:
             header = handle.read(100)
     except OSError as exc:

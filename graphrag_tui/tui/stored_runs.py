@@ -41,8 +41,10 @@ def tokens_text(usage: Any) -> str:
     """The tokens the server reported for the run (its `usage_total`), `—` when it reported none."""
     if not isinstance(usage, dict):
         return "—"
-    total = usage.get("total_tokens") or (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-    return f"{total:,}" if isinstance(total, int) and total > 0 else "—"
+    total = usage.get("total_tokens")
+    if type(total) is not int or total <= 0:  # (a damaged record may hold anything)
+        total = sum(n for n in (usage.get("prompt_tokens"), usage.get("completion_tokens")) if type(n) is int and n > 0)
+    return f"{total:,}" if total > 0 else "—"
 
 
 def scope_text(summary: RunSummary) -> str:

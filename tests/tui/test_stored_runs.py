@@ -27,6 +27,8 @@ def test_duration_s() -> None:
 @pytest.mark.parametrize(("usage", "text"), [
     (None, "—"), ("12", "—"), ({}, "—"), ({"total_tokens": 0}, "—"), ({"total_tokens": 12345}, "12,345"),
     ({"prompt_tokens": 1000, "completion_tokens": 234}, "1,234"), ({"total_tokens": "9"}, "—"),
+    ({"prompt_tokens": "x", "completion_tokens": [1]}, "—"), ({"prompt_tokens": 5, "completion_tokens": "x"}, "5"),
+    ({"total_tokens": True, "prompt_tokens": -4}, "—"),
 ])
 def test_tokens_text(usage: object, text: str) -> None:
     assert tokens_text(usage) == text

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import gzip
 import itertools
 import json
 import socket
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 
 import pytest
@@ -431,6 +434,67 @@ async def test_a_never_ending_body_fails_at_the_cap() -> None:
         "the response to POST /chat/completions passed the 4096-byte cap (--max-response-bytes); stopped reading it"
     )
     assert elapsed < 5  # well before the 10 s timeout
+
+
+def gzip_bomb(inflated: int) -> bytes:
+    """A completion whose content is `inflated` bytes of "a", gzipped (some 1/1000 of it)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    parts = [packer.compress(b'{"choices": [{"message": {"content": "')]
+    block = b"a" * (1 << 20)
+    parts += [packer.compress(block) for _ in range(inflated >> 20)]
+    parts += [packer.compress(b'"}}]}'), packer.flush()]
+    return b"".join(parts)
+
+
+async def test_a_compressed_body_inflating_past_the_cap_stops_at_the_cap_with_bounded_memory() -> None:
+    bomb = gzip_bomb(200 << 20)
+    with ScriptedChatServer(lambda r: Reply(raw=bomb, headers={"Content-Encoding": "gzip"})) as server:
+        model = OpenAIChatModel(server.base_url, "m", None, max_response_bytes=4096)
+        tracemalloc.start()
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            await model.aclose()
+    assert (info.value.kind, info.value.message) == (
+        "response_too_large",
+        "the response to POST /chat/completions passed the 4096-byte cap (--max-response-bytes); stopped reading it",
+    )
+    assert peak < 4 << 20, peak  # httpx alone inflated one 64 KiB read to 67 MB
+    assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate-zlib", "deflate-raw", "gzip-twice"])
+async def test_a_gzip_or_deflate_body_within_the_cap_reads_as_sent(coding: str) -> None:
+    body = json.dumps(completion('{"answer": "a", "usefulness": 50}')).encode()
+    packed = {
+        "gzip": lambda: gzip.compress(body), "gzip-twice": lambda: gzip.compress(gzip.compress(body)),
+        "deflate-zlib": lambda: zlib.compress(body),
+        "deflate-raw": lambda: zlib.compress(body)[2:-4],  # as some servers send deflate
+    }[coding]()
+    header = {"gzip": "gzip", "gzip-twice": "gzip, gzip"}.get(coding, "deflate")
+    with ScriptedChatServer(lambda r: Reply(raw=packed, headers={"Content-Encoding": header})) as server:
+        model = OpenAIChatModel(server.base_url, "m", None, max_response_bytes=len(body))
+        try:
+            assert (await model.complete(request())).text == '{"answer": "a", "usefulness": 50}'
+        finally:
+            await model.aclose()
+
+
+async def test_a_damaged_gzip_body_is_a_transport_error() -> None:
+    packed = gzip.compress(json.dumps(completion("x")).encode())
+    damaged = packed[:10] + b"\xff\xff\xff" + packed[13:]  # an invalid deflate block type
+    with ScriptedChatServer(lambda r: Reply(raw=damaged, headers={"Content-Encoding": "gzip"})) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.kind == "transport"
+    assert info.value.message.startswith("DecodingError: the response's gzip coding is damaged (POST ")
 
 
 async def test_the_base_url_query_string_follows_every_endpoint_path() -> None:

@@ -32,6 +32,7 @@ import httpx
 from ..engine import ChatReply, ChatRequest, ErrorKind, ModelError, RateWaitSource, TextCallback, Usage
 from ..errors import InputError
 from .azure import AZURE_KEY_HEADER, takes_api_key_header
+from .content_encoding import ACCEPT_ENCODING, CapPassed, CappedDecoder
 from .rate_limit_headers import announced_wait, parse_retry_after
 from .sse import SSEReader
 from .usage_reply import parse_usage
@@ -371,7 +372,8 @@ class OpenAIChatModel:
         self._key = _Secret(api_key) if api_key is not None else None
         self._key_pattern = key_pattern(api_key) if api_key else None
         self.description = f"{model} @ {_host_port(url)}"
-        self._headers = {"Accept": "application/json", **check_headers(headers or {}, "[model.headers]")}
+        self._headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING,
+                         **check_headers(headers or {}, "[model.headers]")}
         self._key_header: tuple[str, _Secret] | None = None
         if api_key is not None:
             # Sent with each request to the base URL (never a client default: no other URL
@@ -600,7 +602,6 @@ class OpenAIChatModel:
         pieces: list[str] = []
         usage: Usage | None = None
         last: dict[str, Any] = {}
-        size = 0
         done = False
         raw_events: list[str] = []  # kept for the record of a stream that goes wrong (capped below)
 
@@ -632,15 +633,7 @@ class OpenAIChatModel:
                     on_text(released)
             return False
 
-        async for data in response.aiter_bytes():
-            size += len(data)
-            if size > self.max_response_bytes:
-                raise ModelError(
-                    "response_too_large",
-                    f"the response to POST /chat/completions passed the {self.max_response_bytes}-byte cap "
-                    "(--max-response-bytes); stopped reading it",
-                    status=response.status_code,
-                )
+        async for data in self._body(response, "POST", "/chat/completions"):
             for event in reader.feed(data):
                 done = done or handle(event)
             if done:
@@ -702,16 +695,33 @@ class OpenAIChatModel:
         """The body, or ModelError `response_too_large` as soon as it passes the cap: the rest
         is never read (leaving the `stream` block closes the connection)."""
         body = bytearray()
-        async for chunk in response.aiter_bytes():
+        async for chunk in self._body(response, method, path):
             body += chunk
-            if len(body) > self.max_response_bytes:
-                raise ModelError(
-                    "response_too_large",
-                    f"the response to {method} {path} passed the {self.max_response_bytes}-byte cap "
-                    "(--max-response-bytes); stopped reading it",
-                    status=response.status_code,
-                )
         return bytes(body)
+
+    async def _body(self, response: httpx.Response, method: str, path: str) -> AsyncIterator[bytes]:
+        """The body as it arrives, its coding undone, or ModelError `response_too_large` as
+        soon as it passes the cap (content_encoding.py: a compressed body inflates read by
+        read only up to the cap)."""
+        cap, size = self.max_response_bytes, 0
+        decoder = CappedDecoder(response.headers.get("content-encoding", ""), cap)
+        try:
+            async for raw in response.aiter_raw():
+                data = decoder.feed(raw)
+                size += len(data)
+                if size > cap:
+                    raise CapPassed
+                yield data
+            data = decoder.flush()
+            if size + len(data) > cap:
+                raise CapPassed
+            yield data
+        except CapPassed:
+            raise ModelError(
+                "response_too_large",
+                f"the response to {method} {path} passed the {cap}-byte cap (--max-response-bytes); stopped reading it",
+                status=response.status_code,
+            ) from None
 
 
 def _excerpt(text: str) -> str:

@@ -578,6 +578,7 @@ async def test_batch_screen_saves_the_whole_response_by_the_export_rules(tmp_pat
                                     "choose another file"),
             (tmp_path / "missing" / "r.txt", f"Cannot save: folder {tmp_path / 'missing'} does not exist"),
             (tmp_path / ("n" * 256), "Cannot save: the file name is too long (256 bytes; at most 255)"),
+            ("~nosuchuser/r.txt", "the file's name: ~nosuchuser is no user's home directory"),
         ):
             field.value = str(typed)
             await pilot.press("enter")

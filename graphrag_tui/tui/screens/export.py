@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...export import export_paths
+from ...user_files import user_path
 from .input_dialog import InputDialog
 
 
@@ -45,7 +46,11 @@ class ExportScreen(InputDialog[Path]):
         if not text:
             self.show_error("Type a file path.")
             return None
-        path = Path(text).expanduser()
+        try:
+            path = user_path(text, "the export's name")
+        except InputError as error:  # ~name of no user, a NUL
+            self.show_error(str(error))
+            return None
         json_path, _ = export_paths(path)
         try:
             folder_exists = json_path.parent.is_dir()

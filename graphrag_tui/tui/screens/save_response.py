@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import InputError
+from ...user_files import user_path
 from .input_dialog import InputDialog
 
 
@@ -29,8 +30,8 @@ class SaveResponseScreen(InputDialog[Path]):
         if not text:
             self.show_error("Type a file path.")
             return None
-        path = Path(text).expanduser()
         try:
+            path = user_path(text, "the file's name")
             self.check(path)
         except InputError as error:
             self.show_error(str(error))

@@ -706,6 +706,11 @@ class OpenAIChatModel:
         cap, size = self.max_response_bytes, 0
         decoder = CappedDecoder(response.headers.get("content-encoding", ""), cap)
         try:
+            if response.is_stream_consumed:  # made in memory (by a transport that is no network), decoded
+                if len(response.content) > cap:
+                    raise CapPassed
+                yield response.content
+                return
             async for raw in response.aiter_raw():
                 data = decoder.feed(raw)
                 size += len(data)

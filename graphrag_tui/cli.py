@@ -896,20 +896,21 @@ def cmd_tree(args: argparse.Namespace) -> int:
         hierarchy = ExploreSession(store, args.namespace).hierarchy()
     tree = tree_json(hierarchy, depth)
     if args.json:
-        _say_json(tree)
+        try:
+            _say_json(tree)
+        except RecursionError:  # json nests no deeper than Python's recursion limit
+            raise InputError(f"the hierarchy of namespace {tree['namespace']} is too deep to write as nested JSON: "
+                             "give --depth (say --depth 100)") from None
         return 0
-
-    def say(node: dict[str, Any], indent: int) -> None:
+    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots")
+    stack = [(root, 1) for root in reversed(tree["roots"])]
+    while stack:
+        node, indent = stack.pop()
         rank = f", rank {node['rank']:g}" if node["rank"] is not None else ""
         more = f", {node['child_count']} children" if node["child_count"] and not node["children"] else ""
         _say(f"{'  ' * indent}{one_line(node['id'])}  {one_line(node['name'] or '(no name)', 60)}  "
              f"(level {node['level']}, {node['leaf_count']} leaves, {node['claim_count']} claims{rank}{more})")
-        for child in node["children"]:
-            say(child, indent + 1)
-
-    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots")
-    for root in tree["roots"]:
-        say(root, 1)
+        stack += ((child, indent + 1) for child in reversed(node["children"]))
     return 0
 
 

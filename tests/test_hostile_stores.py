@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from graphrag_tui.store import CommunityStore
 from tests import hostile_stores as hostile
 from tests.chat_server import Scripted, ScriptedChatServer, community_of, map_reply
 from tests.cli_runner import run_cli
+from tests.stores import build_store
 
 QUESTION = "Who funds the bridge?"
 
@@ -135,6 +137,58 @@ def test_a_claim_without_namespace_belongs_to_no_namespace(tmp_path: Path) -> No
     )
     with CommunityStore.open(store) as opened:  # still found through its community
         assert [c.id for c in opened.community("ns/2").claims] == ["c/2"]
+
+
+def test_show_reads_a_claim_without_id_and_rows_without_namespace(tmp_path: Path) -> None:
+    """A NULL id of a claim (legal in a TEXT PRIMARY KEY) reads as "", a NULL namespace as
+    none: `show` of its chunk, entity and claim is exit 0 with them, never an internal error."""
+    store = hostile.base_store(tmp_path / "store.db")
+    conn = sqlite3.connect(store)
+    with conn:
+        conn.execute("INSERT INTO rag_claims VALUES (NULL, 'ns', 'e/1', NULL, 'no id', 'd/1', 'k/1', 'ns/1')")
+        conn.execute("UPDATE rag_claims SET namespace = NULL WHERE id = 'c/1'")
+        conn.execute("UPDATE rag_entities SET namespace = NULL")
+        conn.execute("UPDATE rag_children SET namespace = NULL")
+    conn.close()
+    before = snapshot(tmp_path)
+    chunk = run_cli("show", str(store), "chunk:k/1", "--json")
+    assert (chunk.code, chunk.stderr) == (0, ""), chunk.stderr
+    assert (chunk.json["kind"], chunk.json["namespace"]) == ("chunk", None)
+    assert [(c["id"], c["namespace"], c["description"]) for c in chunk.json["claims"]] == [
+        ("", "ns", "no id"), ("c/1", None, "pays for the bridge")]
+    entity = run_cli("show", str(store), "entity:e/1", "--json")
+    assert (entity.code, entity.json["namespace"]) == (0, None)
+    assert sorted(c["id"] for c in entity.json["claims"]) == ["", "c/1", "c/2"]
+    for args in (("claim:c/1", "--json"), ("chunk:k/1",), ("entity:e/1",)):
+        shown = run_cli("show", str(store), *args)
+        assert (shown.code, shown.stderr) == (0, ""), (args, shown.stderr)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_hierarchy_thousands_of_levels_deep_prints_and_its_json_asks_for_depth(tmp_path: Path) -> None:
+    chain = [{"id": f"ns/{i}", "summary_content": f"level {i}", "level": i,
+              "parent_community_id": f"ns/{i - 1}" if i else None} for i in range(3000)]
+    store = build_store(tmp_path / "deep.db", chain)
+    text = run_cli("tree", str(store))
+    assert (text.code, text.stderr) == (0, "")
+    lines = text.stdout.splitlines()
+    assert lines[0] == "namespace ns: 1 roots" and len(lines) == 3001
+    assert lines[-1] == "  " * 3000 + "ns/2999  (no name)  (level 2999, 1 leaves, 0 claims)"
+    whole = run_cli("tree", str(store), "--json")
+    assert (whole.code, whole.stdout) == (2, "")
+    assert whole.stderr == ("graphrag-tui: error: the hierarchy of namespace ns is too deep to write as nested JSON: "
+                            "give --depth (say --depth 100)\n")
+    cut = run_cli("tree", str(store), "--json", "--depth", "100")
+    assert cut.code == 0 and cut.json["roots"][0]["children"][0]["id"] == "ns/1"
+
+
+def test_a_fifo_as_the_store_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "store.db"
+    os.mkfifo(fifo)
+    for face, args in faces(fifo).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (
+            face, 2, "", f"graphrag-tui: error: Not a community store: {fifo} is not a regular file\n")
 
 
 def test_a_wal_store_without_shm_is_read_whole_and_nothing_appears_beside_it(tmp_path: Path) -> None:

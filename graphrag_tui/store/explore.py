@@ -172,17 +172,20 @@ def load_hierarchy(store: CommunityStore, namespace: str) -> Hierarchy:
 
 
 def tree_json(hierarchy: Hierarchy, depth: int | None, key: SortKey = "id") -> dict[str, Any]:
-    """`tree --json`: the roots, each with its children down to `depth` levels (1: roots only)."""
-
-    def node_json(node: TreeNode, level: int) -> dict[str, Any]:
-        kids = hierarchy.children_of(node.id, key) if depth is None or level < depth else []
-        return {
+    """`tree --json`: the roots, each with its children down to `depth` levels (1: roots only).
+    Made without recursion: a damaged store may chain thousands of levels."""
+    roots: list[dict[str, Any]] = []
+    stack = [(root, 1, roots) for root in reversed(hierarchy.children_of(None, key))]
+    while stack:
+        node, level, siblings = stack.pop()
+        entry = {
             "id": node.id, "name": node.name, "level": node.level, "leaf_count": node.leaf_count,
-            "claim_count": node.claim_count, "child_count": node.child_count, "rank": node.rank,
-            "children": [node_json(kid, level + 1) for kid in kids],
+            "claim_count": node.claim_count, "child_count": node.child_count, "rank": node.rank, "children": [],
         }
-
-    return {"namespace": hierarchy.namespace, "roots": [node_json(n, 1) for n in hierarchy.children_of(None, key)]}
+        siblings.append(entry)
+        if depth is None or level < depth:
+            stack += ((kid, level + 1, entry["children"]) for kid in reversed(hierarchy.children_of(node.id, key)))
+    return {"namespace": hierarchy.namespace, "roots": roots}
 
 
 # -- entities, claims, chunks ---------------------------------------------------------------
@@ -196,7 +199,7 @@ class ClaimRef(_Frozen):
     """A claim with its entities' ids and names (a missing entity row: the id as its name)."""
 
     id: str
-    namespace: str
+    namespace: str | None  # None: a row of no namespace
     subject_id: str
     subject: str
     object_id: str | None = None
@@ -209,7 +212,7 @@ class ClaimRef(_Frozen):
 
 class EntityDetail(_Frozen):
     id: str
-    namespace: str
+    namespace: str | None  # None: a row of no namespace
     name: str
     description: str | None = None
     communities: list[CommunityRef] = []
@@ -218,7 +221,7 @@ class EntityDetail(_Frozen):
 
 class ChunkRef(_Frozen):
     id: str
-    namespace: str
+    namespace: str | None  # None: a row of no namespace
     content: str
     document_id: str | None = None
     document_title: str | None = None
@@ -239,7 +242,7 @@ class ChunkView(_Frozen):
 
 
 _CLAIM_SELECT = """
-SELECT CAST(c.id AS TEXT), CAST(c.namespace AS TEXT), coalesce(CAST(c.subject_entity_id AS TEXT), ''),
+SELECT coalesce(CAST(c.id AS TEXT), ''), CAST(c.namespace AS TEXT), coalesce(CAST(c.subject_entity_id AS TEXT), ''),
        coalesce(CAST(se.name AS TEXT), CAST(c.subject_entity_id AS TEXT), ''),
        CAST(c.object_entity_id AS TEXT), coalesce(CAST(oe.name AS TEXT), CAST(c.object_entity_id AS TEXT)),
        coalesce(CAST(c.description AS TEXT), ''), CAST(c.community_summary_id AS TEXT),

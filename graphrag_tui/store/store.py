@@ -313,6 +313,8 @@ def _check_file(path: Path) -> bytes:
             raise InputError(f"Store not found: {path}")
         if path.is_dir():
             raise InputError(f"Not a community store: {path} is a directory")
+        if not path.is_file():  # a FIFO would block the open for ever
+            raise InputError(f"Not a community store: {path} is not a regular file")
         with path.open("rb") as handle:
             header = handle.read(100)
     except OSError as exc:

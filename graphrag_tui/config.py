@@ -102,7 +102,7 @@ from .models.factory import (
     parse_top_p,
 )
 from .models.openai_http import RESPONSE_FORMATS
-from .user_files import ENV_PREFIX, default_config_path
+from .user_files import ENV_PREFIX, default_config_path, read_user_file
 
 #: Stands for the setting in a check's message: pydantic reports the reason alone, at the
 #: value's location, and `_one_line` names the setting from the source the value came from.
@@ -311,7 +311,7 @@ class ConfigFileSource(TomlConfigSettingsSource):
 
     def _read_file(self, path: Any) -> dict[str, Any]:
         try:
-            return tomllib.loads(path.read_text(encoding="utf-8"))
+            return tomllib.loads(read_user_file(path, "config file").decode("utf-8"))
         except FileNotFoundError:
             raise InputError(f"config file {path} does not exist") from None
         except OSError as error:

@@ -24,9 +24,8 @@ from typing import Any, Literal
 import yaml
 
 from .errors import InputError
+from .user_files import read_user_file
 
-#: Larger files are refused: a settings.yaml is a few kilobytes.
-MAX_SETTINGS_BYTES = 1 << 20
 #: The variable a key written in settings.yaml itself is handed to the model under.
 FILE_KEY_VARIABLE = "GRAPHRAG_SETTINGS_API_KEY"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -131,7 +130,7 @@ class Project:
 def read_dotenv(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (`export ` allowed, quotes stripped, `#` comments); {} without a file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, ".env").decode("utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as error:
@@ -257,9 +256,7 @@ def load_project(path: Path, environ: Mapping[str, str]) -> Project:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        if path.stat().st_size > MAX_SETTINGS_BYTES:
-            raise InputError(f"settings.yaml {path} is larger than {MAX_SETTINGS_BYTES} bytes")
-        text = path.read_bytes().decode("utf-8")
+        text = read_user_file(path, "settings.yaml").decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"--graphrag-settings: {path} does not exist") from None
     except IsADirectoryError:

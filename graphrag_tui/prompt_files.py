@@ -13,9 +13,7 @@ from pathlib import Path
 
 from .engine import DEFAULT_TEMPLATES, TEMPLATE_SPECS, Prompts, check_prompts
 from .errors import InputError
-
-#: Larger template files are refused: a prompt is a page of text, not megabytes.
-MAX_TEMPLATE_BYTES = 1 << 20
+from .user_files import read_user_file
 
 
 def template_file(directory: Path, name: str) -> Path:
@@ -42,9 +40,7 @@ def read_templates(directory: Path, label: str = "--prompts") -> dict[str, str]:
 
 def _read(path: Path) -> str:
     try:
-        if path.stat().st_size > MAX_TEMPLATE_BYTES:
-            raise InputError(f"{path} is larger than {MAX_TEMPLATE_BYTES} bytes: not a prompt template")
-        text = path.read_bytes().decode("utf-8")
+        text = read_user_file(path, "the prompt template").decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{path} is not UTF-8 text (byte {error.start})") from None
     except OSError as error:

@@ -24,6 +24,20 @@ def user_path(text: str | Path, label: str) -> Path:
         raise InputError(f"{label}: {str(text).partition('/')[0]} is no user's home directory") from None
 
 
+#: More than any config file, settings.yaml, .env or prompt template holds.
+MAX_USER_FILE_BYTES = 1 << 20
+
+
+def read_user_file(path: Path, what: str) -> bytes:
+    """A small file the user named, read no further than MAX_USER_FILE_BYTES (a device such as
+    /dev/zero has no end, and its size says 0): InputError past it. OSError as open() raises it."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_USER_FILE_BYTES + 1)
+    if len(data) > MAX_USER_FILE_BYTES:
+        raise InputError(f"{what} {path} is larger than {MAX_USER_FILE_BYTES} bytes")
+    return data
+
+
 def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 

@@ -383,6 +383,21 @@ def test_a_path_in_the_config_that_no_system_call_takes_is_one_line(
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: {message}\n")
 
 
+def test_a_settings_file_with_no_end_is_one_line_not_all_memory(store: Path, tmp_path: Path) -> None:
+    """/dev/zero says its size is 0 and never ends: each file the user names is read no
+    further than 1 MiB."""
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "map.txt").symlink_to("/dev/zero")
+    for flag, value, message in (
+        ("--config", "/dev/zero", "config file /dev/zero is larger than 1048576 bytes"),
+        ("--graphrag-settings", "/dev/zero", "settings.yaml /dev/zero is larger than 1048576 bytes"),
+        ("--prompts", str(templates), f"the prompt template {templates / 'map.txt'} is larger than 1048576 bytes"),
+    ):
+        run = run_cli("query", str(store), QUESTION, "--model", "extractive", "--no-history", flag, value, timeout=60)
+        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+
+
 def test_a_store_or_history_path_too_long_for_the_system_is_one_line(tmp_path: Path) -> None:
     long = tmp_path / ("a" * 300)
     run = run_cli("query", str(long), QUESTION, "--model", "extractive", "--no-config")

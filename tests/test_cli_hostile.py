@@ -319,11 +319,11 @@ def test_an_unwritable_events_file_is_an_input_error_before_the_run(store: Path,
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--seed", "²"], "--seed must be a non-negative integer, got '²'"),
+        (["--seed", "²"], "--seed must be a non-negative integer below 2^63, got '²'"),
         (["--level", "³"], "--level must be 'leaf' or a non-negative integer, got '³'"),
         (["--map-budget", "٣٠٠٠"], "--map-budget must be a positive integer, got '٣٠٠٠'"),
         (["--timeout", "١٢"], "--timeout must be a positive number of seconds, got '١٢'"),
-        (["--seed", "9" * 5000], "--seed must be a non-negative integer, got '" + "9" * 38 + "…"),
+        (["--seed", "9" * 5000], "--seed must be a non-negative integer below 2^63, got '" + "9" * 38 + "…"),
         (["--concurrency", "257"], "--concurrency must be at most 256 (parallel model calls), got 257"),
         (["--concurrency", "100000"], "--concurrency must be at most 256 (parallel model calls), got 100000"),
         (["--model", "m\udcff"], "--model is not valid UTF-8"),

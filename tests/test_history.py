@@ -404,6 +404,21 @@ def test_a_failed_attempt_is_recorded_while_its_batch_goes_on_and_a_cancel_keeps
     assert [b.status for b in stored.batches] == ["pending"] * 6
 
 
+def test_a_value_sqlite_cannot_hold_is_a_warning_and_the_run_goes_on_unrecorded(tmp_path: Path) -> None:
+    """A seed past 2^63 (the CLI refuses one; the session takes any int) cannot be an
+    SQLite INTEGER: the run is not lost for it."""
+    history, warnings = tmp_path / "history.db", []
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history, on_warning=warnings.append)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0), 2**63))
+        result = asyncio.run(run.run(ExtractiveModel(), timeout=60))
+    assert (result.seed, run.run_id) == (2**63, None)  # (the offline model finds nothing useful here)
+    assert [b.status for b in result.batches] == ["succeeded"] * 6
+    assert warnings == [f"warning: run history {history}: Python int too large to convert to SQLite INTEGER; "
+                        "this run is not recorded"]
+    assert RunHistory(history).list_runs() == []
+
+
 def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
     path = old_file(tmp_path / "history.db")
     db = sqlite3.connect(path)

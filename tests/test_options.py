@@ -169,5 +169,5 @@ def test_bad_levels(text: str) -> None:
 def test_seeds() -> None:
     assert (parse_seed(None), parse_seed("0"), parse_seed(" 42 ")) == (None, 0, 42)
     for text in ("²", "-1", "4.2", "x", "9" * 2000):
-        with pytest.raises(InputError, match="^--seed must be a non-negative integer, got "):
+        with pytest.raises(InputError, match=r"^--seed must be a non-negative integer below 2\^63, got "):
             parse_seed(text)

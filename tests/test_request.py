@@ -124,17 +124,19 @@ def test_a_bad_level_gets_one_line_naming_it(text: object, shown_as: str) -> Non
 # -- parse_seed ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "seed"), [(None, None), ("0", 0), (" 42 ", 42), ("+5", 5), ("4294967296", 4294967296)])
+@pytest.mark.parametrize(("text", "seed"), [(None, None), ("0", 0), (" 42 ", 42), ("+5", 5), ("4294967296", 4294967296),
+                                           (str(2**63 - 1), 2**63 - 1)])
 def test_parse_seed(text: str | None, seed: int | None) -> None:
     assert parse_seed(text) == seed
 
 
 @pytest.mark.parametrize(
     ("text", "shown_as"),
-    [("-1", "'-1'"), ("²", "'²'"), ("4.2", "'4.2'"), ("x", "'x'"), ("", "''"), ("9" * 2000, "'" + "9" * 38 + "…")],
+    [("-1", "'-1'"), ("²", "'²'"), ("4.2", "'4.2'"), ("x", "'x'"), ("", "''"), ("9" * 2000, "'" + "9" * 38 + "…"),
+     (str(2**63), f"'{2**63}'")],
 )
 def test_a_bad_seed_gets_one_line_naming_it(text: str, shown_as: str) -> None:
-    assert message(parse_seed, text) == f"--seed must be a non-negative integer, got {shown_as}"
+    assert message(parse_seed, text) == f"--seed must be a non-negative integer below 2^63, got {shown_as}"
 
 
 # -- choose_namespace and check_level ------------------------------------------------------------

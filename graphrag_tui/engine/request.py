@@ -34,13 +34,17 @@ def parse_level(text: str | int | None) -> Level:
     return value
 
 
+#: Seeds are below 2^63: a run's seed is recorded (and compared) as a 64-bit integer.
+MAX_SEED = 2**63
+
+
 def parse_seed(text: str | None) -> int | None:
     """A seed of the shuffle: a non-negative integer in ASCII digits, or None (draw one)."""
     if text is None:
         return None
     seed = ascii_integer(text)
-    if seed is None or seed < 0:
-        raise InputError(f"--seed must be a non-negative integer, got {shown(text)}")
+    if seed is None or not 0 <= seed < MAX_SEED:
+        raise InputError(f"--seed must be a non-negative integer below 2^63, got {shown(text)}")
     return seed
 
 

@@ -39,7 +39,7 @@ def errors_named(path: Path) -> Iterator[None]:
         yield
     except HistoryError:
         raise
-    except (sqlite3.Error, OSError) as error:
+    except (sqlite3.Error, OSError, OverflowError) as error:  # OverflowError: an integer SQLite cannot hold
         raise history_error(path, error) from None
 
 

@@ -497,6 +497,31 @@ async def test_a_damaged_gzip_body_is_a_transport_error() -> None:
     assert info.value.message.startswith("DecodingError: the response's gzip coding is damaged (POST ")
 
 
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+async def test_a_compressed_body_cut_short_is_a_transport_error(coding: str) -> None:
+    packed = {"gzip": gzip.compress, "deflate": zlib.compress}[coding](json.dumps(completion("x")).encode())
+    with ScriptedChatServer(lambda r: Reply(raw=packed[:-12], headers={"Content-Encoding": coding})) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.kind == "transport"  # before: invalid_json, as if the server had sent that
+    assert info.value.message.startswith(f"DecodingError: the response's {coding} coding is cut short (POST ")
+
+
+async def test_an_empty_body_with_a_coding_header_is_an_empty_body() -> None:
+    with ScriptedChatServer(lambda r: Reply(raw=b"", headers={"Content-Encoding": "gzip"})) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    assert info.value.kind == "invalid_json"
+
+
 async def test_the_base_url_query_string_follows_every_endpoint_path() -> None:
     with ScriptedChatServer(ok) as server:
         model = OpenAIChatModel(server.base_url + "/?api-version=2024-01-01#frag", "m", None)

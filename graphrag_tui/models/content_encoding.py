@@ -27,8 +27,11 @@ class _Stage:
         self.name = name
         self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16 if name in ("gzip", "x-gzip") else zlib.MAX_WBITS)
         self._started = False
+        #: Whether any coded byte came (an empty body with the header is no coding to undo).
+        self._fed = False
 
     def feed(self, data: bytes, cap: int) -> bytes:
+        self._fed = self._fed or bool(data)
         try:
             out = self._inflater.decompress(data, cap + 1)
         except zlib.error:
@@ -43,9 +46,12 @@ class _Stage:
 
     def flush(self) -> bytes:
         try:
-            return self._inflater.flush()
+            rest = self._inflater.flush()
         except zlib.error:
             raise httpx.DecodingError(f"the response's {self.name} coding is damaged") from None
+        if self._fed and not self._inflater.eof:  # zlib says nothing of a stream cut short
+            raise httpx.DecodingError(f"the response's {self.name} coding is cut short")
+        return rest
 
 
 class CappedDecoder:

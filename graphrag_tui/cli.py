@@ -7,10 +7,24 @@ import os
 import sys
 
 
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether Ctrl+C caused `error`: Python 3.11 turns a KeyboardInterrupt raised while a
+    class is made (in a field's `__set_name__`, as pydantic's models import) into a
+    RuntimeError caused by it."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
 def _interrupted_while_starting(kind: type[BaseException], value: BaseException, traceback: object) -> None:
     """Ctrl+C while the modules below are still importing, outside main()'s handling: one
     line and exit 130, as main() does, never a KeyboardInterrupt traceback."""
-    if not issubclass(kind, KeyboardInterrupt):
+    if not caused_by_interrupt(value):
         return sys.__excepthook__(kind, value, traceback)  # type: ignore[arg-type]
     try:
         sys.stderr.write("graphrag-tui: interrupted\n")
@@ -1071,11 +1085,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _warn("graphrag-tui: interrupted")
         code = 130
     except Exception as error:  # a bug: one line, the traceback only on request
-        if os.environ.get("GRAPHRAG_TUI_DEBUG"):
+        if caused_by_interrupt(error):
+            _warn("graphrag-tui: interrupted")
+            code = 130
+        elif os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
-        _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "
-              "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
-        code = 1
+        else:
+            _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "
+                  "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
+            code = 1
     if as_program:  # the work is done: a late Ctrl+C must not print a traceback from the exit
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code

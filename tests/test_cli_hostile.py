@@ -435,6 +435,32 @@ def _maps_library(pid: int, name: str) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see the start-up from outside")
+class _Interrupting:
+    """A class attribute whose `__set_name__` meets Ctrl+C, as a pydantic field can while
+    its model's module imports."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        raise KeyboardInterrupt
+
+
+def _interrupt_while_a_class_is_made(argv: list[str]) -> int:
+    type("Model", (), {"field": _Interrupting()})
+    return 0
+
+
+def test_ctrl_c_while_a_class_is_made_is_an_interrupt_not_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python 3.11 turns it into a RuntimeError caused by the KeyboardInterrupt: it was
+    `internal error: RuntimeError: Error calling __set_name__ ...`, exit 1 (seen under load,
+    Ctrl+C during start-up)."""
+    from graphrag_tui import cli
+
+    monkeypatch.setattr(cli, "_run", _interrupt_while_a_class_is_made)
+    assert cli.main(["plan"]) == 130
+    assert capsys.readouterr() == ("", "graphrag-tui: interrupted\n")
+
+
 def test_ctrl_c_during_start_up_is_one_line(store: Path) -> None:
     """SIGINT at increasing delays once the interpreter runs graphrag-tui's own imports
     (seen from outside: the process has mapped pydantic's compiled core, which the CLI's

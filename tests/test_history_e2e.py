@@ -460,6 +460,13 @@ def damaged_result() -> str:
                  [("runs", "export", "{id}", "{tmp}/out"), ("rerun", "{id}", "--all")], id="long-store-path"),
     pytest.param("PRAGMA user_version = -1", [("runs",), ("runs", "show", "{id}"), ("rerun", "{id}", "--all")],
                  id="negative-version"),
+    # ids and statuses no run can have (the app keyed its rows by them, and drew them raw)
+    pytest.param("UPDATE runs SET run_id = 'ab' || char(27) || '[2J'", [("runs",), ("runs", "--json")],
+                 id="escape-in-id"),
+    pytest.param("UPDATE runs SET parent_run_id = char(27) || ']52;c;eA=='", [("runs",), ("runs", "show", "{id}")],
+                 id="escape-in-parent"),
+    pytest.param("UPDATE runs SET status = 'done' || char(8238)", [("runs",), ("runs", "show", "{id}")],
+                 id="unknown-status"),
 ])
 def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
     store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 
@@ -223,6 +224,15 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         self._explore_sessions: dict[str, ExploreSession] = {}
         #: Runs deleted from the history in this session (their keys no longer show).
         self.deleted_runs: set[str] = set()
+
+    def notify(
+        self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+        timeout: float | None = None, markup: bool = True,
+    ) -> None:
+        """Every notification is literal, cleaned text (`markup` is ignored): messages quote
+        run ids, community ids and notes read from stores and history files, and a toast
+        parses markup by default (`[/]` crashed the app, `[@click=app.quit]` quit it)."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     # -- screens -------------------------------------------------------------------------
 

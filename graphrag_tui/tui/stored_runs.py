@@ -3,24 +3,23 @@ words) and the run state the usual panels read, rebuilt from the stored result."
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..engine import MapBatch, SearchPlan
 from ..history import RunSummary, StoredRun
 from .run_state import FailedAttempt, RunState
+from .safe_text import one_line
 
 
 def started_text(iso: str | None) -> str:
     """`2026-01-02 03:04:05` (the recorded time, in UTC)."""
-    return (iso or "")[:19].replace("T", " ") or "—"
+    return one_line((iso or "")[:19].replace("T", " ")) or "—"
 
 
 def duration_s(started: str | None, finished: str | None) -> float | None:
-    try:
-        return (datetime.fromisoformat(finished or "") - datetime.fromisoformat(started or "")).total_seconds()
-    except ValueError:
-        return None
+    begun, ended = _instant(started), _instant(finished)
+    return None if begun is None or ended is None else (ended - begun).total_seconds()
 
 
 def duration_text(seconds: float | None) -> str:
@@ -65,10 +64,13 @@ def recorded_plan(stored: StoredRun) -> SearchPlan:
 
 
 def _instant(iso: str | None) -> datetime | None:
+    """A recorded time; one without a time zone (a damaged or hand-made record) is UTC, as
+    the recorder writes them, so that any two can be subtracted."""
     try:
-        return datetime.fromisoformat(iso or "")
+        instant = datetime.fromisoformat(iso or "")
     except ValueError:
         return None
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
 
 
 def recorded_times(stored: StoredRun) -> tuple[float, float | None, float | None] | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 from textual.widgets import OptionList, TabbedContent
+from textual.widgets._toast import Toast
 
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.tui.safe_text import clean, one_line, safe, safe_line
@@ -242,3 +243,24 @@ async def test_an_input_error_naming_a_hostile_id_is_inert(tmp_path: Path) -> No
             text = assert_inert(app, "input error")
             assert "Cannot run" in text
         assert server.requests == []
+
+
+@pytest.mark.parametrize("community_id", ["ns/x[/]", "ns/[@click=app.quit]QQQQ[/]\x1b[2J\u202e"])
+async def test_a_notification_naming_a_hostile_id_is_literal(tmp_path: Path, community_id: str) -> None:
+    """Two communities each other's parent are in no tree: "show in tree" says so in a toast,
+    which parsed markup (`[/]` crashed the app; `[@click=app.quit]` quit it when clicked)."""
+    store = build_store(tmp_path / "cycle.db", [
+        {"id": "ns/root", "summary_content": "Root " + PAD},
+        {"id": community_id, "summary_content": "A " + PAD, "level": 1, "parent_community_id": "ns/a"},
+        {"id": "ns/a", "summary_content": "B " + PAD, "level": 1, "parent_community_id": community_id},
+    ])
+    app = make_app(store)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.open_community(community_id)
+        await wait_community(pilot)
+        await pilot.press("t")
+        await wait_until(pilot, lambda: bool(app.screen.query(Toast)), what="the toast")
+        await pilot.pause()
+        (toast,) = app.screen.query(Toast)
+        assert str(toast.render()) == f"Community {one_line(community_id)} is not in this namespace's tree."
+        assert_inert(app, "toast")

@@ -4,12 +4,14 @@ and the communities an answer rests on."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
+from graphrag_tui.store.schema import SCHEMA_SQL
 from graphrag_tui.tui.messages import OpenBatch, OpenRecord
 from graphrag_tui.tui.provenance_text import APPROXIMATE_STYLE, QUOTED_STYLE
 from graphrag_tui.tui.screens.claim import ClaimScreen
@@ -333,4 +335,33 @@ async def test_a_claim_citing_a_missing_chunk_and_hostile_text_shows_literally(t
         await pilot.press("ctrl+f", *"click")
         await pilot.pause()
         assert text(app, "#find-count") == "1 of 1"
+        assert app.is_running
+
+
+async def test_a_claim_id_twice_in_a_store_without_keys_is_listed_once(tmp_path: Path) -> None:
+    """A store made elsewhere, without its keys, may hold a claim id twice: listing the other
+    claims citing the chunk crashed the app (OptionList's DuplicateID)."""
+    store = tmp_path / "no-keys.db"
+    db = sqlite3.connect(store)
+    db.executescript(SCHEMA_SQL.replace(" PRIMARY KEY", ""))
+    db.executescript("""
+        INSERT INTO rag_parents VALUES ('d/1', 'ns', 'Harbour report', 'full text');
+        INSERT INTO rag_children VALUES ('k/1', 'ns', 'd/1', 'The bridge budget was approved. The port pays.');
+        INSERT INTO rag_entities VALUES ('e/1', 'ns', 'Port Authority', NULL);
+        INSERT INTO rag_community_summaries VALUES
+            ('ns/1', 'ns', 'Bridge', 'The bridge is funded by the port authority.', 0, NULL, NULL);
+        INSERT INTO rag_claims VALUES
+            ('c/1', 'ns', 'e/1', NULL, 'pays for the bridge', 'd/1', 'k/1', 'ns/1'),
+            ('c/9', 'ns', 'e/1', NULL, 'approved budget', 'd/1', 'k/1', 'ns/1'),
+            ('c/9', 'ns', 'e/1', NULL, 'approved budget again', 'd/1', 'k/1', 'ns/1');
+    """)
+    db.close()
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_claim(pilot, "c/1")
+        assert options(app, "#claim-siblings") == ["Port Authority: approved budget"]
+        app.screen.query_one("#claim-siblings", OptionList).focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ClaimScreen) and app.screen.claim_id == "c/9"
+                         and app.screen.loaded, what="claim c/9")
         assert app.is_running

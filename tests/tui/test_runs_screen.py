@@ -627,3 +627,52 @@ async def test_delete_the_finished_run_from_the_main_screen(store: Path, history
                              what="the deletion")
             assert text_of(pilot, "#answer-status") == "PARTIAL"  # the run stays on the screen
             assert "Re-run failed" not in footer_text(app)
+
+
+async def test_a_run_twice_in_a_history_without_keys_or_with_a_time_without_zone_lists_once_and_opens(
+    store: Path, history: Path
+) -> None:
+    """A history made or mended elsewhere: its runs table without its key, holding a run
+    twice (the Runs screen crashed: DuplicateKey), and a start without a time zone next to
+    an end with one (listing and opening it crashed: naive minus aware)."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            (run_id,) = run_ids(history)
+            db = sqlite3.connect(history)
+            db.execute("UPDATE runs SET started_at = '2026-01-02T02:04:05'")  # the end: 03:04:05+00:00
+            db.executescript("CREATE TABLE copied AS SELECT * FROM runs; DROP TABLE runs; "
+                             "CREATE TABLE runs AS SELECT * FROM copied UNION ALL SELECT * FROM copied; "
+                             "DROP TABLE copied;")
+            db.close()
+            await open_runs(pilot)
+            assert rows(pilot, "#runs-table") == [
+                ["", "2026-01-02 02:04", "partial", "2/3", "1", QUESTION, "m1", "ns/leaf", "—", "1 h 00 min", run_id],
+            ]
+            await open_highlighted(pilot)
+            assert text_of(pilot, "#run-header").splitlines()[1].startswith("started 2026-01-02 02:04:05  took 1 h 00 min")
+            assert app.is_running
+
+
+async def test_a_run_id_with_control_characters_is_one_inert_line_on_the_runs_screen(
+    store: Path, history: Path
+) -> None:
+    """No run can have such an id: it was drawn raw (ESC, C1, a bidi override) in the list
+    and the detail line, and `[/]` in a toast crashed the app on delete."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            db = sqlite3.connect(history)
+            with db:
+                db.execute("UPDATE runs SET run_id = 'ab' || char(27) || ']0;x' || char(155) || 'c' || char(8238)")
+            db.close()
+            await open_runs(pilot)
+            assert rows(pilot, "#runs-table") == []
+            assert text_of(pilot, "#runs-detail") == (
+                f"run history {history}: a run cannot be read: run 'ab\\x1b]0;x\\x9bc\\u202e' has an id or a parent "
+                "id that no run can have")
+            assert app.is_running

@@ -22,6 +22,8 @@ def test_duration_s() -> None:
     assert duration_s("2026-01-02T03:04:05+00:00", "2026-01-02T03:05:06.500000+00:00") == 61.5
     assert duration_s("2026-01-02T03:04:05+00:00", None) is None
     assert duration_s("not a time", "2026-01-02T03:04:05+00:00") is None
+    # a time without a zone (a damaged or hand-made record) is UTC, as recorded: they subtract
+    assert duration_s("2026-01-02T03:04:05", "2026-01-02T04:04:06+01:00") == 1.0
 
 
 @pytest.mark.parametrize(("usage", "text"), [

@@ -134,9 +134,11 @@ class ClaimScreen(Findable, Screen):
                      if total else Text("No other claim cites this chunk.", style="dim italic"),
                      id="claim-siblings-title")
         if provenance.same_chunk:
+            # a claim id twice (a store without its key) is listed once: Enter opens it by id
+            siblings = {other.id: other for other in reversed(provenance.same_chunk)}
             yield OptionList(*[
                 Option(claim_line(other.subject, other.object, other.description), id=other.id)
-                for other in provenance.same_chunk
+                for other in provenance.same_chunk if siblings.get(other.id) is other
             ], id="claim-siblings")
 
     def _source_title(self, provenance: ClaimProvenance) -> Text:

@@ -130,15 +130,16 @@ class RunsScreen(Screen[None]):
         if message.request != self._requests:  # the filter changed since: its own answer comes
             return
         self.more = len(message.runs) > SHOWN_RUNS
-        runs = message.runs[:SHOWN_RUNS]
-        self.runs = {r.run_id: r for r in runs}
+        self.runs = {}
+        for summary in message.runs[:SHOWN_RUNS]:  # a run id twice (a history without its key): its first row
+            self.runs.setdefault(summary.run_id, summary)
         self.succeeded = message.succeeded
         self.error = message.error
         self.marked = [m for m in self.marked if m in self.runs]
         table = self.query_one("#runs-table", DataTable)
         current = self.highlighted_id
         table.clear()
-        for summary in runs:
+        for summary in self.runs.values():
             table.add_row(*self._cells(summary), key=summary.run_id)
         if current in self.runs:
             table.move_cursor(row=table.get_row_index(current))

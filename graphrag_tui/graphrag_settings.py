@@ -159,15 +159,26 @@ class _Reader:
         self.dotenv_path = path.parent / ".env"
         self.dotenv = read_dotenv(self.dotenv_path)
         self.needed = Secrets()
+        #: Each variable's value as substituted, and its name: an error shows the name.
+        self.substituted: dict[str, str] = {}
+
+    def hidden(self, message: str) -> str:
+        """`message` with every substituted value written as its `${NAME}` (a value in
+        the wrong field, the API key's in a count, must not be shown)."""
+        for value in sorted(self.substituted, key=len, reverse=True):
+            if len(value) < 4:  # no secret, and "1" would be replaced all over the message
+                continue
+            message = message.replace(value, f"${{{self.substituted[value]}}}")
+        return message
 
     def where(self, dotted: str) -> str:
         return f"settings.yaml {self.path}: {dotted}"
 
     def variable(self, name: str, dotted: str) -> str:
-        if self.environ.get(name):
-            return self.environ[name]
-        if self.dotenv.get(name):
-            return self.dotenv[name]
+        value = self.environ.get(name) or self.dotenv.get(name)
+        if value:
+            self.substituted[value] = name
+            return value
         raise InputError(f"{self.where(dotted)} uses ${{{name}}}, which is set neither in the environment "
                          f"nor in {self.dotenv_path}")
 
@@ -220,6 +231,13 @@ def load_project(path: Path, environ: Mapping[str, str]) -> Project:
     is not YAML, or holds a value this tool cannot use."""
     data = _read_yaml(path)
     reader = _Reader(path, environ)
+    try:
+        return _project(path, data, reader)
+    except InputError as error:
+        raise InputError(reader.hidden(str(error))) from None
+
+
+def _project(path: Path, data: dict[str, Any], reader: _Reader) -> Project:
     search = data.get("global_search") or {}
     if not isinstance(search, dict):
         raise InputError(f"{reader.where('global_search')} must be a mapping")

@@ -3,6 +3,9 @@ variables: what a command needs to know before it reads any setting (config.py r
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,9 +32,16 @@ MAX_USER_FILE_BYTES = 1 << 20
 
 
 def read_user_file(path: Path, what: str) -> bytes:
-    """A small file the user named, read no further than MAX_USER_FILE_BYTES (a device such as
-    /dev/zero has no end, and its size says 0): InputError past it. OSError as open() raises it."""
-    with path.open("rb") as handle:
+    """A small regular file the user named, read no further than MAX_USER_FILE_BYTES:
+    InputError past it, or for anything else (a FIFO nothing writes to blocked the reader
+    forever, /dev/zero never ends). OSError as open() raises it (IsADirectoryError too)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without its writer
+    with os.fdopen(descriptor, "rb") as handle:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{what} {path} is not a regular file")
         data = handle.read(MAX_USER_FILE_BYTES + 1)
     if len(data) > MAX_USER_FILE_BYTES:
         raise InputError(f"{what} {path} is larger than {MAX_USER_FILE_BYTES} bytes")

@@ -383,16 +383,26 @@ def test_a_path_in_the_config_that_no_system_call_takes_is_one_line(
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: {message}\n")
 
 
-def test_a_settings_file_with_no_end_is_one_line_not_all_memory(store: Path, tmp_path: Path) -> None:
-    """/dev/zero says its size is 0 and never ends: each file the user names is read no
+def test_a_settings_file_with_no_end_or_no_writer_is_one_line(store: Path, tmp_path: Path) -> None:
+    """/dev/zero says its size is 0 and never ends (it was read until the kernel killed the
+    CLI); a FIFO nothing writes to blocked the reader forever; a regular file is read no
     further than 1 MiB."""
-    templates = tmp_path / "templates"
+    templates, project, big = tmp_path / "templates", tmp_path / "project", tmp_path / "big.toml"
     templates.mkdir()
+    project.mkdir()
     (templates / "map.txt").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.toml")
+    (project / "settings.yaml").write_text("models: {}\n")
+    os.mkfifo(project / ".env")
+    with big.open("wb") as handle:
+        handle.truncate(2 << 20)
     for flag, value, message in (
-        ("--config", "/dev/zero", "config file /dev/zero is larger than 1048576 bytes"),
-        ("--graphrag-settings", "/dev/zero", "settings.yaml /dev/zero is larger than 1048576 bytes"),
-        ("--prompts", str(templates), f"the prompt template {templates / 'map.txt'} is larger than 1048576 bytes"),
+        ("--config", "/dev/zero", "config file /dev/zero is not a regular file"),
+        ("--graphrag-settings", "/dev/zero", "settings.yaml /dev/zero is not a regular file"),
+        ("--prompts", str(templates), f"the prompt template {templates / 'map.txt'} is not a regular file"),
+        ("--config", str(tmp_path / "fifo.toml"), f"config file {tmp_path / 'fifo.toml'} is not a regular file"),
+        ("--graphrag-settings", str(project / "settings.yaml"), f".env {project / '.env'} is not a regular file"),
+        ("--config", str(big), f"config file {big} is larger than 1048576 bytes"),
     ):
         run = run_cli("query", str(store), QUESTION, "--model", "extractive", "--no-history", flag, value, timeout=60)
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")

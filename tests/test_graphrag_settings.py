@@ -372,3 +372,17 @@ def test_a_rerun_reads_the_recorded_key_variable_from_the_projects_dotenv(store:
     assert rerun.code == 0, rerun.stderr
     assert resent and {r.headers["authorization"] for r in resent} == {f"Bearer {KEY}"}
     assert KEY not in first.stdout + first.stderr + rerun.stdout + rerun.stderr + without.stderr
+
+
+@pytest.mark.parametrize(("field", "message"), [
+    ("    requests_per_minute: ${GRAPHRAG_API_KEY}\n",
+     "models.default_chat_model.requests_per_minute must be a whole number, got '${GRAPHRAG_API_KEY}'"),
+    ("global_search:\n  chat_model_id: ${GRAPHRAG_API_KEY}\n",
+     "models has no model '${GRAPHRAG_API_KEY}' (it has: default_chat_model)"),
+])
+def test_a_variable_in_the_wrong_field_is_named_never_shown(store: Path, tmp_path: Path, field: str, message: str) -> None:
+    """The key's variable in a count or a model id: the error showed the key itself."""
+    text = "models:\n  default_chat_model:\n    type: openai_chat\n    model: m\n    api_key: ${GRAPHRAG_API_KEY}\n"
+    settings = project(tmp_path, text + field, f"GRAPHRAG_API_KEY={KEY}\n")
+    run = run_cli("plan", str(store), QUESTION, "--graphrag-settings", str(settings), "--no-config")
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: settings.yaml {settings}: {message}\n")

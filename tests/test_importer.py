@@ -626,6 +626,86 @@ def test_a_negative_level_is_refused(tmp_path: Path, table: str) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def _refused(src: Path, store: Path) -> str:
+    """The import's one line; nothing written."""
+    run = import_cli(src, store)
+    assert (run.code, run.stdout) == (2, ""), run.stderr
+    assert run.stderr.startswith("graphrag-tui: error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert not store.exists()
+    return run.stderr.removeprefix("graphrag-tui: error: ").rstrip("\n")
+
+
+def test_a_community_number_that_is_bytes_but_not_utf8_is_refused(tmp_path: Path) -> None:
+    """It was `internal error: UnicodeDecodeError`, exit 1."""
+    tables = index_tables()
+    for row in tables["communities"]:
+        row["community"] = str(row["community"]).encode()
+    tables["communities"][0]["community"] = b"\xff0"
+    src = write_index(tmp_path / "out", tables=tables)
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src / 'communities.parquet'}: column 'community' row 0 is not a number: b'\\xff0'")
+
+
+def test_a_list_as_json_nested_too_deep_is_refused(tmp_path: Path) -> None:
+    """Valid JSON 100,000 lists deep: it was `internal error: RecursionError`, exit 1."""
+    tables = index_tables()
+    for row in tables["communities"]:
+        row["entity_ids"] = json.dumps(row["entity_ids"])
+    tables["communities"][0]["entity_ids"] = "[" * 100_000 + "]" * 100_000
+    src = write_index(tmp_path / "out", tables=tables)
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src / 'communities.parquet'}: column 'entity_ids' row 0 is not a list: '" + "[" * 56 + "...")
+
+
+@pytest.mark.parametrize("level", [1e300, 2.0**64])
+def test_a_level_no_database_integer_holds_is_refused(tmp_path: Path, level: float) -> None:
+    """It reached SQLite: `internal error: OverflowError`, exit 1."""
+    tables = index_tables()
+    for row in tables["communities"]:
+        row["level"] = float(row["level"])
+    tables["communities"][3]["level"] = level
+    src = write_index(tmp_path / "out", tables=tables)
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src / 'communities.parquet'}: column 'level' row 3 is not a whole number between -2^63 and 2^63: "
+        f"{level!r}")
+
+
+def test_a_small_table_that_unpacks_to_gigabytes_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """Five million rows of one repeated entity in a file of some 30 KB took 2-2.7 GB and
+    half a minute to read."""
+    import pyarrow as pa
+
+    src = write_index(tmp_path / "out")
+    rows = 5_000_000
+    bomb = pa.table({name: pa.repeat(value, rows).dictionary_encode() for name, value in
+                     (("id", "e"), ("title", "T"), ("description", "d"))} | {"human_readable_id": pa.repeat(1, rows)})
+    pq.write_table(bomb, src / "entities.parquet")
+    size = (src / "entities.parquet").stat().st_size
+    started = time.monotonic()
+    message = _refused(src, tmp_path / "s.db")
+    assert time.monotonic() - started < 20
+    assert message == (f"{src / 'entities.parquet'}: its {size:,} bytes would take some "
+                       f"{(rows * 4 * 64 + _unpacked(src / 'entities.parquet')) >> 20:,} MiB once read, over 100 "
+                       "times their size: refused (GraphRAG's own tables take 2 to 6 times theirs)")
+
+
+def _unpacked(path: Path) -> int:
+    metadata = pq.ParquetFile(path).metadata
+    return sum(metadata.row_group(g).column(c).total_uncompressed_size
+               for g in range(metadata.num_row_groups) for c in range(metadata.num_columns))
+
+
+@pytest.mark.parametrize("table", ["covariates", "entities"])
+def test_a_table_that_is_not_a_regular_file_is_refused(tmp_path: Path, table: str) -> None:
+    """A FIFO as covariates.parquet read as no claims at all (exit 0); as a required table,
+    as missing."""
+    src = write_index(tmp_path / "out")
+    (src / f"{table}.parquet").unlink()
+    os.mkfifo(src / f"{table}.parquet")
+    assert _refused(src, tmp_path / "s.db") == (
+        f"GraphRAG table {src / (table + '.parquet')} is not a regular file (one Parquet file per table is read)")
+
+
 # Ctrl+C at different moments of a real import of a synthetic index big enough to take seconds.
 
 BIG_COMMUNITIES, BIG_CLAIMS_PER_LEAF = 10_000, 10

@@ -178,6 +178,8 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
     tables: dict[str, Table] = {}
     for name in TABLE_NAMES:
         path = folder / table_file_name(name, naming)
+        if path.exists() and not path.is_file():  # a FIFO, a device, a partitioned dataset's folder
+            raise InputError(f"GraphRAG table {path} is not a regular file (one Parquet file per table is read)")
         if not path.is_file():
             if name in REQUIRED_TABLES:
                 raise InputError(f"missing GraphRAG table {path.name} in {folder}")
@@ -196,10 +198,10 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
 
 def _read_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...]) -> Table:
     try:
-        schema = pq.read_schema(path)
+        parquet = pq.ParquetFile(path)
+        present = set(parquet.schema_arrow.names)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
         raise InputError(f"cannot read {path}: {one_line(exc)}") from None
-    present = set(schema.names)
 
     if name == "communities" and "parent" not in present:
         raise InputError(
@@ -217,14 +219,49 @@ def _read_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...])
             continue
         source_columns[column.name] = actual
 
+    columns = sorted(set(source_columns.values()))
+    limit = max(MEMORY_FLOOR, MAX_EXPANSION * path.stat().st_size)
     try:
-        arrow_table = pq.read_table(path, columns=sorted(set(source_columns.values())))
-        raw_rows = arrow_table.to_pylist()
+        _check_expansion(path, parquet.metadata, columns, limit)
+        raw_rows = parquet.read(columns=columns).to_pylist()
+    except InputError:
+        raise
     except Exception as exc:
         raise InputError(f"cannot read {path}: {one_line(exc)}") from None
 
     rows = [{canon: raw[actual] for canon, actual in source_columns.items()} for raw in raw_rows]
     return Table(name=name, path=path, rows=rows, source_columns=source_columns)
+
+
+#: What a table may take in memory once read, against its file's size: real GraphRAG output
+#: takes 1.5-6 times (its columns unpacked, and a Python object per cell); a 30 KB file of five
+#: million repeated rows, or 10 KB unpacking to one 300 MB cell, took over 2 GB.
+MAX_EXPANSION = 100
+#: Below this, any expansion is read.
+MEMORY_FLOOR = 256 << 20
+#: About what a cell costs as a Python object, besides its bytes.
+CELL_BYTES = 64
+
+
+def _check_expansion(path: Path, metadata: Any, columns: list[str], limit: int) -> None:
+    """The size the footer gives the columns read, unpacked, and their cells as objects,
+    before anything is read."""
+    unpacked = sum(
+        chunk.total_uncompressed_size
+        for group in map(metadata.row_group, range(metadata.num_row_groups))
+        for chunk in map(group.column, range(group.num_columns))
+        if chunk.path_in_schema.split(".")[0] in columns
+    )
+    estimate = unpacked + metadata.num_rows * len(columns) * CELL_BYTES
+    if estimate > limit:
+        raise _bomb(path, estimate)
+
+
+def _bomb(path: Path, size: int) -> InputError:
+    return InputError(
+        f"{path}: its {path.stat().st_size:,} bytes would take some {size >> 20:,} MiB once read, over "
+        f"{MAX_EXPANSION} times their size: refused (GraphRAG's own tables take 2 to 6 times theirs)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +288,15 @@ def as_int(table: Table, column: str, row_index: int, value: object, *, allow_nu
         raise _bad_value(table, column, row_index, value, "a number")
     if isinstance(value, bool):
         raise _bad_value(table, column, row_index, value, "a number")
+    if allow_null and isinstance(value, (str, bytes)) and not value.strip():
+        return None
+    number = _integer(table, column, row_index, value)
+    if not -(2**63) <= number < 2**63:  # what SQLite and PostgreSQL's bigint hold
+        raise _bad_value(table, column, row_index, value, "a whole number between -2^63 and 2^63")
+    return number
+
+
+def _integer(table: Table, column: str, row_index: int, value: object) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
@@ -258,10 +304,8 @@ def as_int(table: Table, column: str, row_index: int, value: object, *, allow_nu
             return int(value)
         raise _bad_value(table, column, row_index, value, "a whole number")
     if isinstance(value, (str, bytes)):
-        text = value.decode() if isinstance(value, bytes) else value
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
         text = text.strip()
-        if allow_null and text == "":
-            return None
         try:
             return int(text)
         except ValueError:
@@ -287,7 +331,7 @@ def as_list(table: Table, column: str, row_index: int, value: object) -> list[An
             return []
         try:
             decoded = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             decoded = None
         if isinstance(decoded, list):
             return decoded

@@ -129,13 +129,15 @@ class PostgresCluster:
             conn.execute(f"ALTER ROLE {ADMIN_ROLE} PASSWORD '{self.admin_password}'")
             conn.execute(f"CREATE ROLE {READER_ROLE} LOGIN PASSWORD '{self.reader_password}'")
 
-    def create_database(self, name: str, *, icu_locale: str | None = None) -> None:
+    def create_database(self, name: str, *, icu_locale: str | None = None, sql_ascii: bool = False) -> None:
         """A new empty database; the reader may connect and read every table created in it
         by the administrator. `icu_locale` (e.g. "en-US") makes the database's default
-        collation that ICU locale."""
+        collation that ICU locale; `sql_ascii`, its encoding SQL_ASCII (bytes, no charset)."""
         import psycopg
 
         clause = f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}'" if icu_locale else ""
+        if sql_ascii:
+            clause = " TEMPLATE template0 ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C'"
         with psycopg.connect(self.admin_conninfo(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"{clause}')
         with psycopg.connect(self.admin_conninfo(name), autocommit=True) as conn:

@@ -4,6 +4,7 @@ collation, the faults, and the password that is never shown."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,53 @@ def test_a_malformed_url_is_masked_in_the_argument_error() -> None:
     line = _one_line_error(run_cli("info", "postgresql://bob:p4ss-w0rd@db.example:notaport/graph"), "p4ss-w0rd")
     assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL: postgresql://bob:***@db.example:notaport/graph "
                     "(see graphrag-tui info --help)")
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://reader:Hunter2/xyz@127.0.0.1:5432/base",
+    "postgresql://reader:Hun@ter2xyz@127.0.0.1:5432/base",
+    "postgresql://hashy:Hunter2#xyz@127.0.0.1:5432/base",  # libpq connected with it; the history kept half
+    "postgresql://reader:Hunter2?xyz@127.0.0.1:5432/base",
+])
+def test_a_password_with_an_unencoded_separator_is_refused_and_never_shown(url: str) -> None:
+    """A URL parser and libpq split such a URL in different places: the password was shown
+    as a host, a port or a path."""
+    for command in (("info", url), (url,)):
+        line = _one_line_error(run_cli(*command), "Hunter2", "xyz", "ter2")
+        assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL this tool can read safely: its "
+                        "user or password seems to hold an unencoded '/', '?', '#' or '@'; percent-encode them (%2F, "
+                        "%3F, %23, %40) or give the password in PGPASSWORD or ~/.pgpass" + (
+                            " (see graphrag-tui info --help)" if command[0] == "info" else " (see graphrag-tui --help)"))
+
+
+def test_json_nested_too_deep_in_a_jsonb_column_is_one_line(graphrag_ts_database: PgDatabase) -> None:
+    """The driver decodes jsonb as it fetches, before the store's own guard: it was
+    `internal error: RecursionError` (and the app's community view stayed on "Reading...")."""
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_community_summaries ALTER COLUMN members DROP DEFAULT, "
+                     "ALTER COLUMN members TYPE jsonb USING to_jsonb(members)")
+        conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level, "
+                     "members) VALUES ('ns/1', 'ns', 'One', 'Fine.', 0, %s::jsonb)", ("[" * 5000 + "]" * 5000,))
+    line = _one_line_error(run_cli("show", graphrag_ts_database.url, "ns/1"), *graphrag_ts_database.passwords)
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    assert line == f"graphrag-tui: error: Cannot read store {masked}: a JSON value in it is nested too deeply"
+
+
+def test_a_sql_ascii_database_is_read_as_text(postgres_cluster: PostgresCluster, tmp_path: Path) -> None:
+    """psycopg gives a SQL_ASCII database's text as bytes: its tables' names never matched,
+    and the store "had no table(s)" that were there."""
+
+    name = f"ascii{os.getpid()}"
+    postgres_cluster.create_database(name, sql_ascii=True)
+    try:
+        copied = run_cli("copy", str(SAMPLE), postgres_cluster.admin_url(name))
+        assert copied.code == 0, copied.stderr
+        from_postgres = run_cli("info", postgres_cluster.url(name))
+        from_sqlite = run_cli("info", str(SAMPLE))
+    finally:
+        postgres_cluster.drop_database(name)
+    assert (from_postgres.code, from_postgres.stderr) == (0, "")
+    assert from_postgres.stdout.splitlines()[1:] == from_sqlite.stdout.splitlines()[1:]
 
 
 def test_without_the_driver_a_url_is_the_install_hint(tmp_path: Path) -> None:

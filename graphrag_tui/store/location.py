@@ -50,8 +50,25 @@ class PostgresLocation:
 StoreLocation = Path | PostgresLocation
 
 
+def _check_unambiguous(url: str) -> None:
+    """Refuses a URL whose user or password holds an unencoded `/`, `?`, `#` or `@`: libpq
+    and a URL parser split it in different places, so the password was shown as a host, a
+    port or a path (and with `#` libpq connected while the run history recorded half of it)."""
+    rest = url.split("://", 1)[1]
+    authority_end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    authority = rest[:authority_end]
+    libpq_end = min((i for i in map(rest.find, "@/") if i >= 0), default=len(rest))  # libpq's user-info scan
+    path = rest[authority_end:].split("?", 1)[0] if rest[authority_end:authority_end + 1] == "/" else ""
+    if (rest[libpq_end:libpq_end + 1] == "@" and "@" not in authority) or authority.count("@") > 1 or "@" in path:
+        raise InputError(
+            "Not a PostgreSQL URL this tool can read safely: its user or password seems to hold an unencoded "
+            "'/', '?', '#' or '@'; percent-encode them (%2F, %3F, %23, %40) or give the password in PGPASSWORD "
+            "or ~/.pgpass")
+
+
 def _masked_url(url: str) -> tuple[str, str]:
     """(the URL masked as postgresql://user:***@host:port/db, the database name)."""
+    _check_unambiguous(url)
     try:
         parts = urlsplit(url)
         port = parts.port

@@ -82,6 +82,11 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     extra: dict[str, Any] = {"options": options.strip(), "application_name": "graphrag-tui", "autocommit": True}
     if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
         extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    if "client_encoding" not in given and not os.environ.get("PGCLIENTENCODING"):
+        # text as text even from a SQL_ASCII database (psycopg gives its text as bytes, and
+        # the tables' names did not match: "has no table(s)"); bytes that are not UTF-8 are then
+        # the server's one-line error
+        extra["client_encoding"] = "UTF8"
     try:
         return psycopg.connect(location.url, **extra)  # type: ignore[no-any-return]
     except psycopg.Error as error:

@@ -160,6 +160,9 @@ class PostgresStore(CommunityStore):
                     raise query_failure(self.location, error) from None
                 except UnicodeError as error:
                     raise StoreError(f"Cannot read store {self.location}: {one_line(str(error), 200)}") from None
+                except RecursionError:  # the driver decodes json and jsonb columns as it fetches
+                    raise StoreError(f"Cannot read store {self.location}: a JSON value in it is nested too "
+                                     "deeply") from None
         raise AssertionError("unreachable")
 
     def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:

@@ -24,7 +24,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...errors import InputError
-from ...store import ClaimProvenance, CommunityStore
+from ...store import ClaimDetail, ClaimProvenance, CommunityStore
 from ..messages import OpenRecord
 from ..passages import Passage
 from ..provenance_text import chunk_passages, claim_facts, claim_line, highlighted_chunk, passage_note
@@ -134,11 +134,12 @@ class ClaimScreen(Findable, Screen):
                      if total else Text("No other claim cites this chunk.", style="dim italic"),
                      id="claim-siblings-title")
         if provenance.same_chunk:
-            # a claim id twice (a store without its key) is listed once: Enter opens it by id
-            siblings = {other.id: other for other in reversed(provenance.same_chunk)}
+            listed: dict[str, ClaimDetail] = {}
+            for other in provenance.same_chunk:  # a claim id twice (a store without its key): its first row
+                listed.setdefault(other.id, other)
             yield OptionList(*[
                 Option(claim_line(other.subject, other.object, other.description), id=other.id)
-                for other in provenance.same_chunk if siblings.get(other.id) is other
+                for other in listed.values()
             ], id="claim-siblings")
 
     def _source_title(self, provenance: ClaimProvenance) -> Text:

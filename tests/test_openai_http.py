@@ -436,6 +436,18 @@ async def test_a_never_ending_body_fails_at_the_cap() -> None:
     assert elapsed < 5  # well before the 10 s timeout
 
 
+async def failure(script) -> pytest.ExceptionInfo[ModelError]:
+    """The ModelError of one completion from a server that answers with `script`."""
+    with ScriptedChatServer(script) as server:
+        model = OpenAIChatModel(server.base_url, "m", None)
+        try:
+            with pytest.raises(ModelError) as info:
+                await model.complete(request())
+        finally:
+            await model.aclose()
+    return info
+
+
 def gzip_bomb(inflated: int) -> bytes:
     """A completion whose content is `inflated` bytes of "a", gzipped (some 1/1000 of it)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
@@ -486,13 +498,7 @@ async def test_a_gzip_or_deflate_body_within_the_cap_reads_as_sent(coding: str) 
 async def test_a_damaged_gzip_body_is_a_transport_error() -> None:
     packed = gzip.compress(json.dumps(completion("x")).encode())
     damaged = packed[:10] + b"\xff\xff\xff" + packed[13:]  # an invalid deflate block type
-    with ScriptedChatServer(lambda r: Reply(raw=damaged, headers={"Content-Encoding": "gzip"})) as server:
-        model = OpenAIChatModel(server.base_url, "m", None)
-        try:
-            with pytest.raises(ModelError) as info:
-                await model.complete(request())
-        finally:
-            await model.aclose()
+    info = await failure(lambda r: Reply(raw=damaged, headers={"Content-Encoding": "gzip"}))
     assert info.value.kind == "transport"
     assert info.value.message.startswith("DecodingError: the response's gzip coding is damaged (POST ")
 
@@ -500,26 +506,13 @@ async def test_a_damaged_gzip_body_is_a_transport_error() -> None:
 @pytest.mark.parametrize("coding", ["gzip", "deflate"])
 async def test_a_compressed_body_cut_short_is_a_transport_error(coding: str) -> None:
     packed = {"gzip": gzip.compress, "deflate": zlib.compress}[coding](json.dumps(completion("x")).encode())
-    with ScriptedChatServer(lambda r: Reply(raw=packed[:-12], headers={"Content-Encoding": coding})) as server:
-        model = OpenAIChatModel(server.base_url, "m", None)
-        try:
-            with pytest.raises(ModelError) as info:
-                await model.complete(request())
-        finally:
-            await model.aclose()
+    info = await failure(lambda r: Reply(raw=packed[:-12], headers={"Content-Encoding": coding}))
     assert info.value.kind == "transport"  # before: invalid_json, as if the server had sent that
     assert info.value.message.startswith(f"DecodingError: the response's {coding} coding is cut short (POST ")
 
 
 async def test_an_empty_body_with_a_coding_header_is_an_empty_body() -> None:
-    with ScriptedChatServer(lambda r: Reply(raw=b"", headers={"Content-Encoding": "gzip"})) as server:
-        model = OpenAIChatModel(server.base_url, "m", None)
-        try:
-            with pytest.raises(ModelError) as info:
-                await model.complete(request())
-        finally:
-            await model.aclose()
-    assert info.value.kind == "invalid_json"
+    assert (await failure(lambda r: Reply(raw=b"", headers={"Content-Encoding": "gzip"}))).value.kind == "invalid_json"
 
 
 async def test_the_base_url_query_string_follows_every_endpoint_path() -> None:

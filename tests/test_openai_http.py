@@ -181,13 +181,7 @@ def test_parse_retry_after() -> None:
 
 
 async def test_2xx_without_completion_is_http_error() -> None:
-    with ScriptedChatServer(lambda r: Reply('{"choices": []}')) as server:
-        model = OpenAIChatModel(server.base_url, "m", None)
-        try:
-            with pytest.raises(ModelError) as info:
-                await model.complete(request())
-        finally:
-            await model.aclose()
+    info = await failure(lambda r: Reply('{"choices": []}'))
     assert info.value.kind == "http"
     assert info.value.status == 200
     assert info.value.message == "unexpected response body"

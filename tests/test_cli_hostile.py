@@ -444,7 +444,6 @@ def _maps_library(pid: int, name: str) -> bool:
         return False
 
 
-@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see the start-up from outside")
 class _Interrupting:
     """A class attribute whose `__set_name__` meets Ctrl+C, as a pydantic field can while
     its model's module imports."""
@@ -471,6 +470,7 @@ def test_ctrl_c_while_a_class_is_made_is_an_interrupt_not_an_internal_error(
     assert capsys.readouterr() == ("", "graphrag-tui: interrupted\n")
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see the start-up from outside")
 def test_ctrl_c_during_start_up_is_one_line(store: Path) -> None:
     """SIGINT at increasing delays once the interpreter runs graphrag-tui's own imports
     (seen from outside: the process has mapped pydantic's compiled core, which the CLI's

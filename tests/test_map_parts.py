@@ -148,6 +148,10 @@ def test_planning_leaves_no_transaction_open(tmp_path: Path) -> None:
         assert "ns/9" in [p.id for p in store.iter_map_parts("ns", None)]
 
 
+def _never_interrupted(reader: str) -> None:
+    raise AssertionError(f"reader {reader} interrupted")
+
+
 def test_read_ahead_reads_every_item_in_order_each_reader_one_at_a_time() -> None:
     busy: set[str] = set()
     lock = threading.Lock()
@@ -161,10 +165,10 @@ def test_read_ahead_reads_every_item_in_order_each_reader_one_at_a_time() -> Non
             busy.discard(reader)
         return item * 2, reader
 
-    results = list(read_ahead(read, range(60), ["a", "b"]))
+    results = list(read_ahead(read, range(60), ["a", "b"], _never_interrupted))
     assert [doubled for doubled, _ in results] == list(range(0, 120, 2))
     assert {reader for _, reader in results} == {"a", "b"}
-    assert list(read_ahead(read, [], ["a"])) == []
+    assert list(read_ahead(read, [], ["a"], _never_interrupted)) == []
 
 
 def test_read_ahead_raises_the_readers_error_where_it_happened() -> None:
@@ -175,7 +179,7 @@ def test_read_ahead_raises_the_readers_error_where_it_happened() -> None:
 
     seen: list[int] = []
     with pytest.raises(StoreError, match="disk I/O error"):
-        for item in read_ahead(read, range(10), ["a", "b"]):
+        for item in read_ahead(read, range(10), ["a", "b"], _never_interrupted):
             seen.append(item)
     assert seen == [0, 1]
 
@@ -187,13 +191,70 @@ def test_read_ahead_stops_reading_when_the_caller_stops() -> None:
         started.append(item)
         return item
 
-    reader = read_ahead(read, range(1_000_000), ["a", "b"])
+    reader = read_ahead(read, range(1_000_000), ["a", "b"], lambda reader: None)
     assert next(reader) == 0
     reader.close()
     count = len(started)
     time.sleep(0.1)
     assert len(started) == count <= 4  # what was submitted: the readers plus one ahead
     assert not [t for t in threading.enumerate() if t.name.startswith("store-read-ahead")]
+
+
+def test_a_caller_that_leaves_interrupts_the_reads_in_flight_instead_of_waiting_for_them() -> None:
+    """A read that would never end by itself (a server that stopped answering) ends when
+    the caller leaves: it is interrupted, and leaving does not wait for it."""
+    stuck = {"a": threading.Event(), "b": threading.Event()}  # set: that reader's read is interrupted
+    interrupted: list[str] = []
+
+    def read(item: int, reader: str) -> int:
+        if item >= 1:
+            stuck[reader].wait()
+            raise StoreError(f"Reading store x was interrupted ({reader})")
+        return item
+
+    def interrupt(reader: str) -> None:
+        interrupted.append(reader)
+        stuck[reader].set()
+
+    reads = read_ahead(read, range(10), ["a", "b"], interrupt)
+    assert next(reads) == 0
+    time.sleep(0.05)  # items 1 and 2 are being read, each stuck
+    started = time.monotonic()
+    reads.close()
+    assert time.monotonic() - started < 1
+    assert sorted(interrupted) == ["a", "b"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("store-read-ahead")]
+
+
+@pytest.mark.parametrize("reading", ["the store", "its second reader"])
+def test_closing_a_store_interrupts_its_planning_read_in_another_thread(tmp_path: Path, reading: str) -> None:
+    """SQLite: a planning read that never ends (here a query that counts forever), on the
+    store's connection or its second reader's, ends with StoreError when another thread
+    closes the store (the app quitting); closing does not wait for it."""
+    path = build_tree_store(tmp_path / "tree.db", 6, 3, 4)
+    store = CommunityStore.open(path)
+    failures: list[str] = []
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+
+    def plan() -> None:
+        with store._second_reader() as second:
+            assert second is not None and store._ahead is second
+            try:
+                (store if reading == "the store" else second)._query(endless)
+            except StoreError as error:
+                failures.append(str(error))
+
+    planner = threading.Thread(target=plan, daemon=True)
+    planner.start()
+    time.sleep(0.2)
+    closer = threading.Thread(target=store.close, daemon=True)  # (a closing that waits must not hang the tests)
+    started = time.monotonic()
+    closer.start()
+    closer.join(timeout=5)
+    planner.join(timeout=5)
+    assert not closer.is_alive() and not planner.is_alive() and time.monotonic() - started < 1
+    assert failures == [f"Cannot read store {path}: interrupted"]
+    assert store._ahead is None
 
 
 def test_a_read_only_store_plans_on_two_connections_a_writable_one_on_its_own(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ one line with the install hint.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,18 @@ if TYPE_CHECKING:
 STATEMENT_TIMEOUT_S = 60
 #: Seconds to wait for the server to answer a connection (unless the URL says otherwise).
 CONNECT_TIMEOUT_S = 10
+#: How a session finds out that its server's host is gone (a dropped VPN, a host that
+#: froze), unless the URL sets any of these: TCP keepalives while it waits for an answer,
+#: and a limit on how long what it sent may go unacknowledged. A read then fails within
+#: about a minute instead of waiting for hours (the system's defaults).
+DEAD_SERVER = {"keepalives": 1, "keepalives_idle": 20, "keepalives_interval": 10, "keepalives_count": 3,
+               "tcp_user_timeout": 60_000}
 INSTALL_HINT = "PostgreSQL stores need the psycopg driver: pip install 'graphrag-tui[postgres]'"
+
+# The driver's own warnings (a Ctrl+C whose cancel request the server did not answer) would
+# reach stderr through logging's last resort, a second line after the command's one; -v
+# shows them with the rest of the log.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def driver() -> Any:
@@ -82,6 +94,10 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     extra: dict[str, Any] = {"options": options.strip(), "application_name": "graphrag-tui", "autocommit": True}
     if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
         extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    if not any(name in given for name in DEAD_SERVER):
+        extra.update(DEAD_SERVER)
+        if psycopg.pq.version() < 120000:  # a libpq before 12 refuses the option
+            del extra["tcp_user_timeout"]
     if "client_encoding" not in given and not os.environ.get("PGCLIENTENCODING"):
         # text as text even from a SQL_ASCII database (psycopg gives its text as bytes, and
         # the tables' names did not match: "has no table(s)"); bytes that are not UTF-8 are then

@@ -22,13 +22,16 @@ line (`StoreError`) and the caller goes on.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import chain
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from graphrag_tui.engine import MapTextParts
@@ -105,6 +108,9 @@ class PostgresStore(CommunityStore):
     def __init__(self, conn: Any, location: PostgresLocation, columns: Mapping[str, Mapping[str, str]]) -> None:
         self._conn = conn
         self._lock = threading.Lock()
+        #: Set by `interrupt` (another thread): the read in flight ends, and is not tried again.
+        self._interrupted = False
+        self._ahead: PostgresStore | None = None
         self.path = location  # type: ignore[assignment]  # what the faces show: the masked URL
         self.location = location
         self.writable = False
@@ -131,9 +137,16 @@ class PostgresStore(CommunityStore):
             conn.close()
             raise
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+    def interrupt(self) -> None:
+        """As in SQLite (`CommunityStore.interrupt`): the connection's socket is shut down, so
+        a read fails at once even on a server that stopped answering (a cancel request would
+        wait for that server). The next read connects again."""
+        self._interrupted = True
+        with contextlib.suppress(OSError, driver().Error):
+            with socket.socket(fileno=os.dup(self._conn.fileno())) as sock:  # closing it closes the copy
+                sock.shutdown(socket.SHUT_RDWR)
+        if (ahead := self._ahead) is not None:
+            ahead.interrupt()
 
     def column_names(self, table: str) -> set[str]:
         return set(self._columns.get(table, {}))
@@ -145,10 +158,13 @@ class PostgresStore(CommunityStore):
         once. Driver errors become StoreError (one line, masked)."""
         psycopg = driver()
         with self._lock:
+            self._interrupted = False
             for attempt in (1, 2):
                 try:
                     return work(self._conn)
                 except psycopg.OperationalError as error:
+                    if self._interrupted:
+                        raise StoreError(f"Reading store {self.location} was interrupted") from None
                     if attempt == 2 or not (self._conn.broken or self._conn.closed):
                         raise query_failure(self.location, error) from None
                     self._conn.close()
@@ -254,7 +270,8 @@ class PostgresStore(CommunityStore):
 
         with self._second_reader() as second:
             readers = [self] if second is None else [self, second]
-            yield from map_text_parts(read_ahead(read, _groups(selected, leaves_of), readers), leaves_of)
+            reads = read_ahead(read, _groups(selected, leaves_of), readers, methodcaller("interrupt"))
+            yield from map_text_parts(reads, leaves_of)
 
     @contextmanager
     def _second_reader(self) -> Iterator[PostgresStore | None]:  # type: ignore[override]
@@ -265,9 +282,11 @@ class PostgresStore(CommunityStore):
             yield None
             return
         second = PostgresStore(conn, self.location, self._columns)
+        self._ahead = second
         try:
             yield second
         finally:
+            self._ahead = None
             second.close()
 
     def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:

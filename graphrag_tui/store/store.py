@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import chain, groupby, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -366,6 +366,8 @@ class CommunityStore:
         self._lock = threading.Lock()
         self.path = path
         self.writable = writable
+        #: The second reader of a planning read going on (`_second_reader`), for `interrupt`.
+        self._ahead: CommunityStore | None = None
         conn.create_function("grt_is_blank", 1, _is_blank, deterministic=True)
         # Sorts and temporary indexes stay in memory: no temp files next to anything.
         conn.execute("PRAGMA temp_store = MEMORY")
@@ -436,8 +438,19 @@ class CommunityStore:
         return cls(conn, path, writable=True)
 
     def close(self) -> None:
+        """Closes the store; a read going on in another thread (a screen's, a plan's on
+        either reader) is interrupted first, so closing never waits for it."""
+        if self._lock.locked() or self._ahead is not None:
+            self.interrupt()
         with self._lock:
             self._conn.close()
+
+    def interrupt(self) -> None:
+        """Ends the reads in flight on this store from another thread (its planning read's
+        second reader's too): they fail with StoreError; later reads go on as usual."""
+        self._conn.interrupt()
+        if (ahead := self._ahead) is not None:
+            ahead.interrupt()
 
     def column_names(self, table: str) -> set[str]:
         """The (lower-case) column names of one of the store's tables."""
@@ -621,7 +634,8 @@ class CommunityStore:
             readers = [self] if second is None else [self, second]
             for reader in readers:
                 reader._write(map_parts.NAMES_COPY)
-            yield from map_text_parts(read_ahead(read, _groups(selected, leaves_of), readers), leaves_of)
+            reads = read_ahead(read, _groups(selected, leaves_of), readers, methodcaller("interrupt"))
+            yield from map_text_parts(reads, leaves_of)
 
     @contextmanager
     def _second_reader(self) -> Iterator[CommunityStore | None]:
@@ -635,9 +649,11 @@ class CommunityStore:
         except (sqlite3.Error, InputError):
             yield None  # planning goes on with one reader
             return
+        self._ahead = second
         try:
             yield second
         finally:
+            self._ahead = None
             second.close()
 
     def _write(self, statements: Iterable[str]) -> None:

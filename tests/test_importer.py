@@ -412,7 +412,7 @@ def test_failure_while_writing_rolls_back_everything(tmp_path: Path) -> None:
     message = _error(src, store, ns="other")
     assert message == (
         f"cannot import into {store}: UNIQUE constraint failed: rag_claims.id "
-        "(an ID of namespace 'other' is already used by another namespace)"
+        "(an ID of namespace 'other' is already used by another namespace, or comes twice in its rows)"
     )
     assert store.read_bytes() == before
     assert rows(store, "SELECT count(*) FROM rag_entities WHERE namespace = 'other'") == [(0,)]

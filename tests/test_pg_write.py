@@ -334,3 +334,18 @@ def test_bad_sqlite_sources_and_destinations_are_one_line(tmp_path: Path) -> Non
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     assert text.read_text() == "not a store"
+
+
+def test_an_id_that_comes_twice_in_a_source_without_keys_is_not_blamed_on_another_namespace(
+        sample_pg: PgDatabase, tmp_path: Path) -> None:
+    with sample_pg.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_claims DROP CONSTRAINT rag_claims_pkey")
+        conn.execute("DROP INDEX rag_claims_namespace_subject_entity_id_description_hash_key")
+        conn.execute("INSERT INTO rag_claims SELECT * FROM rag_claims WHERE id = (SELECT min(id) FROM rag_claims)")
+    out = tmp_path / "copy.db"
+    run = cli(sample_pg, "copy", sample_pg.url, str(out), "--namespace", "harbor-city")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot import into {out}: UNIQUE constraint failed: rag_claims.id "
+                          "(an ID of namespace 'harbor-city' is already used by another namespace, or comes twice in "
+                          "its rows)\n")
+    assert not out.exists()

@@ -233,6 +233,24 @@ def test_a_database_without_the_tables(pg_database: PgDatabase) -> None:
                     "can create it)")
 
 
+@pytest.mark.parametrize(("grants", "unreadable"), [
+    ("REVOKE SELECT ON rag_claims, rag_entities FROM graphrag_reader", "rag_entities, rag_claims"),
+    ("REVOKE SELECT ON rag_claims FROM graphrag_reader; GRANT SELECT (id, namespace) ON rag_claims TO graphrag_reader",
+     "rag_claims.subject_entity_id, rag_claims.object_entity_id, rag_claims.description, "
+     "rag_claims.source_parent_id, rag_claims.source_chunk_id, rag_claims.community_summary_id"),
+], ids=["tables", "columns"])
+def test_tables_the_role_may_not_read_are_said_so_not_missing(sample_pg: PgDatabase, grants: str, unreadable: str) -> None:
+    """information_schema hides what the role may not read: that used to read as "has no
+    table(s)", as if the database were not a store."""
+    with sample_pg.admin_connect() as conn:
+        for statement in grants.split("; "):
+            conn.execute(statement)
+    line = _one_line_error(run_cli("info", sample_pg.url), *sample_pg.passwords)
+    assert line == (f"graphrag-tui: error: Cannot read store postgresql://graphrag_reader:***@127.0.0.1:"
+                    f"{sample_pg.cluster.port}/{sample_pg.name}: role 'graphrag_reader' may not read {unreadable} "
+                    "(GRANT SELECT on graphrag-ts's tables to it)")
+
+
 @pytest.mark.parametrize(("change", "problem"), [
     ("ALTER TABLE rag_community_summaries ALTER COLUMN level TYPE text", "rag_community_summaries.level is text, not an integer"),
     ("ALTER TABLE rag_claims DROP CONSTRAINT rag_claims_community_summary_id_fkey, "

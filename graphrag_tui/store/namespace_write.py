@@ -171,7 +171,7 @@ def _describe(exc: sqlite3.Error, store_path: Path, namespace: str) -> str:
     if isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in message:
         return (
             f"cannot import into {store_path}: {message} "
-            f"(an ID of namespace '{namespace}' is already used by another namespace)"
+            f"(an ID of namespace '{namespace}' is already used by another namespace, or comes twice in its rows)"
         )
     if "not a database" in message:
         return f"not a SQLite community store: {store_path} ({message})"

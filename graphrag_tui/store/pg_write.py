@@ -114,7 +114,8 @@ class PgWriter:
         text = driver_text(error)
         if isinstance(error, psycopg.errors.UniqueViolation):
             return (f"cannot write into {self.location}: {text} (an ID of namespace "
-                    f"'{self._namespace}' is already used by another namespace); nothing was written")
+                    f"'{self._namespace}' is already used by another namespace, or comes twice in its rows); "
+                    "nothing was written")
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return f"cannot write into {self.location}: {text} (the role needs to write these tables); nothing was written"
         if isinstance(error, psycopg.OperationalError):

@@ -342,10 +342,12 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
         columns[table][column] = data_type
         udt[(table, column)] = udt_name
     missing = [table for table in TABLES if table not in columns]
+    absent = [f"{t}.{c}" for t, cols in COLUMNS.items() if t in columns for c in cols if c not in columns[t]]
+    if missing or absent:
+        _check_readable(conn, location, missing, absent)
     if missing:
         raise StoreError(f"Not a community store: {location} has no table(s) {', '.join(missing)} "
                          "(graphrag-ts's schema; import-graphrag or copy can create it)")
-    absent = [f"{t}.{c}" for t, cols in COLUMNS.items() for c in cols if c not in columns[t]]
     if absent:
         raise StoreError(f"Not a community store: {location} is missing column(s) {', '.join(absent)}")
     for table, cols in COLUMNS.items():
@@ -362,6 +364,26 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
                 shown = udt[(table, column)] if kind in ("ARRAY", "USER-DEFINED") else kind
                 raise StoreError(f"Bad community store {location}: {table}.{column} is {shown}, not {wanted}")
     return {table: dict(cols) for table, cols in columns.items()}
+
+
+def _check_readable(conn: Any, location: PostgresLocation, missing: list[str], absent: list[str]) -> None:
+    """information_schema lists only what the role may read: tables and columns missing
+    there but present in the catalog are a matter of rights (StoreError saying so)."""
+    psycopg = driver()
+    try:
+        present = {f"{table}.{column}" for table, column in conn.execute(
+            "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a "
+            "JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid "
+            "WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relname = ANY(%s) "
+            "AND a.attnum > 0 AND NOT a.attisdropped", (missing + [name.split(".")[0] for name in absent],))}
+        (role,) = conn.execute("SELECT current_user").fetchone()
+    except psycopg.Error as error:
+        raise query_failure(location, error) from None
+    tables = [table for table in missing if any(name.startswith(table + ".") for name in present)]
+    unreadable = tables + [name for name in absent if name in present]
+    if unreadable:
+        raise StoreError(f"Cannot read store {location}: role {one_line(role, 80)!r} may not read "
+                         f"{', '.join(unreadable)} (GRANT SELECT on graphrag-ts's tables to it)")
 
 
 def _check_communities(conn: Any, location: PostgresLocation) -> None:

@@ -200,8 +200,11 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                question, prompts_text, plan, contents = connection.execute(
+                row = connection.execute(
                     "SELECT question, prompts, plan, contents FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                if row is None:  # deleted since it was opened (`runs delete` elsewhere)
+                    raise UnknownRun(f"no run {run_id!r} in the run history {self.path}")
+                question, prompts_text, plan, contents = row
                 rows = [] if contents is not None else connection.execute(
                     "SELECT batch_index, content FROM batches WHERE run_id = ?", (run_id,)).fetchall()
             finally:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..engine import BatchResult, GlobalSearch, ReduceReport, SearchPlan, SearchResult
 from ..engine.selection import SelectionReport
+from ..errors import InputError
 from ..safe_text import one_line
 
 if TYPE_CHECKING:
@@ -24,6 +25,12 @@ def error_words(error: BaseException) -> str:
     message = one_line(str(error), MESSAGE_LIMIT)
     name = type(error).__name__
     return f"internal error: {name}: {message}" if message else f"internal error: {name}"
+
+
+def failure_words(error: BaseException) -> str:
+    """What a face says of a read that failed: an input error's own line (a bad store or
+    history), anything else as `error_words` (a bug must not leave a view waiting)."""
+    return str(error) if isinstance(error, InputError) else error_words(error)
 
 
 def failed_result(

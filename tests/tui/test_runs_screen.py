@@ -208,6 +208,26 @@ async def test_a_run_whose_store_is_gone_opens_and_says_so(store: Path, history:
         assert [n.title for n in app._notifications][-1] == "Another store"
 
 
+async def test_a_batch_of_a_run_deleted_elsewhere_says_so_instead_of_waiting(store: Path, history: Path) -> None:
+    """The run view is open; a CLI deletes the run; opening one of its batches reads the
+    history again: one line says the run is gone (its worker used to die on a TypeError,
+    and the batch never opened)."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            await open_runs(pilot)
+            view = await open_highlighted(pilot)
+            RunHistory(history).delete(view.run_id)
+            await pilot.press("enter")  # the first batch
+            await wait_until(pilot, lambda: bool(app._notifications), what="a notification")
+            assert isinstance(app.screen, RunViewScreen)
+            notice = list(app._notifications)[-1]
+            assert (notice.title, notice.message) == (
+                "Cannot read the run", f"no run {view.run_id!r} in the run history {history}")
+
+
 # -- re-run, resume, delete ----------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...errors import InputError
+from ...session.run_failure import failure_words
 from ...store import ClaimDetail, ClaimProvenance, CommunityStore
 from ..messages import OpenRecord
 from ..passages import Passage
@@ -65,8 +65,8 @@ class ClaimScreen(Findable, Screen):
     def _read(self) -> None:
         try:
             provenance = self.store.claim_provenance(self.claim_id)
-        except InputError as error:  # StoreError: an unreadable store or row
-            self.post_message(self.Loaded(None, None, str(error)))
+        except Exception as error:  # StoreError: an unreadable store or row
+            self.post_message(self.Loaded(None, None, failure_words(error)))
             return
         passage = None
         if provenance is not None and provenance.chunk is not None:

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPan
 from textual.widgets.option_list import Option
 
 from ...errors import InputError
+from ...session.run_failure import failure_words
 from ...store.explore import MemberRef, members_view
 from ...store.store import ChunkDetail, ClaimDetail, CommunityDetail, CommunityStore
 from ..messages import OpenCommunity, OpenRecord, ShowInTree
@@ -174,8 +175,8 @@ class CommunityScreen(Findable, TabbedScreen):
             detail = self.store.community(self.community_id)
             passages = read_passages(detail) if detail is not None else {}
             self.post_message(self.Loaded(detail, None, passages, self._read_members(detail)))
-        except InputError as error:  # StoreError: an unreadable store or row
-            self.post_message(self.Loaded(None, str(error)))
+        except Exception as error:  # StoreError: an unreadable store or row
+            self.post_message(self.Loaded(None, failure_words(error)))
 
     @on(Loaded)
     async def _loaded(self, message: Loaded) -> None:

@@ -20,9 +20,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Markdown, Static, TabbedContent, TabPane
 
 from ...engine.replies import js_number
-from ...errors import InputError
 from ...history import RunHistory, StoredRun
 from ...session.compare import RunComparison, compare_runs
+from ...session.run_failure import failure_words
 from ...store import CommunityStore
 from ..safe_text import clean, one_line
 from ..stored_runs import scope_text, started_text
@@ -139,8 +139,8 @@ class CompareScreen(TabbedScreen):
         try:
             history = RunHistory(self.history)
             runs = (history.load(self.run_ids[0]), history.load(self.run_ids[1]))
-        except InputError as error:
-            self.post_message(self.Loaded(None, None, str(error)))
+        except Exception as error:
+            self.post_message(self.Loaded(None, None, failure_words(error)))
             return
         self.post_message(self.Loaded(runs, open_run_store(runs[0], self.app_store), None))
 

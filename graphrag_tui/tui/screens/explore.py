@@ -24,8 +24,8 @@ from textual.widgets import Input, OptionList, ProgressBar, Static, Tree
 from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode as TreeItem
 
-from ...errors import InputError
 from ...session.explore import ExploreSession
+from ...session.run_failure import failure_words
 from ...store.explore import SORT_KEYS, Hierarchy, Kind, SortKey, TreeNode
 from ...store.search_index import SearchHit, SearchResults
 from ..messages import OpenCommunity, OpenRecord
@@ -194,8 +194,8 @@ class ExploreScreen(Screen):
     def _read_hierarchy(self) -> None:
         try:
             self.post_message(self.HierarchyRead(self.explore.hierarchy(), None))
-        except InputError as error:
-            self.post_message(self.HierarchyRead(None, str(error)))
+        except Exception as error:
+            self.post_message(self.HierarchyRead(None, failure_words(error)))
 
     @on(HierarchyRead)
     def _hierarchy_read(self, message: HierarchyRead) -> None:
@@ -371,13 +371,13 @@ class ExploreScreen(Screen):
                     self.post_message(self.IndexBuilt(None))
                     if not built:
                         return
-        except InputError as error:
-            self.post_message(self.IndexBuilt(str(error)))
+        except Exception as error:
+            self.post_message(self.IndexBuilt(failure_words(error)))
             return
         try:
             self.post_message(self.Searched(query, search.search(query), None))
-        except InputError as error:
-            self.post_message(self.Searched(query, None, str(error)))
+        except Exception as error:
+            self.post_message(self.Searched(query, None, failure_words(error)))
 
     @on(IndexBuilding)
     def _index_building(self, message: IndexBuilding) -> None:

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from ...errors import InputError
+from ...session.run_failure import failure_words
 from ...store import CommunityRef, GoToMatch
 from ..safe_text import one_line
 from .input_dialog import InputDialog
@@ -101,8 +101,8 @@ class GoToCommunityScreen(InputDialog[str]):
             community_id = self.resolve(text)
             matches = self.search(text) if community_id is None and self.search is not None else None
             self.post_message(self.Resolved(text, community_id, None, matches))
-        except InputError as error:  # a bad row in the store
-            self.post_message(self.Resolved(text, None, str(error)))
+        except Exception as error:  # a bad row in the store
+            self.post_message(self.Resolved(text, None, failure_words(error)))
 
     @on(Resolved)
     async def _resolved(self, message: Resolved) -> None:

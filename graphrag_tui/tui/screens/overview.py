@@ -21,8 +21,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ...engine import Level, SearchOptions
-from ...errors import InputError
 from ...session.explore import ExploreSession
+from ...session.run_failure import failure_words
 from ...store.explore import Overview
 from ..safe_text import one_line
 from ..widgets.footer import KeyFooter
@@ -90,16 +90,16 @@ class OverviewScreen(Screen):
     def _read(self) -> None:
         try:
             self.post_message(self.Read(self.explore.overview(), None))
-        except InputError as error:
-            self.post_message(self.Read(None, str(error)))
+        except Exception as error:
+            self.post_message(self.Read(None, failure_words(error)))
             return
         for level in self.levels:
             if not self.is_attached:
                 return
             try:
                 self.post_message(self.Planned(level, self.explore.map_batches(level, self.options), None))
-            except InputError as error:
-                self.post_message(self.Planned(level, None, str(error)))
+            except Exception as error:
+                self.post_message(self.Planned(level, None, failure_words(error)))
 
     @on(Read)
     def _read_done(self, message: Read) -> None:

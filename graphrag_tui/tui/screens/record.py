@@ -21,8 +21,8 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...errors import InputError
 from ...session.explore import ExploreSession, Found
+from ...session.run_failure import failure_words
 from ...store.explore import ChunkView, ClaimRef, EntityDetail, Kind, MembersView, members_view
 from ..messages import OpenCommunity, OpenRecord
 from ..provenance_text import claim_line
@@ -76,8 +76,8 @@ class RecordScreen(Screen):
             view = (members_view(self.explore.store, self.record_id) if self.kind == "members"
                     else self.explore.view(Found(self.kind, self.record_id)))
             self.post_message(self.Loaded(view, None))  # type: ignore[arg-type]
-        except InputError as error:
-            self.post_message(self.Loaded(None, str(error)))
+        except Exception as error:
+            self.post_message(self.Loaded(None, failure_words(error)))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:

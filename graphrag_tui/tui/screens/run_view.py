@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
+from ...session.run_failure import failure_words
 from ...store import CommunityStore
 from ...store.location import PostgresLocation, display_location, parse_location
 from ...store.opening import open_store
@@ -162,8 +163,8 @@ class RunViewScreen(TabbedScreen):
     def _read(self) -> None:
         try:
             stored = RunHistory(self.history).load(self.run_id)
-        except InputError as error:
-            self.post_message(self.Loaded(None, None, str(error)))
+        except Exception as error:
+            self.post_message(self.Loaded(None, None, failure_words(error)))
             return
         self.post_message(self.Loaded(stored, open_run_store(stored, self.app_store), None))
 
@@ -235,11 +236,11 @@ class RunViewScreen(TabbedScreen):
     def _read_prompt(self, batch: BatchResult) -> None:
         try:
             recorded = RunHistory(self.history).map_prompts(self.run_id, [batch.index]).get(batch.index)
-        except InputError as error:
-            self.post_message(self.PromptRead(batch, None, str(error)))
+            messages = json.loads(recorded) if recorded is not None else None
+            prompt = prompt_text(tuple(ChatMessage.model_validate(m) for m in messages)) if messages else None
+        except Exception as error:
+            self.post_message(self.PromptRead(batch, None, failure_words(error)))
             return
-        messages = json.loads(recorded) if recorded is not None else None
-        prompt = prompt_text(tuple(ChatMessage.model_validate(m) for m in messages)) if messages else None
         self.post_message(self.PromptRead(batch, prompt, None))
 
     @on(PromptRead)

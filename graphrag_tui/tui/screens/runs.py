@@ -19,8 +19,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, RunSummary
+from ...session.run_failure import failure_words
 from ..safe_text import one_line
 from ..stored_runs import duration_s, duration_text, scope_text, started_text, tokens_text
 from ..widgets.footer import KeyFooter
@@ -119,8 +119,8 @@ class RunsScreen(Screen[None]):
             history = RunHistory(self.history)
             runs = history.list_runs(limit=SHOWN_RUNS + 1, text=text or None)
             succeeded = history.succeeded_batches([r.run_id for r in runs[:SHOWN_RUNS]])
-        except InputError as error:
-            self.post_message(self.Listed([], {}, str(error), request))
+        except Exception as error:
+            self.post_message(self.Listed([], {}, failure_words(error), request))
             return
         self.post_message(self.Listed(runs, succeeded, None, request))
 

@@ -49,6 +49,8 @@ def export_paths(path: Path) -> tuple[Path, Path]:
     """`x.json`, `x.md` or `x` -> (`x.json`, `x.md`). Any other suffix is kept as part of
     the name (`run.v2` -> `run.v2.json`, `run.v2.md`)."""
     path = user_path(path, "the export's name")
+    if path.name in ("", ".", ".."):  # ".", "/", "": a folder, no name to add .json to
+        raise InputError(f"Cannot export: {str(path)!r} names a folder, not a file")
     if path.suffix.lower() in (".json", ".md"):
         base = path.with_suffix("")
     else:

@@ -172,6 +172,8 @@ async def test_export_bad_names_are_one_line_in_the_dialog_and_the_run_stays(sto
                 (str(tmp_path / "taken"), f"Cannot export: {tmp_path / 'taken.json'} is a folder"),
                 (str(tmp_path / "pipe"), f"Cannot export: {tmp_path / 'pipe.json'} is not a regular file"),
                 ("~nosuchuser/run", "the export's name: ~nosuchuser is no user's home directory"),
+                (".", "Cannot export: '.' names a folder, not a file"),  # the app used to crash on these two
+                ("/", "Cannot export: '/' names a folder, not a file"),
             ]
             await open_export(pilot, cases[0][0])
             for typed, message in cases:

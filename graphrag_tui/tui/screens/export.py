@@ -48,10 +48,10 @@ class ExportScreen(InputDialog[Path]):
             return None
         try:
             path = user_path(text, "the export's name")
-        except InputError as error:  # ~name of no user, a NUL
+            json_path, _ = export_paths(path)
+        except InputError as error:  # ~name of no user, a NUL, a folder ("." or "/")
             self.show_error(str(error))
             return None
-        json_path, _ = export_paths(path)
         try:
             folder_exists = json_path.parent.is_dir()
         except OSError as error:  # e.g. a folder name too long

@@ -274,7 +274,9 @@ def test_rerun_on_another_model_records_which_model_answered_each_batch(store: P
     assert parent.code == 0, parent.stderr
     failed_index = next(i for i, b in enumerate(parent.json["batches"]) if b["status"] == "failed")
     with ScriptedChatServer(Server()) as other:
-        child = cli(history, "rerun", parent.json["run_id"], "--base-url", other.base_url, "--model", "m2", "--json",
+        # user:password in a base URL is never sent (the key is), nor recorded
+        with_password = other.base_url.replace("http://", "http://gateway:url-secret@")
+        child = cli(history, "rerun", parent.json["run_id"], "--base-url", with_password, "--model", "m2", "--json",
                     env=clean_env(GATEWAY_KEY="sk-child-secret"))
     assert child.code == 0, child.stderr
     assert {r.json["model"] for r in other.chat_requests()} == {"m2"}
@@ -289,7 +291,7 @@ def test_rerun_on_another_model_records_which_model_answered_each_batch(store: P
         "response_format": "json_object", "max_response_bytes": 8388608, "local_llm": False,
         "requests_per_minute": None, "tokens_per_minute": None, "max_rate_wait": 300.0, "temperature": None,
         "top_p": None, "model_seed": None, "reasoning_effort": None, "max_tokens_field": "auto", "api_key_header": None}
-    assert settings[child.json["run_id"]]["model"] == "m2"
+    assert (settings[child.json["run_id"]]["model"], settings[child.json["run_id"]]["base_url"]) == ("m2", other.base_url)
     assert settings[child.json["run_id"]]["api_key_env"] == "GATEWAY_KEY"
     for file in history.parent.iterdir():  # the history, its WAL and its index
         assert b"secret" not in file.read_bytes()

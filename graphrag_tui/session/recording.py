@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import ChatModel, SearchResult
+from ..errors import InputError
 from ..history import RunMetadata, StoredRun
 from ..models.factory import ModelSettings
+from ..models.openai_http import parse_base_url
 from ..store.location import StoreLocation, store_identity
+from ..url_mask import mask_urls
 
 #: The settings a run records: how to reach the model again. The key itself never.
 RECORDED_SETTINGS = (
@@ -25,7 +28,13 @@ UNRECORDED_SETTINGS = ("headers", "extra_body")
 
 
 def recorded_settings(settings: ModelSettings) -> dict[str, Any]:
-    return {"kind": settings.kind, **settings.model_dump(include=set(RECORDED_SETTINGS))}
+    recorded = {"kind": settings.kind, **settings.model_dump(include=set(RECORDED_SETTINGS))}
+    if isinstance(recorded["base_url"], str):  # as sent: without a user:password, which is never sent
+        try:
+            recorded["base_url"] = str(parse_base_url(recorded["base_url"]))
+        except InputError:  # (a URL no run can use)
+            recorded["base_url"] = mask_urls(recorded["base_url"])
+    return recorded
 
 
 def settings_from_record(recorded: dict[str, Any]) -> ModelSettings:

@@ -91,6 +91,9 @@ def test_the_same_settings_from_the_config_file_and_the_environment_flags_winnin
         (["--extra-body", "[1]"], "--extra-body must be a JSON object, got [1]"),
         (["--extra-body", "{"], "--extra-body must be a JSON object"),
         (["--extra-body", '{"messages": []}'], "--extra-body cannot set 'messages': the client sets it"),
+        # these two passed, then failed every request as an internal error
+        (["--extra-body", '{"a": "\\ud800"}'], "--extra-body holds text that is not valid Unicode (a lone surrogate)"),
+        (["--extra-body", '{"a": ' + "[" * 975 + "]" * 975 + "}"], "--extra-body is nested deeper than 64 levels"),
         (["--api-key-header", "a b"], "--api-key-header must be a header name (letters, digits and "
                                       "!#$%&'*+-.^_`|~), got 'a b'"),
     ],

@@ -227,11 +227,33 @@ def check_extra_body(body: Any, label: str) -> dict[str, Any]:
     owned = sorted(OWN_BODY_FIELDS & set(body))
     if owned:
         raise InputError(f"{label} cannot set {owned[0]!r}: the client sets it")
+    if _depth(body) > MAX_EXTRA_BODY_DEPTH:  # the request is encoded deeper still, in the run's worker
+        raise InputError(f"{label} is nested deeper than {MAX_EXTRA_BODY_DEPTH} levels")
     try:
-        json.dumps(body, allow_nan=False)
+        json.dumps(body, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{label} holds text that is not valid Unicode (a lone surrogate)") from None
     except (TypeError, ValueError):
         raise InputError(f"{label} must hold JSON values only (no NaN or infinity)") from None
     return dict(body)
+
+
+#: How deep extra body fields may nest (JSON's own encoder stops near 1,000).
+MAX_EXTRA_BODY_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and tables nest in `value` (without recursion)."""
+    deepest, level = 0, [value]
+    while level:
+        containers = [v for v in level if isinstance(v, (Mapping, list, tuple))]
+        if not containers:
+            break
+        deepest += 1
+        if deepest > MAX_EXTRA_BODY_DEPTH:
+            break
+        level = [item for c in containers for item in (c.values() if isinstance(c, Mapping) else c)]
+    return deepest
 
 
 def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:

@@ -116,7 +116,7 @@ def _checked_by(check: Callable[[Any, str], Any]) -> Callable[[Any], Any]:
         try:
             return check(value, _SETTING)
         except InputError as error:
-            raise ValueError(str(error).removeprefix(f"{_SETTING} ")) from None
+            raise ValueError(str(error)) from None
 
     return validate
 
@@ -426,5 +426,6 @@ def _one_line(error: ValidationError, source: Source) -> InputError:
                           f"0 or more, got {shown(details['input'])}")
     if details["type"] == "extra_forbidden":
         return InputError(f"{source.where}unknown key {rest[0]!r} in [{section}]")
-    reason = details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"]
-    return InputError(f"{source.label(section, rest[0])} {reason}")
+    reason = str(details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"])
+    label = source.label(section, rest[0])
+    return InputError(reason.replace(_SETTING, label, 1) if reason.startswith(_SETTING) else f"{label} {reason}")

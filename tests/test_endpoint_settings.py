@@ -116,6 +116,10 @@ def test_a_bad_request_setting_is_exit_2_in_one_line_before_any_request(
         ("[model]\nextra_body = 3\n", "[model] extra_body must be a table (a JSON object) of body fields"),
         ("[model]\nmax_tokens_field = \"tokens\"\n",
          "[model] max_tokens_field must be one of auto, max_tokens, max_completion_tokens, got 'tokens'"),
+        # a check whose message puts a colon after the setting's name (it showed a stray ␀ there)
+        ("[model.headers]\nX-A = \"a\\r\\nb\"\n", "[model] headers: header X-A must be printable ASCII text on one line"),
+        ("[model.headers]\n\"Bad Name\" = \"x\"\n", "[model] headers: a header name must be a header name (letters, "
+         "digits and !#$%&'*+-.^_`|~), got 'Bad Name'"),
     ],
 )
 def test_a_bad_setting_in_the_config_file_names_its_key(store: Path, tmp_path: Path, text: str, message: str) -> None:
@@ -129,6 +133,9 @@ def test_a_bad_setting_in_the_config_file_names_its_key(store: Path, tmp_path: P
 def test_a_bad_headers_variable_names_the_variable(store: Path) -> None:
     run = run_cli("plan", str(store), QUESTION, env=clean_env(GRAPHRAG_TUI_HEADERS="[1]"))
     assert (run.code, run.stderr) == (2, "graphrag-tui: error: GRAPHRAG_TUI_HEADERS must be a JSON object, got [1]\n")
+    run = run_cli("plan", str(store), QUESTION, env=clean_env(GRAPHRAG_TUI_HEADERS='{"Bad Name": "x"}'))
+    assert (run.code, run.stderr) == (2, "graphrag-tui: error: GRAPHRAG_TUI_HEADERS: a header name must be a header "
+                                         "name (letters, digits and !#$%&'*+-.^_`|~), got 'Bad Name'\n")
 
 
 # -- Azure and the key header ---------------------------------------------------------------

@@ -473,6 +473,9 @@ def damaged_result() -> str:
                  id="escape-in-parent"),
     pytest.param("UPDATE runs SET status = 'done' || char(8238)", [("runs",), ("runs", "show", "{id}")],
                  id="unknown-status"),
+    # `runs list --json` printed NaN and Infinity, which JSON does not have
+    pytest.param("UPDATE runs SET usage_total = '{\"prompt_tokens\": NaN, \"cost\": Infinity}'",
+                 [("runs", "--json"), ("runs", "show", "{id}", "--json")], id="nan-usage"),
 ])
 def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
     store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]
@@ -492,6 +495,23 @@ def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
             assert done.stderr.startswith("graphrag-tui: error: ") and done.stderr.count("\n") == 1, done.stderr
             assert "internal error" not in done.stderr
         assert len(server.chat_requests()) == 9  # the run's own: nothing was sent again
+
+
+def test_a_password_written_into_a_recorded_store_url_is_never_shown(store: Path, history: Path) -> None:
+    """The history records a database's URL masked; a file written otherwise (edited, or
+    by another program) is masked as it is read, in every form."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET store_path = 'postgresql://bob:SECRETDB6@127.0.0.1:1/rag'")
+    db.commit()
+    db.close()
+    masked = "postgresql://bob:***@127.0.0.1:1/rag"
+    assert cli(history, "runs", "--json").json["runs"][0]["store"] == masked
+    for args in (("runs",), ("runs", "show", run.json["run_id"]), ("runs", "--json")):
+        shown = cli(history, *args)
+        assert shown.code == 0 and "SECRETDB6" not in shown.stdout + shown.stderr
 
 
 def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
 from ..safe_text import one_line
+from ..url_mask import mask_urls
 from .database import HistoryError, connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
@@ -88,9 +89,14 @@ def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     if status == "running" and not is_alive(owner):
         status = "interrupted"
     return RunSummary(
-        run_id, parent, started, finished, question, store, namespace, _level(level), model, status,
-        batch_count, failed, json.loads(usage) if usage else None,
+        # a recorded URL is masked as it is recorded; one written otherwise is masked here
+        run_id, parent, started, finished, question, mask_urls(store), namespace, _level(level), model, status,
+        batch_count, failed, json.loads(usage, parse_constant=_not_json) if usage else None,
     )
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"a recorded usage holds {constant}, which JSON does not have")
 
 
 def _level(text: str) -> str | int:

@@ -980,10 +980,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
     from .export import write_export
-    from .store.location import parse_location, store_files
+    from .session.recording import recorded_store
+    from .store.location import store_files
     from .store.opening import open_store
 
-    store_location = parse_location(stored.summary.store)
+    store_location = recorded_store(stored)
     with open_store(store_location) as store:
         inputs = [*store_files(store_location), history.path,
                   *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
@@ -1006,16 +1007,16 @@ def cmd_continue(args: argparse.Namespace) -> int:
     """`rerun` (a child run) and `resume` (the same run) of a recorded run."""
     from .session.continuation import model_settings_for, prepare_rerun, prepare_resume
     from .session.options import parse_max_cost
-    from .store.location import parse_location
+    from .session.recording import recorded_store
     from .store.opening import open_store
 
     resolver = settings_resolver(args)
     history = resolver.history(vars(args)).path
     max_cost = parse_max_cost(args.max_cost)
     stored = RunHistory(history).load(args.run)
-    settings = model_settings_for(stored, vars(args), configured=resolver.defaults.model)
+    settings = model_settings_for(stored, vars(args), configured=resolver.model_defaults())
     environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
-    with open_store(parse_location(stored.summary.store)) as store:  # open while it goes: dynamic selection plans
+    with open_store(recorded_store(stored)) as store:  # open while it goes: dynamic selection plans
         if args.command == "rerun":
             run = prepare_rerun(stored, store, history=history, mode=args.mode or "failed", replan=args.replan,
                                 on_warning=_warn)

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: a throwaway PostgreSQL cluster and its databases.
+"""Fixtures shared by every test: a throwaway PostgreSQL cluster and its databases; the user
+data folder.
 
 `postgres_cluster` starts one cluster for the whole session (tests/postgres_cluster.py) and
 stops it at the end. Where no cluster can start (PostgreSQL or psycopg missing), the tests
@@ -17,9 +18,15 @@ from typing import Any
 
 import pytest
 
+from tests.cli_runner import TEST_DATA_HOME
 from tests.postgres_cluster import ClusterUnavailable, PostgresCluster, start_cluster
 
 _database_numbers = itertools.count(1)
+
+# The user data folder of the code the tests run in this process, as of the commands they run
+# (cli_runner.clean_env): the run history's seal key (history/seal.py) is the same in both, and
+# never the developer's own.
+os.environ["XDG_DATA_HOME"] = TEST_DATA_HOME
 
 
 def _unavailable(reason: str) -> None:

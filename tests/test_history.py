@@ -22,6 +22,7 @@ from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult
 from graphrag_tui.engine.ports import ChatRequest
 from graphrag_tui.engine.prompts import map_skeleton
 from graphrag_tui.engine.tokens import estimate_tokens
+from graphrag_tui.errors import InputError
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
@@ -71,7 +72,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -314,14 +315,22 @@ def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:
 
 
 def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path) -> None:
+    from graphrag_tui.history.seal import seal, seal_key
+
     path = old_file(tmp_path / "history.db")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE runs SET model_settings = ?", (json.dumps(
+    RunHistory(path).list_runs()  # migrated: it has the seal's column
+    settings = json.dumps(
         {"kind": "http", "base_url": "http://h:1/v1", "model": "m1", "api_key_env": "MY_KEY", "timeout": 30.0,
-         "response_format": "json_schema", "max_response_bytes": 1000, "local_llm": False}),))
+         "response_format": "json_schema", "max_response_bytes": 1000, "local_llm": False})
+    db = sqlite3.connect(path)
+    (store,) = db.execute("SELECT store_path FROM runs WHERE run_id = 'aaaaaaaa0001'").fetchone()
+    key = seal_key(create=True)
+    assert key is not None
+    db.execute("UPDATE runs SET model_settings = ?, seal = ?", (settings, seal(key, "aaaaaaaa0001", store, settings)))
     db.commit()
     db.close()
     stored = RunHistory(path).load("aaaaaaaa0001")
+    assert stored.sealed
     recorded = model_settings_for(stored)
     assert (recorded.kind, recorded.base_url, recorded.model, recorded.api_key_env, recorded.timeout,
             recorded.response_format) == ("http", "http://h:1/v1", "m1", "MY_KEY", 30.0, "json_schema")
@@ -330,9 +339,33 @@ def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path)
         "http://h:1/v1", "m2", "MY_KEY", "json_schema")
 
 
+def test_a_run_this_user_did_not_record_is_rerun_only_on_the_model_given(tmp_path: Path) -> None:
+    """A history from elsewhere (or an edited row) names any endpoint and any variable: a
+    re-run without model flags would send the user's secret there. Its recorded endpoint is
+    not used at all, not even under a flag that leaves the base URL out."""
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET model_settings = ?", (json.dumps(
+        {"kind": "http", "base_url": "http://collector.example:1/v1", "model": "m1",
+         "api_key_env": "AWS_SECRET_ACCESS_KEY"}),))
+    db.commit()
+    db.close()
+    stored = RunHistory(path).load("aaaaaaaa0001")
+    assert not stored.sealed
+    with pytest.raises(InputError) as refused:
+        model_settings_for(stored)
+    assert str(refused.value) == (
+        "run aaaaaaaa0001 was not recorded by this user's graphrag-tui (a history from elsewhere, an edited row, or "
+        "a run recorded before version 8): its endpoint and key variable are not used; give the model (--base-url, "
+        "--model, --api-key-env, or --local-llm)")
+    given = model_settings_for(stored, {"model": "m2", "base_url": None, "local_llm": False})
+    assert (given.base_url, given.model, given.api_key_env) == (None, "m2", None)
+    configured = model_settings_for(stored, {"model": "m2"}, configured={"base_url": "http://mine:2/v1", "headers": None})
+    assert (configured.base_url, configured.model) == ("http://mine:2/v1", "m2")  # the user's own, as for a new run
+
+
 def test_the_resolver_says_where_runs_are_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from graphrag_tui.config import UserDefaults
-    from graphrag_tui.errors import InputError
     from graphrag_tui.session import SettingsResolver
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
@@ -596,6 +629,7 @@ def as_version_4(history: Path, result: SearchResult) -> None:
                (packed(unpack_text(contents)), packed(unpack_text(map_prompt)),
                 json.dumps({**whole(plan["batches"]), **whole(plan["parts"])}), json.dumps(fields)))
     db.execute("ALTER TABLE runs DROP COLUMN selection")  # version 7's
+    db.execute("ALTER TABLE runs DROP COLUMN seal")  # version 8's
     db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()
@@ -624,7 +658,7 @@ def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> Non
     as_version_4(history, result)
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     db.close()
 
 
@@ -650,6 +684,7 @@ def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_
 
     db.execute("UPDATE runs SET plan = ?, result = ?", (unpack_text(plan), unpack_text(summary)))
     db.execute("ALTER TABLE runs DROP COLUMN selection")
+    db.execute("ALTER TABLE runs DROP COLUMN seal")
     db.execute("PRAGMA user_version = 5")
     db.commit()
     db.close()
@@ -658,7 +693,7 @@ def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_
     assert RunHistory(history).map_prompts(run.run_id, [299]) == {  # type: ignore[arg-type]
         299: messages_json(QUESTION, run.plan.batches[299].content)}  # type: ignore[union-attr]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     db.close()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import signal
 import socket
 import sqlite3
@@ -295,6 +296,61 @@ def test_rerun_on_another_model_records_which_model_answered_each_batch(store: P
     assert settings[child.json["run_id"]]["api_key_env"] == "GATEWAY_KEY"
     for file in history.parent.iterdir():  # the history, its WAL and its index
         assert b"secret" not in file.read_bytes()
+
+
+def test_a_run_from_another_users_history_sends_nothing_to_its_recorded_endpoint(
+        store: Path, history: Path, tmp_path: Path) -> None:
+    """A history from elsewhere names any endpoint and any variable: `rerun` without model
+    flags would send the user's secret there. Its seal (another user's key, or an edited
+    row) does not match: one line, exit 2, nothing sent; with the model's flags it re-runs
+    there, with the user's key."""
+    with ScriptedChatServer(Server(fail={"ns/3"})) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        run_id, sent = parent.json["run_id"], len(server.chat_requests())
+        edited = tmp_path / "edited" / "history.db"
+        edited.parent.mkdir()
+        sqlite3.connect(history).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
+        shutil.copy(history, edited)
+        db = sqlite3.connect(edited)
+        db.execute("UPDATE runs SET model_settings = json_set(model_settings, '$.api_key_env', 'AWS_SECRET_ACCESS_KEY')")
+        db.commit()
+        db.close()
+        elsewhere = tmp_path / "another-user"  # another user's data folder: another key
+        for file, env in ((edited, clean_env(AWS_SECRET_ACCESS_KEY="aws-secret")),
+                          (history, clean_env(XDG_DATA_HOME=str(elsewhere), OPENAI_API_KEY="sk-secret"))):
+            refused = run_cli("rerun", run_id, "--history", str(file), env=env)
+            assert (refused.code, refused.stdout) == (2, "")
+            assert refused.stderr == (
+                f"graphrag-tui: error: run {run_id} was not recorded by this user's graphrag-tui (a history from "
+                "elsewhere, an edited row, or a run recorded before version 8): its endpoint and key variable are "
+                "not used; give the model (--base-url, --model, --api-key-env, or --local-llm)\n")
+        assert len(server.chat_requests()) == sent  # the run's own only
+        with ScriptedChatServer(Server()) as mine:
+            given = run_cli("rerun", run_id, "--history", str(edited), "--base-url", mine.base_url, "--model", "m2",
+                            "--api-key-env", "MY_KEY", "--json", env=clean_env(MY_KEY="sk-mine", AWS_SECRET_ACCESS_KEY="x"))
+            assert given.code == 0, given.stderr
+            assert {r.headers["authorization"] for r in mine.chat_requests()} == {"Bearer sk-mine"}
+        assert len(server.chat_requests()) == sent
+
+
+def test_a_database_url_this_user_did_not_record_is_not_opened(store: Path, history: Path, tmp_path: Path) -> None:
+    """libpq sends PGPASSWORD to whatever host a URL names: a recorded database is opened
+    (a re-run, an export) only when this user's graphrag-tui recorded it."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET store_path = 'postgresql://bob@collector.example:5432/rag'")
+    db.commit()
+    db.close()
+    line = (f"graphrag-tui: error: run {run.json['run_id']} was not recorded by this user's graphrag-tui (a history "
+            "from elsewhere, an edited row, or a run recorded before version 8): its database "
+            "postgresql://bob@collector.example:5432/rag is not opened\n")
+    for args in (("runs", "export", run.json["run_id"], str(tmp_path / "out")),
+                 ("rerun", run.json["run_id"], "--all", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")):
+        refused = cli(history, *args, env=clean_env(PGPASSWORD="pg-secret", PGCONNECT_TIMEOUT="1"))
+        assert (refused.code, refused.stdout, refused.stderr) == (2, "", line)
 
 
 def test_rerun_all_and_a_changed_store_is_refused_unless_replanned(store: Path, history: Path, tmp_path: Path) -> None:

@@ -11,23 +11,35 @@ from __future__ import annotations
 import json
 import os
 import socket
-from pathlib import Path
+
+
+def _read(path: str) -> str | None:
+    """A small /proc file (os.open: a run reads two as it starts, and pathlib's read costs
+    it a tenth of a millisecond more)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(descriptor, 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
 def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
+    found = _read("/proc/sys/kernel/random/boot_id")
+    return None if found is None else found.strip()
 
 
 def _start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
         return None
-    return stat.rpartition(")")[2].split()[19]
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
 
 
 def this_process() -> str:

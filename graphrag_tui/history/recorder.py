@@ -53,6 +53,7 @@ from .formats import (
 )
 from .ids import new_run_id
 from .owner import is_alive, this_process
+from .seal import seal, seal_key
 from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
@@ -203,21 +204,22 @@ class RunRecorder:
         connection: sqlite3.Connection, plan: SearchPlan, packed: tuple[str | bytes, ...] | None,
         metadata: RunMetadata, started_at: str, selection: str | None,
     ) -> str:
+        settings, key = json.dumps(dict(metadata.model_settings)), seal_key(create=True)
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
             run_id = new_run_id()
             try:
                 connection.execute(
                     "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
                     "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
-                    "summary_count, batch_count, owner, prompts, selection, plan, contents, map_prompt) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "summary_count, batch_count, owner, prompts, selection, plan, contents, map_prompt, seal) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
-                        plan.seed, int(plan.seed is not None), plan.options.model_dump_json(),
-                        json.dumps(dict(metadata.model_settings)), metadata.model_name, plan.summary_count,
-                        len(plan.batches), this_process(), plan.prompts.model_dump_json(), selection,
-                        *(packed or (None, None, None)),
+                        plan.seed, int(plan.seed is not None), plan.options.model_dump_json(), settings,
+                        metadata.model_name, plan.summary_count, len(plan.batches), this_process(),
+                        plan.prompts.model_dump_json(), selection, *(packed or (None, None, None)),
+                        None if key is None else seal(key, run_id, metadata.store_path, settings),
                     ),
                 )
                 return run_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 #: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
 #: objects and zlib streams; version 5 wrote the plan and the result's summary as plain JSON
 #: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -94,5 +94,10 @@ CREATE TABLE batch_records (
     # planned the level's communities and refused them as a changed store.
     6: """
 ALTER TABLE runs ADD COLUMN selection TEXT;
+""",
+    # The run's seal (seal.py): its id, store and model settings under this user's key. NULL
+    # (a run recorded before) is not trusted: re-run only on a model given on the command line.
+    7: """
+ALTER TABLE runs ADD COLUMN seal TEXT;
 """,
 }

@@ -21,6 +21,7 @@ from .formats import (
     result_from_summary,
 )
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
+from .seal import is_sealed
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class StoredRun:
     prompts: Prompts = DEFAULT_PROMPTS
     #: How it chose its communities (None: the level's, or recorded before version 7).
     selection: RecordedSelection | None = None
+    #: Whether this user's graphrag-tui recorded its store and model settings (seal.py): only
+    #: then are they used to send anything or to open a database.
+    sealed: bool = False
 
     @property
     def run_id(self) -> str:
@@ -70,12 +74,12 @@ class StoredRun:
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, contents, result, prompts, selection FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        "summary_count, plan, contents, result, prompts, selection, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
     (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
-     result_text, prompts_text, selection_text) = row[14:]
+     result_text, prompts_text, selection_text, recorded_seal) = row[14:]
     if not all(v is None or type(v) is int for v in (store_size, store_mtime_ns, seed, summary_count)):
         raise TypeError(f"run {run_id} has a store size, time, seed or count that is not a whole number")
     options = SearchOptions.model_validate_json(options_text)
@@ -110,8 +114,9 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     settings = json.loads(settings_text)
     if not isinstance(settings, dict):
         raise TypeError(f"run {run_id}'s recorded model settings are not an object")
+    sealed = is_sealed(run_id, row[5], settings_text, recorded_seal)  # (row[5]: the store as recorded, unmasked)
     return StoredRun(summary, result, batches, store_size, store_mtime_ns, seed, bool(shuffle), options,
-                     settings, prompts, selection)
+                     settings, prompts, selection, sealed)
 
 
 def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, BatchRecord]:

@@ -130,7 +130,17 @@ def model_settings_for(
     """The recorded endpoint (kind, base URL, model, response format, the key's variable,
     rate limits, request fields), or the given model flags over it: `--model Y` keeps the
     recorded base URL. What is never recorded (extra headers and body fields: they may hold
-    a credential) comes from `configured`, the user's [model] settings, as for a new run."""
+    a credential) comes from `configured`, the user's [model] settings, as for a new run. A
+    run this user's graphrag-tui did not record (history/seal.py) runs on the flags over
+    `configured`, as a new run does, and needs a model flag."""
+    given = {k: v for k, v in (flags or {}).items() if k in MODEL_KEYS and v not in (None, False)}
+    if not stored.sealed:  # its endpoint and key variable may be anyone's: only the flags are used
+        if not given:
+            raise InputError(
+                f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from elsewhere, an "
+                "edited row, or a run recorded before version 8): its endpoint and key variable are not used; give "
+                "the model (--base-url, --model, --api-key-env, or --local-llm)")
+        return resolve_model_settings(given, {k: v for k, v in (configured or {}).items() if v is not None})
     try:
         recorded = settings_from_record(stored.model_settings)
     except ValueError as error:  # pydantic's ValidationError: an edited or damaged record
@@ -141,7 +151,6 @@ def model_settings_for(
         recorded = recorded.model_copy(update=tables)
     if recorded.kind == "local":
         recorded = recorded.model_copy(update={"local_slots": stored.options.concurrency})
-    given = {k: v for k, v in (flags or {}).items() if k in MODEL_KEYS and v not in (None, False)}
     if not given:
         return recorded
     defaults = recorded.model_dump(exclude={"local_llm", "local_slots"}, exclude_none=True)

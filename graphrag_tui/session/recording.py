@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..history import RunMetadata, StoredRun
 from ..models.factory import ModelSettings
 from ..models.openai_http import parse_base_url
-from ..store.location import StoreLocation, store_identity
+from ..store.location import PostgresLocation, StoreLocation, parse_location, store_identity
 from ..url_mask import mask_urls
 
 #: The settings a run records: how to reach the model again. The key itself never.
@@ -35,6 +35,17 @@ def recorded_settings(settings: ModelSettings) -> dict[str, Any]:
         except InputError:  # (a URL no run can use)
             recorded["base_url"] = mask_urls(recorded["base_url"])
     return recorded
+
+
+def recorded_store(stored: StoredRun) -> StoreLocation:
+    """Where a recorded run's store is. A database only when this user's graphrag-tui
+    recorded it (history/seal.py): libpq would send it the user's password."""
+    location = parse_location(stored.summary.store)
+    if isinstance(location, PostgresLocation) and not stored.sealed:
+        raise InputError(f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from "
+                         f"elsewhere, an edited row, or a run recorded before version 8): its database {location} "
+                         "is not opened")
+    return location
 
 
 def settings_from_record(recorded: dict[str, Any]) -> ModelSettings:

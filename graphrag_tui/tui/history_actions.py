@@ -156,8 +156,10 @@ class RunHistoryActions:
             return
         if not self._can_continue(stored, "rerun it"):
             return
-        recorded = self.recorded_model(stored)
-        choices = [(Text("The run's model: " + one_line(_settings_words(recorded, stored))), RECORDED)]
+        # a run this user's graphrag-tui did not record: its endpoint may be anyone's (history/seal.py)
+        recorded = self.recorded_model(stored) if stored.sealed else None
+        choices = [] if recorded is None else [
+            (Text("The run's model: " + one_line(_settings_words(recorded, stored))), RECORDED)]
         choices += self.model_choices()
         question = (f"Re-run {len(again)} of the {len(stored.batches)} batches of run {stored.run_id} "
                     f"(the failed and unfinished ones, with the prompts they were sent); the "
@@ -166,7 +168,8 @@ class RunHistoryActions:
         def chosen(choice: str | None) -> None:
             if choice is None:
                 return
-            settings = recorded if choice == RECORDED else self.model_settings(choice, stored.options.concurrency)
+            settings = recorded if choice == RECORDED and recorded is not None \
+                else self.model_settings(choice, stored.options.concurrency)
             self._start_continuation(stored, "rerun", settings)
 
         self.push_screen(RerunScreen(question, choices), chosen)
@@ -180,6 +183,11 @@ class RunHistoryActions:
                         "resumed (f re-runs its failed batches).", severity="warning")
             return
         if not self._can_continue(stored, "resume it"):
+            return
+        if not stored.sealed:
+            self.notify(one_line(f"Run {stored.run_id} was not recorded by this user's graphrag-tui: its endpoint "
+                                 f"is not used. Resume it with `graphrag-tui resume {stored.run_id}` and the model's "
+                                 "flags."), title="Not resumed", severity="error", markup=False)
             return
         settings = self.recorded_model(stored)
         unfinished = sum(b.status == "pending" for b in stored.batches)

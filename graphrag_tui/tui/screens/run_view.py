@@ -23,9 +23,10 @@ from textual.widgets import Static, TabbedContent
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
+from ...session.recording import recorded_store
 from ...session.run_failure import failure_words
 from ...store import CommunityStore
-from ...store.location import PostgresLocation, display_location, parse_location
+from ...store.location import PostgresLocation, display_location
 from ...store.opening import open_store
 from ..messages import OpenBatch, OpenCommunity
 from ..run_state import RunState
@@ -57,7 +58,10 @@ class StoreAtHand:
 def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> StoreAtHand:
     """The run's store: the app's own when it is the same file, else opened now. Blocks:
     call it off the UI thread."""
-    location = parse_location(stored.summary.store)
+    try:
+        location = recorded_store(stored)
+    except InputError as error:  # a database this user's graphrag-tui did not record
+        return StoreAtHand(None, f"{one_line(str(error))}: communities cannot be opened.", False)
     if isinstance(location, PostgresLocation):
         return _database_store(location, app_store)
     path = location

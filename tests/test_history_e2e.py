@@ -86,8 +86,8 @@ def bodies(requests: list[Received]) -> dict[str, str]:
     return {community_of(r): json.dumps(r.json["messages"], ensure_ascii=False) for r in requests}
 
 
-def cli(history: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return run_cli(*args, "--history", str(history), env=env)
+def cli(history: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Any:
+    return run_cli(*args, "--history", str(history), env=env, timeout=timeout)
 
 
 def rows(history: Path, sql: str, *args: Any) -> list[Any]:
@@ -568,6 +568,30 @@ def test_a_password_written_into_a_recorded_store_url_is_never_shown(store: Path
     for args in (("runs",), ("runs", "show", run.json["run_id"]), ("runs", "--json")):
         shown = cli(history, *args)
         assert shown.code == 0 and "SECRETDB6" not in shown.stdout + shown.stderr
+
+
+ENDLESS = "(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c)"
+
+
+@pytest.mark.parametrize("schema", [
+    f"CREATE TRIGGER endless BEFORE INSERT ON runs BEGIN SELECT {ENDLESS}; END",
+    f"ALTER TABLE runs RENAME TO runs_real; CREATE VIEW runs AS SELECT * FROM runs_real WHERE {ENDLESS} > 0",
+], ids=["trigger", "view"])
+def test_a_history_with_views_or_triggers_is_refused_before_its_sql_runs(store: Path, history: Path, schema: str) -> None:
+    """Their SQL would run as the history is read or written: here, forever (the commands hung)."""
+    with ScriptedChatServer(Server()) as server:
+        first = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH)
+        assert first.code == 0, first.stderr
+        db = sqlite3.connect(history)
+        db.executescript(schema)
+        db.close()
+        refusal = f"run history {history} holds views or triggers, which graphrag-tui never makes: it is left as it is"
+        listed = cli(history, "runs", timeout=30)
+        assert (listed.code, listed.stdout, listed.stderr) == (2, "", f"graphrag-tui: error: {refusal}\n")
+        again = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                    "--json", timeout=30)
+    assert again.code == 0 and again.json["run_id"] is None and again.json["status"] == "completed"
+    assert again.stderr.splitlines()[0] == f"warning: {refusal}; this run is not recorded"
 
 
 def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:

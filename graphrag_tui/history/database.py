@@ -70,7 +70,11 @@ def connect(path: Path, *, create: bool = True, check_same_thread: bool = True) 
 
 def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     version = connection.execute("PRAGMA user_version").fetchone()[0]
-    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    schema = connection.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')").fetchall()
+    tables = {name for kind, name in schema if kind == "table"}
+    if len(tables) != len(schema):  # their SQL would run as the history is read or written: a query that never ends
+        raise HistoryError(f"run history {path} holds views or triggers, which graphrag-tui never makes: it is left "
+                           "as it is")
     if version > SCHEMA_VERSION:
         raise HistoryError(
             f"run history {path} was written by a newer graphrag-tui (version {version}; this one reads up to "

@@ -570,6 +570,34 @@ def test_a_password_written_into_a_recorded_store_url_is_never_shown(store: Path
         assert shown.code == 0 and "SECRETDB6" not in shown.stdout + shown.stderr
 
 
+def test_a_compressed_cell_that_would_unpack_past_100_times_its_size_is_refused(store: Path, history: Path) -> None:
+    """A 1 MB cell of deflated spaces unpacks to 1 GiB: `runs show` took 2 GB of memory and
+    more than 7 s before its one line. It stops at the limit now (256 MiB, the floor for a
+    cell this small)."""
+    import resource
+    import zlib
+
+    from graphrag_tui.history.texts import RAW_DEFLATE
+
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    bomb = RAW_DEFLATE + b"".join(compressor.compress(b" " * (1 << 26)) for _ in range(16)) + compressor.flush()
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET result = ?", (bomb,))
+    db.commit()
+    db.close()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    shown = cli(history, "runs", "show", run.json["run_id"])
+    assert (shown.code, shown.stdout) == (2, "")
+    assert shown.stderr == (f"graphrag-tui: error: run history {history}: run {run.json['run_id']} cannot be read: a "
+                            f"recorded text of {len(bomb)} bytes unpacks to more than {256 << 20} (over 100 times its "
+                            "size): graphrag-tui never writes one\n")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child so far
+    assert peak == before or peak < 600 * 1024
+
+
 ENDLESS = "(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c)"
 
 

@@ -29,11 +29,24 @@ def pack_utf8(data: bytes) -> str | bytes:
     return b"".join((RAW_DEFLATE, compressor.compress(data), compressor.flush()))
 
 
+#: A compressed text unpacks to at most this many times its size, or EXPANSION_FLOOR: texts
+#: compress some 3 to 10 times, and deflate reaches 1,000 (a 1 MB cell of a hostile file
+#: unpacked to 1 GiB and took 2 GB of memory). As import-graphrag bounds a Parquet table.
+MAX_EXPANSION = 100
+EXPANSION_FLOOR = 256 << 20
+
+
 def unpack_text(data: str | bytes) -> str:
+    """A stored text; ValueError for one that would unpack past its limit."""
     if isinstance(data, str):
         return data
+    limit = max(EXPANSION_FLOOR, MAX_EXPANSION * len(data))
     if data[:1] == RAW_DEFLATE:
-        unpacked = zlib.decompress(memoryview(data)[1:], -zlib.MAX_WBITS)
+        decompressor, packed = zlib.decompressobj(-zlib.MAX_WBITS), memoryview(data)[1:]
     else:  # a zlib stream (versions before 5)
-        unpacked = zlib.decompress(data)
+        decompressor, packed = zlib.decompressobj(), memoryview(data)
+    unpacked = decompressor.decompress(packed, limit)
+    if decompressor.unconsumed_tail or (len(unpacked) == limit and decompressor.decompress(b"", 1)):
+        raise ValueError(f"a recorded text of {len(data)} bytes unpacks to more than {limit} "
+                         f"(over {MAX_EXPANSION} times its size): graphrag-tui never writes one")
     return unpacked.decode("utf-8", "surrogatepass")

@@ -529,6 +529,11 @@ def damaged_result() -> str:
                  id="escape-in-parent"),
     pytest.param("UPDATE runs SET status = 'done' || char(8238)", [("runs",), ("runs", "show", "{id}")],
                  id="unknown-status"),
+    # options no run can have: concurrency 0 sent nothing and ended a resumed run `no_results`
+    pytest.param("UPDATE runs SET options = json_set(options, '$.concurrency', 0), status = 'interrupted'",
+                 [("rerun", "{id}", "--all"), ("resume", "{id}")], id="concurrency-0"),
+    pytest.param("UPDATE runs SET options = json_set(options, '$.map_reserve', 99999)",
+                 [("rerun", "{id}", "--all")], id="reserve-over-budget"),
     # `runs list --json` printed NaN and Infinity, which JSON does not have
     pytest.param("UPDATE runs SET usage_total = '{\"prompt_tokens\": NaN, \"cost\": Infinity}'",
                  [("runs", "--json"), ("runs", "show", "{id}", "--json")], id="nan-usage"),

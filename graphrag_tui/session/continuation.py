@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from ..arguments import flag
 from ..engine import SearchPlan
+from ..engine.options import FALLBACK_DEFAULTS, resolve_options
 from ..engine.selection import SelectionOptions
 from ..errors import InputError
 from ..history import RESUMABLE, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
@@ -38,6 +40,9 @@ def request_of(stored: StoredRun) -> SearchRequest:
     that had not chosen when the run ended (killed or cancelled while the model rated) rates
     again what it had not rated."""
     summary, recorded = stored.summary, stored.selection
+    # as a run's own flags are checked: concurrency 0 sent nothing and ended the run `no_results`
+    resolve_options({}, stored.options.model_dump(),
+                    {name: f"run {stored.run_id}'s recorded {flag(name)}" for name in FALLBACK_DEFAULTS})
     if recorded is None:  # the level's communities, or a run recorded before version 7
         recorded = RecordedSelection(SelectionOptions(), stored.result.selection)
     return SearchRequest(

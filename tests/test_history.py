@@ -739,7 +739,11 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
     assert group["count"] == 6 and group["models"] == {"same": 0}  # one model answered every batch: written once
     for damaged, said in (({"models": [0, 0, 1, 0, 0, 0]}, "a batch record names model 1, which its group does not have"),
                           ({"count": 10**12}, "a recorded column of one value has no usable count of rows (1000000000000)"),
-                          ({"count": 7}, "a group's counts of attempts do not add up to its attempts")):
+                          ({"count": 7}, "a recorded table of 7 rows has columns of 6 rows"),
+                          # a few bytes that claim a million records (it took 4.75 GB for ten million)
+                          ({**{k: {"same": v[0]} for k, v in group.items() if isinstance(v, list) and k != "model_names"},
+                            "count": 1_000_000, "attempt_counts": {"same": 0}, "attempts": {"count": 0}},
+                           "recorded tables of repeated values claim more than 200000 rows")):
         db.execute("UPDATE batch_records SET records = ?", (pack_text(json.dumps({**group, **damaged})),))
         db.commit()
         with pytest.raises(HistoryError, match=rf"cannot be read: {re.escape(said)}$"):
@@ -799,3 +803,15 @@ def test_a_run_abandoned_after_failures_were_committed_counts_each_failure_once(
     assert stored.status == "interrupted"
     assert [b.status for b in stored.batches] == ["failed", "failed", "pending", "pending", "pending", "pending"]
     assert committed_failures() == 2 and stored.summary.failed_batch_count == 2
+
+
+def test_a_plan_of_repeated_values_that_claims_a_million_batches_is_refused() -> None:
+    """186 bytes of plan that claimed a million batches took 1.8 GB and 36 s to read."""
+    from graphrag_tui.history.formats import read_plan
+
+    claims = {"count": 1_000_000, "counts": {"same": 1}, "tokens": {"same": 5}, "lengths": {"same": 1}}
+    plan = json.dumps({"batches": claims, "parts": {"count": 1_000_000, "ids": {"same": "c"}, "part": {"same": 1}}})
+    with pytest.raises(ValueError, match="^recorded tables of repeated values claim more than 200000 rows$"):
+        read_plan(plan, "x" * 1_000_000)
+    few = json.dumps({"batches": {**claims, "count": 3}, "parts": {"count": 3, "ids": ["a", "b", "c"], "part": {"same": 1}}})
+    assert [(b.community_ids, b.content) for b in read_plan(few, "xyz")] == [(("a",), "x"), (("b",), "y"), (("c",), "z")]

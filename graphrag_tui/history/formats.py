@@ -73,17 +73,36 @@ def _one_value(values: list[Any]) -> bool:
 
 #: More rows than a table written once can claim (a damaged file must not ask for more).
 _MAX_ROWS = 10_000_000
+#: The rows one read may make from tables written only as repeated values ({"same": v} in
+#: every column): such a table's count is all that bounds it, and a 536-byte group that
+#: claimed 10 million took 4.75 GB. A table with a listed column has that column's length.
+MAX_REPEATED_ROWS = 200_000
 
 
-def _column(table: dict[str, Any], name: str, rows: Any) -> list[Any]:
-    """A recorded column's values. `rows`: the table's count (None: version 4, whose
-    columns are written whole)."""
-    column = table[name]
-    if not isinstance(column, dict):
-        return column
-    if not (isinstance(rows, int) and 0 <= rows <= _MAX_ROWS):
-        raise ValueError(f"a recorded column of one value has no usable count of rows ({rows!r})")
-    return [column["same"]] * rows
+class _Columns:
+    """Reads the columns of one read's tables, counting the rows repeated values make."""
+
+    def __init__(self) -> None:
+        self.left = MAX_REPEATED_ROWS
+        self.counted: set[int] = set()
+
+    def __call__(self, table: dict[str, Any], name: str, rows: Any) -> list[Any]:
+        """A recorded column's values. `rows`: the table's count (None: version 4, whose
+        columns are written whole)."""
+        column = table[name]
+        if not isinstance(column, dict):
+            return column
+        if not (isinstance(rows, int) and 0 <= rows <= _MAX_ROWS):
+            raise ValueError(f"a recorded column of one value has no usable count of rows ({rows!r})")
+        listed = {len(values) for key, values in table.items() if isinstance(values, list) and key != "model_names"}
+        if listed and listed != {rows}:
+            raise ValueError(f"a recorded table of {rows} rows has columns of {min(listed | {rows})} rows")
+        if not listed and id(table) not in self.counted:
+            self.counted.add(id(table))
+            self.left -= rows
+            if self.left < 0:
+                raise ValueError(f"recorded tables of repeated values claim more than {MAX_REPEATED_ROWS} rows")
+        return [column["same"]] * rows
 
 
 def _sha256(content: str) -> str:
@@ -140,6 +159,7 @@ def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[Pl
     joined = unpack_text(contents) if contents is not None else ""
     batches, parts = (found["batches"], found["parts"]) if "parts" in found else (found, found)
     batch_rows, part_rows = batches.get("count"), parts.get("count")
+    _column = _Columns()
     pairs = list(zip(_column(parts, "ids", part_rows), _column(parts, "part", part_rows), strict=True))
     planned, start, first = [], 0, 0
     columns = (_column(batches, name, batch_rows) for name in ("counts", "tokens", "lengths"))
@@ -253,11 +273,12 @@ class BatchRecord(NamedTuple):
 def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     """Each batch's latest record, from the groups in the order they were written."""
     found: dict[int, BatchRecord] = {}
+    _column = _Columns()
     for packed in groups:
         group = json.loads(unpack_text(packed))
         names, rows = group["model_names"], group.get("count")
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
-        for row in zip(models, _group_attempts(group, rows), *recorded, strict=True):
+        for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row
             if not (isinstance(position, int) and 0 <= position < len(names)):
                 raise ValueError(f"a batch record names model {position!r}, which its group does not have")
@@ -267,7 +288,7 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     return found
 
 
-def _group_attempts(group: dict[str, Any], rows: int | None) -> list[list[Any]]:
+def _group_attempts(group: dict[str, Any], rows: int | None, _column: _Columns) -> list[list[Any]]:
     """Each record's attempts: from a table of them, or (version 4) a list of objects each."""
     if "attempt_counts" not in group:
         return group["attempts"]
@@ -322,6 +343,7 @@ def result_from_summary(text: str | bytes, batches: Sequence[BatchResult]) -> Se
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:
         names = [name for name in ("batch_index", "usefulness", "decision") if name in columns]
+        _column = _Columns()
         rows = zip(*(_column(columns, name, columns.get("count")) for name in names), strict=True)
         candidates = [dict(zip(names, row, strict=True)) for row in rows]
         for candidate in candidates:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 import signal
 import socket
@@ -466,6 +467,31 @@ def test_query_json_and_text_name_the_run(store: Path, history: Path) -> None:
     (listed,) = cli(history, "runs", "--json").json["runs"]
     assert listed["run_id"] == run_id and len(run_id) == 12
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "dangling link"])
+def test_a_history_that_is_not_a_regular_file_is_a_warning_and_nothing_is_made_beside_it(
+        store: Path, tmp_path: Path, kind: str) -> None:
+    """/dev/null as the history made /dev/null-journal (as root); a link to nothing had
+    SQLite make its target, readable by all."""
+    if kind == "device":
+        history, reason = Path("/dev/null"), "is not a regular file"
+    elif kind == "fifo":
+        history, reason = tmp_path / "pipe.db", "is not a regular file"
+        os.mkfifo(history)
+    else:
+        history, reason = tmp_path / "link.db", "is a symbolic link to nothing"
+        history.symlink_to(tmp_path / "target.db")
+    before = sorted(os.listdir(history.parent)) if kind != "device" else None
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    assert run.code == 0 and run.json["run_id"] is None and run.json["status"] == "completed"
+    assert run.stderr.splitlines()[0] == f"warning: run history {history} {reason}; this run is not recorded"
+    if before is not None:
+        assert sorted(os.listdir(history.parent)) == before
+    else:
+        assert not Path("/dev/null-journal").exists()
 
 
 @pytest.mark.parametrize("content", [b"this is not a database at all" * 100, "newer"])

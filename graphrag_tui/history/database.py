@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,7 +57,11 @@ def connect(path: Path, *, create: bool = True, check_same_thread: bool = True) 
         if not path.exists():
             if not create:
                 raise HistoryError(f"run history {path} does not exist (no run was recorded there)")
+            if path.is_symlink():  # SQLite would make its target, readable by all
+                raise HistoryError(f"run history {path} is a symbolic link to nothing")
             _create_file(path)
+        elif not stat.S_ISREG(path.stat().st_mode):  # /dev/null took a journal beside it, in /dev
+            raise HistoryError(f"run history {path} is not a regular file")
         connection = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=check_same_thread
         )

@@ -40,6 +40,7 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
 
 # The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse
+import errno
 import logging
 import signal
 import threading
@@ -1089,6 +1090,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if caused_by_interrupt(error):
             _warn("graphrag-tui: interrupted")
             code = 130
+        elif isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
+            # a path the user gave (a folder, a variable): Python 3.11's Path.exists() raises it
+            _warn(f"graphrag-tui: error: cannot use {mask_urls(one_line(str(error.filename), 200))}: {error.strerror}")
+            code = 2
         elif os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
         else:

@@ -496,3 +496,24 @@ def test_ctrl_c_during_start_up_is_one_line(store: Path) -> None:
             assert stdout.startswith(b"3 summaries in ")
         outcomes.add(process.returncode)
     assert 130 in outcomes
+
+
+LONG_NAME = "c" * 300  # one path component over the 255 bytes a file name may have
+
+
+@pytest.mark.parametrize(("args", "env"), [
+    (["plan", "{store}", "who pays?", "--prompts", "{long}"], {}),
+    (["plan", "{store}", "who pays?"], {"GRAPHRAG_TUI_PROMPTS": "{long}"}),
+    (["prompts", "export", "{long}"], {}),
+    (["runs", "list"], {"XDG_CONFIG_HOME": "{long}"}),
+], ids=["prompts-flag", "prompts-variable", "prompts-export", "config-home"])
+def test_a_path_component_too_long_is_one_line(tmp_path: Path, args: list[str], env: dict[str, str]) -> None:
+    """Python 3.11's Path.exists() and is_dir() raise ENAMETOOLONG: it was an internal error."""
+    store, long = three_leaves(tmp_path / "harbour.db"), str(tmp_path / LONG_NAME)
+    run = run_cli(*[a.format(store=store, long=long) for a in args],
+                  env=clean_env(**{k: v.format(long=long) for k, v in env.items()}))
+    assert (run.code, run.stdout) == (2, "")
+    shown = f"{tmp_path}/{LONG_NAME}"
+    assert run.stderr.startswith("graphrag-tui: error: cannot use ")
+    assert run.stderr.endswith(": File name too long\n") and run.stderr.count("\n") == 1
+    assert run.stderr.removeprefix("graphrag-tui: error: cannot use ").startswith(shown[:150])

@@ -88,6 +88,7 @@ from pydantic_settings import (
 
 from .engine import Prices, form_text, has_surrogates, parse_max_rate_wait, parse_option, parse_per_minute, shown
 from .engine.selection import check_selection
+from .engine.usage import MAX_PRICE
 from .errors import InputError
 from .models.factory import (
     parse_api_key_header,
@@ -423,7 +424,7 @@ def _one_line(error: ValidationError, source: Source) -> InputError:
         if details["type"] == "missing":
             return InputError(f"{source.where}{table} needs {rest[1]} (dollars per million tokens)")
         return InputError(f"{source.where}{table} {rest[1]} must be a number of dollars per million tokens, "
-                          f"0 or more, got {shown(details['input'])}")
+                          f"from 0 to {MAX_PRICE:,}, got {shown(details['input'])}")
     if details["type"] == "extra_forbidden":
         return InputError(f"{source.where}unknown key {rest[0]!r} in [{section}]")
     reason = str(details.get("ctx", {}).get("error") if details["type"] == "value_error" else details["msg"])

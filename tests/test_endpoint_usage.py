@@ -221,9 +221,12 @@ def test_a_bad_max_cost_is_exit_2(store: Path, value: str) -> None:
     ("table", "message"),
     [
         ('[prices."m1"]\ninput = -1\noutput = 1\n',
-         '[prices."m1"] input must be a number of dollars per million tokens, 0 or more, got -1'),
+         '[prices."m1"] input must be a number of dollars per million tokens, from 0 to 1,000,000, got -1'),
+        # a run's cost was infinite, and its JSON printed Infinity
+        ('[prices."m1"]\ninput = 1\noutput = 1e300\n',
+         '[prices."m1"] output must be a number of dollars per million tokens, from 0 to 1,000,000, got 1e+300'),
         ('[prices."m1"]\ninput = "cheap"\noutput = 1\n',
-         '[prices."m1"] input must be a number of dollars per million tokens, 0 or more, got \'cheap\''),
+         '[prices."m1"] input must be a number of dollars per million tokens, from 0 to 1,000,000, got \'cheap\''),
         ('[prices."m1"]\ninput = 1\n', '[prices."m1"] needs output (dollars per million tokens)'),
         ('[prices."m1"]\ninput = 1\noutput = 1\nbatch = 2\n',
          'unknown key \'batch\' in [prices."m1"] (known: input, output, cached_input)'),

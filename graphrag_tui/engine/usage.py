@@ -34,7 +34,10 @@ class Usage(BaseModel):
         )
 
 
-Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+#: Dollars per million tokens no model costs: a larger price (1e300) made a run's cost infinite,
+#: which its JSON cannot hold.
+MAX_PRICE = 1_000_000
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False, strict=True)]
 
 
 class Prices(BaseModel):

@@ -113,7 +113,47 @@ def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict
         checked[binding_id] = ",".join(dict.fromkeys(n for n in normalized if n))
     for owner in owners:
         _check_clashes(class_bindings(owner), checked, source)
+    _check_priority(owners, checked, source)
     return checked
+
+
+#: A key with one of these is never typed into a text field.
+COMMAND_MODIFIERS = ("ctrl", "alt", "super", "meta", "hyper")
+FUNCTION_KEYS = frozenset(f"f{n}" for n in range(1, 25))
+
+
+def _keys(binding: Binding, keymap: Mapping[str, str]) -> list[str]:
+    remapped = keymap.get(binding.id) if binding.id else None
+    return [key.strip() for key in (remapped or binding.key).split(",")]
+
+
+def _check_priority(owners: Iterable[type[DOMNode]], keymap: Mapping[str, str], source: str) -> None:
+    """A priority binding acts first, wherever the focus is: on a key that types (`w`,
+    space, enter) quitting took the question's first `w`; and the app's takes its key from
+    every screen (`back = "ctrl+q"` quit instead of going back)."""
+    owners = tuple(owners)
+    app_keys: dict[str, Binding] = {}
+    for owner in owners:
+        for binding in class_bindings(owner):
+            if not binding.priority or binding.system:
+                continue
+            for key in _keys(binding, keymap):
+                *modifiers, name = key.split("+")
+                if not (set(modifiers) & set(COMMAND_MODIFIERS) or name in FUNCTION_KEYS):
+                    raise InputError(f"{source} {binding.id}: {key} has no ctrl or alt, and {binding.id} acts first "
+                                     f"wherever the focus is (it would take {key} from the question's field and every "
+                                     "screen): use a key with ctrl or alt, or f1-f24")
+                if owner is owners[0]:  # the app
+                    app_keys[key] = binding
+    for owner in owners[1:]:
+        for binding in class_bindings(owner):
+            for key in _keys(binding, keymap):
+                taken = app_keys.get(key)
+                if taken is not None and not binding.system and binding.id != taken.id:
+                    remapped = binding if binding.id in keymap else taken
+                    other = taken if remapped is binding else binding
+                    raise InputError(f"{source} {remapped.id}: {key} is the key of {other.id}, and {taken.id} acts "
+                                     "first on every screen")
 
 
 def _check_clashes(bindings: list[Binding], keymap: Mapping[str, str], source: str) -> None:

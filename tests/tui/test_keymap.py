@@ -133,6 +133,18 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
         ({"goto": "x,"}, f"config file c.toml: [keymap] goto: '' is not a key {KEYS_HELP}"),
         ({"goto": "e"}, "config file c.toml: [keymap] goto: e is the key of export"),
         ({"tab-1": "tab"}, "config file c.toml: [keymap] tab-1: tab is already bound (Focus Next)"),
+        # a priority binding acts wherever the focus is: quit on `w` took the question's first w
+        ({"quit": "w"}, "config file c.toml: [keymap] quit: w has no ctrl or alt, and quit acts first wherever the "
+                        "focus is (it would take w from the question's field and every screen): use a key with ctrl "
+                        "or alt, or f1-f24"),
+        ({"command-palette": "space"}, "config file c.toml: [keymap] command-palette: space has no ctrl or alt, and "
+                                       "command-palette acts first wherever the focus is (it would take space from the "
+                                       "question's field and every screen): use a key with ctrl or alt, or f1-f24"),
+        # and the app's take their key from every screen: `back` on ctrl+q quit the app
+        ({"back": "ctrl+q"}, "config file c.toml: [keymap] back: ctrl+q is the key of quit, and quit acts first on "
+                             "every screen"),
+        ({"quit": "f12", "tab-1": "f12"}, "config file c.toml: [keymap] tab-1: f12 is the key of quit, and quit acts "
+                                          "first on every screen"),
     ],
 )
 def test_a_bad_keymap_is_one_line_naming_the_id(keymap: dict, message: str) -> None:

@@ -129,6 +129,22 @@ def test_the_context_window_is_read_from_the_gguf_metadata(tmp_path: Path) -> No
     assert context_length(path) == 4096
 
 
+@pytest.mark.parametrize(("pairs", "said"), [
+    # a key that claims 10**18 bytes (MemoryError), an array of 2**64 - 1 numbers (seek overflowed),
+    # arrays nested a thousand deep (RecursionError): each was an internal error
+    ([], "truncated GGUF file"),
+    ([("llama.x", 9, struct.pack("<IQ", 4, 2**64 - 1))], "truncated GGUF file"),
+    ([("llama.x", 9, struct.pack("<IQ", 9, 1) * 1000 + struct.pack("<IQ", 4, 0))], "GGUF arrays nested deeper than 8"),
+])
+def test_metadata_that_claims_more_than_the_file_holds_is_a_gguf_error(
+        tmp_path: Path, pairs: list[tuple[str, int, bytes]], said: str) -> None:
+    path = _gguf(tmp_path / "m.gguf", pairs)
+    if not pairs:
+        path.write_bytes(path.read_bytes()[:-8] + struct.pack("<Q", 1) + struct.pack("<Q", 10**18) + b"k")
+    with pytest.raises(GGUFError, match=f"^{said}$"):
+        context_length(path)
+
+
 def test_a_file_that_is_not_gguf_is_rejected(tmp_path: Path) -> None:
     (tmp_path / "x.gguf").write_bytes(b"nope")
     with pytest.raises(GGUFError):

@@ -6,6 +6,7 @@ starts, so `plan --local-llm` can cap its budgets with no process and no network
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,19 @@ class GGUFError(ValueError):
     pass
 
 
+#: Arrays of arrays deeper than this are not a model's metadata.
+MAX_ARRAY_DEPTH = 8
+
+
+def _remaining(f: BinaryIO) -> int:
+    return os.fstat(f.fileno()).st_size - f.tell()
+
+
 def _read(f: BinaryIO, size: int) -> bytes:
+    """`size` bytes; a length past the file's end (10**18 claimed in 32 bytes) is a
+    truncated file before anything is allocated."""
+    if size > _remaining(f):
+        raise GGUFError("truncated GGUF file")
     data = f.read(size)
     if len(data) != size:
         raise GGUFError("truncated GGUF file")
@@ -37,22 +50,32 @@ def _string(f: BinaryIO) -> str:
     return _read(f, _unpack(f, "<Q")).decode("utf-8", errors="replace")
 
 
-def _value(f: BinaryIO, kind: int) -> Any:
+def _value(f: BinaryIO, kind: int, depth: int = 0) -> Any:
     """A scalar or string value; arrays are skipped (returned as None)."""
     if kind in _SCALARS:
         return _unpack(f, _SCALARS[kind])
     if kind == _STRING:
         return _string(f)
     if kind == _ARRAY:
+        if depth >= MAX_ARRAY_DEPTH:
+            raise GGUFError(f"GGUF arrays nested deeper than {MAX_ARRAY_DEPTH}")
         item_kind = _unpack(f, "<I")
         count = _unpack(f, "<Q")
+        if count > _remaining(f):  # every item takes a byte at least
+            raise GGUFError("truncated GGUF file")
         if item_kind in _SCALARS:
-            f.seek(count * struct.calcsize(_SCALARS[item_kind]), 1)
+            _read_past(f, count * struct.calcsize(_SCALARS[item_kind]))
         else:
             for _ in range(count):
-                _value(f, item_kind)
+                _value(f, item_kind, depth + 1)
         return None
     raise GGUFError(f"unknown GGUF value type {kind}")
+
+
+def _read_past(f: BinaryIO, size: int) -> None:
+    if size > _remaining(f):
+        raise GGUFError("truncated GGUF file")
+    f.seek(size, 1)
 
 
 def iter_metadata(path: str | Path) -> Iterator[tuple[str, Any]]:

@@ -226,3 +226,20 @@ async def test_a_prompt_over_the_slot_by_real_tokens_fails_the_attempt_without_s
     assert "not sent" in error.value.message and "400 tokens" in error.value.message and "--map-budget" in error.value.message
     assert "/v1/chat/completions" not in paths
     await model.aclose()
+
+
+@pytest.mark.parametrize(("hello", "said"), [
+    # each of these first lines was an internal error (AttributeError, KeyError, InvalidURL)
+    ([1, 2], "failed to start (its first line was [1, 2]); if the packages are broken, reinstall them: "),
+    ("ready", 'failed to start (its first line was "ready"); if the packages are broken, reinstall them: '),
+    ({"ready": True}, "failed to start (it gave no usable address: null)"),
+    ({"ready": True, "address": "http://[::1"}, 'failed to start (it gave no usable address: "http://[::1")'),
+    ({"ready": True, "address": "file:///etc"}, 'failed to start (it gave no usable address: "file:///etc")'),
+])
+def test_a_server_process_whose_first_line_is_not_its_address_is_one_line(hello: object, said: str) -> None:
+    from graphrag_tui.models.local_llm import LocalLLMError, server_address
+
+    with pytest.raises(LocalLLMError) as error:
+        server_address(hello)
+    assert str(error.value).startswith(f"the local LLM server {said}")
+    assert server_address({"ready": True, "address": "http://127.0.0.1:8123/"}) == "http://127.0.0.1:8123"

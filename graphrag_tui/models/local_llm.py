@@ -42,6 +42,7 @@ import httpx
 
 from ..engine import ChatReply, ChatRequest, ModelError, TextCallback
 from ..errors import InputError
+from ..safe_text import one_line
 from .gguf import GGUFError, context_length
 from .openai_http import OpenAIChatModel
 
@@ -133,6 +134,30 @@ def default_threads() -> int:
 
 
 # -- the server process -----------------------------------------------------------------------
+
+#: The server process's first line (its address as JSON) is read no further than this.
+MAX_HELLO_BYTES = 64 * 1024
+
+
+def server_address(hello: Any) -> str:
+    """The address the server process gave in its first line ({"ready": true, "address":
+    "http://127.0.0.1:PORT"}, parsed), or LocalLLMError saying why it did not start."""
+    if not isinstance(hello, dict):
+        hello = {"ready": False, "error": f"its first line was {one_line(json.dumps(hello), 80)}"}
+    if not hello.get("ready"):
+        raise LocalLLMError(
+            f"the local LLM server failed to start ({one_line(str(hello.get('error') or 'no detail'), 300)}); "
+            f"if the packages are broken, reinstall them: {INSTALL_COMMANDS}"
+        )
+    address = hello.get("address")
+    try:
+        url = httpx.URL(address) if isinstance(address, str) else None
+    except httpx.InvalidURL:
+        url = None
+    if url is None or url.scheme != "http" or not url.host:
+        raise LocalLLMError(f"the local LLM server failed to start (it gave no usable address: "
+                            f"{one_line(json.dumps(address), 80)})")
+    return address.rstrip("/")  # type: ignore[union-attr]
 
 
 _live: set[subprocess.Popen[bytes]] = set()
@@ -280,20 +305,15 @@ class LocalLLM:
             _live.add(proc)
         self._proc, self.pid = proc, proc.pid
         assert proc.stdout is not None
-        try:
-            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), timeout)
+        try:  # (bounded: a child that writes without a newline must not fill the memory)
+            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline, MAX_HELLO_BYTES), timeout)
         except TimeoutError:
             raise LocalLLMError(f"the local LLM server did not start within {timeout:g} s") from None
         try:
             hello = json.loads(line)
         except ValueError:
             hello = {"ready": False, "error": self._failure_detail(proc)}
-        if not hello.get("ready"):
-            raise LocalLLMError(
-                f"the local LLM server failed to start ({hello.get('error') or 'no detail'}); "
-                f"if the packages are broken, reinstall them: {INSTALL_COMMANDS}"
-            )
-        self.base_url = str(hello["address"]).rstrip("/")
+        self.base_url = server_address(hello)
         await self._wait_healthy(proc, began=time.monotonic(), timeout=timeout)
 
     def _failure_detail(self, proc: subprocess.Popen[bytes]) -> str:
@@ -322,7 +342,7 @@ class LocalLLM:
                         props = (await client.get("/props")).json()
                         self._slot_context = int(props["default_generation_settings"]["n_ctx"])
                         return
-                except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                except (httpx.HTTPError, ValueError, KeyError, TypeError, OverflowError):  # n_ctx: Infinity
                     pass
                 if time.monotonic() - began > timeout:
                     raise LocalLLMError(f"the local LLM server was not healthy within {timeout:g} s")

@@ -29,6 +29,8 @@ def read_templates(directory: Path, label: str = "--prompts") -> dict[str, str]:
     for name in TEMPLATE_SPECS:
         path = template_file(directory, name)
         if not path.exists():
+            if path.is_symlink():  # the built-in template would silently stand in for the one meant
+                raise InputError(f"{path} is a symbolic link to nothing")
             continue
         found[name] = _read(path)
     if not found:

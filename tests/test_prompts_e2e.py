@@ -266,6 +266,13 @@ def test_a_directory_without_templates_or_a_bad_file_is_one_line(store: Path, tm
     assert none.stderr == (f"graphrag-tui: error: --prompts: {empty} holds no template (map.txt, reduce.txt, rate.txt); "
                            f"`graphrag-tui prompts export {empty}` writes the built-in ones there\n")
     assert binary.stderr == f"graphrag-tui: error: {tmp_path / 'bytes' / 'map.txt'} is not UTF-8 text (byte 18)\n"
+    # a template that links to nothing: the built-in one silently stood in for it
+    (tmp_path / "dangling").mkdir()
+    (tmp_path / "dangling" / "reduce.txt").write_text("{report_data}\n{response_type}\n{max_length}", encoding="utf-8")
+    (tmp_path / "dangling" / "map.txt").symlink_to(tmp_path / "gone.txt")
+    dangling = run_cli("plan", str(store), QUESTION, "--no-config", "--prompts", str(tmp_path / "dangling"))
+    assert (dangling.code, dangling.stdout) == (2, "")
+    assert dangling.stderr == f"graphrag-tui: error: {tmp_path / 'dangling' / 'map.txt'} is a symbolic link to nothing\n"
 
 
 def test_bad_answer_form_values_are_exit_2(store: Path) -> None:

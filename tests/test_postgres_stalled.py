@@ -6,6 +6,7 @@ ends a command with its one line, and the app still quits."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -132,6 +133,7 @@ def test_the_app_quits_while_its_plan_waits_for_a_server_that_stopped_answering(
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=ROOT)
         try:
             assert child.stdout is not None and child.stdin is not None
+            assert select.select([child.stdout], [], [], 60)[0], "the app did not start within 60 s"
             assert child.stdout.readline() == "started\n"  # the app read the store's namespaces
             stall.lock()
             child.stdin.write("\n")

@@ -335,16 +335,22 @@ def test_a_run_from_another_users_history_sends_nothing_to_its_recorded_endpoint
         assert len(server.chat_requests()) == sent
 
 
-def test_a_database_url_this_user_did_not_record_is_not_opened(store: Path, history: Path, tmp_path: Path) -> None:
-    """libpq sends PGPASSWORD to whatever host a URL names: a recorded database is opened
-    (a re-run, an export) only when this user's graphrag-tui recorded it."""
+def recorded_with_store(store: Path, history: Path, recorded_store: str) -> Any:
+    """A run recorded, then its store edited in the history file: what `query --json` printed."""
     with ScriptedChatServer(Server()) as server:
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
                   "--json")
     db = sqlite3.connect(history)
-    db.execute("UPDATE runs SET store_path = 'postgresql://bob@collector.example:5432/rag'")
+    db.execute("UPDATE runs SET store_path = ?", (recorded_store,))
     db.commit()
     db.close()
+    return run
+
+
+def test_a_database_url_this_user_did_not_record_is_not_opened(store: Path, history: Path, tmp_path: Path) -> None:
+    """libpq sends PGPASSWORD to whatever host a URL names: a recorded database is opened
+    (a re-run, an export) only when this user's graphrag-tui recorded it."""
+    run = recorded_with_store(store, history, "postgresql://bob@collector.example:5432/rag")
     line = (f"graphrag-tui: error: run {run.json['run_id']} was not recorded by this user's graphrag-tui (a history "
             "from elsewhere, an edited row, or a run recorded before version 8): its database "
             "postgresql://bob@collector.example:5432/rag is not opened\n")
@@ -587,13 +593,7 @@ def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
 def test_a_password_written_into_a_recorded_store_url_is_never_shown(store: Path, history: Path) -> None:
     """The history records a database's URL masked; a file written otherwise (edited, or
     by another program) is masked as it is read, in every form."""
-    with ScriptedChatServer(Server()) as server:
-        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
-                  "--json")
-    db = sqlite3.connect(history)
-    db.execute("UPDATE runs SET store_path = 'postgresql://bob:SECRETDB6@127.0.0.1:1/rag'")
-    db.commit()
-    db.close()
+    run = recorded_with_store(store, history, "postgresql://bob:SECRETDB6@127.0.0.1:1/rag")
     masked = "postgresql://bob:***@127.0.0.1:1/rag"
     assert cli(history, "runs", "--json").json["runs"][0]["store"] == masked
     for args in (("runs",), ("runs", "show", run.json["run_id"]), ("runs", "--json")):

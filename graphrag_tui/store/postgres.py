@@ -22,14 +22,13 @@ line (`StoreError`) and the caller goes on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from itertools import chain
 from operator import itemgetter, methodcaller
 from typing import Any
@@ -142,7 +141,7 @@ class PostgresStore(CommunityStore):
         a read fails at once even on a server that stopped answering (a cancel request would
         wait for that server). The next read connects again."""
         self._interrupted = True
-        with contextlib.suppress(OSError, driver().Error):
+        with suppress(OSError, driver().Error):
             with socket.socket(fileno=os.dup(self._conn.fileno())) as sock:  # closing it closes the copy
                 sock.shutdown(socket.SHUT_RDWR)
         if (ahead := self._ahead) is not None:

@@ -28,7 +28,7 @@ from ..models.factory import ModelSettings, resolve_model_settings
 from ..safe_text import one_line
 from ..store import CommunityStore
 from .options import MODEL_KEYS
-from .recording import UNRECORDED_SETTINGS, settings_from_record
+from .recording import UNRECORDED_SETTINGS, not_recorded_here, settings_from_record
 from .run import RunSession, SearchRequest
 
 RerunMode = Literal["failed", "all"]
@@ -141,10 +141,8 @@ def model_settings_for(
     given = {k: v for k, v in (flags or {}).items() if k in MODEL_KEYS and v not in (None, False)}
     if not stored.sealed:  # its endpoint and key variable may be anyone's: only the flags are used
         if not given:
-            raise InputError(
-                f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from elsewhere, an "
-                "edited row, or a run recorded before version 8): its endpoint and key variable are not used; give "
-                "the model (--base-url, --model, --api-key-env, or --local-llm)")
+            raise InputError(f"{not_recorded_here(stored)}: its endpoint and key variable are not used; give the "
+                             "model (--base-url, --model, --api-key-env, or --local-llm)")
         return resolve_model_settings(given, {k: v for k, v in (configured or {}).items() if v is not None})
     try:
         recorded = settings_from_record(stored.model_settings)

@@ -42,10 +42,14 @@ def recorded_store(stored: StoredRun) -> StoreLocation:
     recorded it (history/seal.py): libpq would send it the user's password."""
     location = parse_location(stored.summary.store)
     if isinstance(location, PostgresLocation) and not stored.sealed:
-        raise InputError(f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from "
-                         f"elsewhere, an edited row, or a run recorded before version 8): its database {location} "
-                         "is not opened")
+        raise InputError(f"{not_recorded_here(stored)}: its database {location} is not opened")
     return location
+
+
+def not_recorded_here(stored: StoredRun) -> str:
+    """Why a run's recorded endpoint or database is not used (history/seal.py)."""
+    return (f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from elsewhere, an edited "
+            "row, or a run recorded before version 8)")
 
 
 def settings_from_record(recorded: dict[str, Any]) -> ModelSettings:

@@ -33,10 +33,24 @@ def _interrupted_while_starting(kind: type[BaseException], value: BaseException,
         os._exit(130)
 
 
+def _interrupted_where_python_ignores_it(unraisable: sys.UnraisableHookArgs) -> None:
+    """Ctrl+C that lands in code whose exceptions Python only reports, such as importlib's
+    module-lock callback: "Exception ignored in ..." and a traceback, and the import goes on.
+    The user asked to stop: one line and exit 130."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return sys.__unraisablehook__(unraisable)
+    try:
+        sys.stderr.write("graphrag-tui: interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
 # Only when this process is the graphrag-tui command: a program importing this module keeps
 # its own handling of Ctrl+C.
 if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "graphrag-tui":
     sys.excepthook = _interrupted_while_starting
+    sys.unraisablehook = _interrupted_where_python_ignores_it
 
 # The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse

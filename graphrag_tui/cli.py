@@ -69,7 +69,7 @@ from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
 from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line
-from .url_mask import mask_urls
+from .url_mask import mask_http_queries, mask_urls
 from .user_files import default_config_path, default_history_path, has_user_settings, user_path
 
 if TYPE_CHECKING:
@@ -121,10 +121,10 @@ def _warn(text: str) -> None:
 
 class _OneLineFormatter(logging.Formatter):
     """--verbose log lines name communities and models from outside: one inert line each, a
-    database URL's password masked."""
+    database URL's password and a request URL's query string masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return one_line(mask_urls(super().format(record)))
+        return one_line(mask_http_queries(mask_urls(super().format(record))))
 
 
 class _Parser(argparse.ArgumentParser):

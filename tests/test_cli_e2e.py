@@ -230,6 +230,18 @@ def test_the_api_key_goes_in_the_header_and_nowhere_else(store: Path, tmp_path: 
         assert key not in text
 
 
+def test_a_key_in_the_base_url_query_is_sent_but_never_logged(store: Path) -> None:
+    """httpx logs each request's whole URL under --verbose: the query string is masked."""
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        run = query(store, server, "-v", "--no-history", "--base-url", f"{server.base_url}?key=SECRET-4242")
+    assert run.code == 0, run.stderr
+    assert {r.path for r in server.chat_requests()} == {"/v1/chat/completions?key=SECRET-4242"}
+    requests = [line for line in run.stderr.splitlines() if line.startswith("httpx: HTTP Request:")]
+    assert requests == [f'httpx: HTTP Request: POST {server.base_url}/chat/completions?*** "HTTP/1.1 200 OK"'] * 4
+    assert "SECRET" not in run.stdout + run.stderr
+
+
 def test_openai_api_key_is_never_sent_to_another_host(store: Path) -> None:
     script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
     with ScriptedChatServer(script) as server:

@@ -977,7 +977,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if args.json:
             _say_json({"runs": [r.as_json() for r in runs]})
         else:
-            print_runs(runs)
+            print_runs(runs, history.succeeded_batches(r.run_id for r in runs))
         return 0
     if args.runs_command == "delete":
         _say(f"deleted run {history.delete(args.run)}")
@@ -1008,13 +1008,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_runs(runs: list[RunSummary]) -> None:
+def print_runs(runs: list[RunSummary], succeeded: Mapping[str, int]) -> None:
+    """`succeeded`: run id -> batches that succeeded (an interrupted run's others never finished)."""
     if not runs:
         _say("no recorded runs")
         return
     for r in runs:
-        ok = r.batch_count - r.failed_batch_count
-        _say(f"{r.run_id}  {r.started_at[:19]}  {r.status:<11}  {ok}/{r.batch_count} ok  "
+        _say(f"{r.run_id}  {r.started_at[:19]}  {r.status:<11}  {succeeded.get(r.run_id, 0)}/{r.batch_count} ok  "
              f"{one_line(r.model or '-', 30)}  {one_line(r.namespace, 20)}/{r.level}  {one_line(r.question, 60)}")
 
 

@@ -185,6 +185,7 @@ def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(stor
     assert (summary["run_id"], summary["status"], summary["batch_count"], summary["failed_batch_count"]) == (
         run_id, "interrupted", 8, 0)
     assert summary["model"] == "m1" and summary["store"] == str(store) and summary["parent_run_id"] is None
+    assert f"{run_id}  {summary['started_at'][:19]}  interrupted  4/8 ok  m1  " in cli(history, "runs").stdout
 
     with ScriptedChatServer(Server()) as server:
         resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)  # the model stays m1
@@ -201,6 +202,7 @@ def test_kill_9_during_map_then_resume_sends_exactly_the_unfinished_batches(stor
     assert result["started_at"] == summary["started_at"]
     shown = cli(history, "runs", "show", run_id, "--json")
     assert shown.json == result  # the same values, timestamps included
+    assert f"{run_id}  {summary['started_at'][:19]}  completed    8/8 ok  m1  " in cli(history, "runs").stdout
     assert sha256(store) == before
 
 

@@ -68,7 +68,7 @@ from . import __version__
 from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
 from .history import RUN_STATUSES, RunHistory
-from .safe_text import clean, inert_json, one_line
+from .safe_text import clean, inert_json, one_line, path_text
 from .url_mask import mask_http_queries, mask_urls
 from .user_files import default_config_path, default_history_path, has_user_settings, user_path
 
@@ -144,20 +144,28 @@ def store_argument(text: str) -> Path | Any:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def path_argument(text: str) -> Path:
+    """A path flag or argument: empty text (an unset variable, say) is refused, never the
+    current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty")
+    return Path(text)
+
+
 def _add_cost_limit_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-cost", metavar="USD", help="cancel the run once it has cost this much (needs prices)")
 
 
 def _add_history_options(parser: argparse.ArgumentParser, *, recording: bool) -> None:
     group = parser.add_argument_group("run history")
-    group.add_argument("--history", type=Path, metavar="PATH",
+    group.add_argument("--history", type=path_argument, metavar="PATH",
                        help="the run history file (default: the user data directory's history.db)")
     if recording:
         group.add_argument("--no-history", action="store_true", help="do not record this run")
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="config file (default: the user config directory's config.toml)")
+    parser.add_argument("--config", type=path_argument, help="config file (default: the user config directory's config.toml)")
     parser.add_argument("--no-config", action="store_true", help="ignore the config file and GRAPHRAG_TUI_* variables")
 
 
@@ -201,7 +209,7 @@ def _add_search_options(parser: argparse.ArgumentParser, *, with_model: bool = T
     search.add_argument("--seed", help="seed of the shuffle, to replay a run")
     search.add_argument("--no-shuffle", action="store_true", help="keep the communities in id order")
     _add_config_options(search)  # type: ignore[arg-type]
-    search.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+    search.add_argument("--graphrag-settings", type=path_argument, metavar="SETTINGS_YAML",
                         help="a GraphRAG project's settings.yaml: its chat model, rate limits and global search defaults")
     _add_prompt_options(parser)
     select = parser.add_argument_group("community selection (GraphRAG's)")
@@ -223,7 +231,7 @@ def _add_prompt_options(parser: argparse.ArgumentParser) -> None:
     from .engine import DEFAULT_RESPONSE_TYPE
 
     form = parser.add_argument_group("prompts and the answer's form")
-    form.add_argument("--prompts", type=Path, metavar="DIR",
+    form.add_argument("--prompts", type=path_argument, metavar="DIR",
                       help="prompt templates map.txt, reduce.txt, rate.txt (default: the built-in ones; see `prompts export`)")
     form.add_argument("--response-type", metavar="TEXT",
                       help=f"the answer's length and format, as GraphRAG's (\"{DEFAULT_RESPONSE_TYPE}\", \"a bulleted list\")")
@@ -264,7 +272,7 @@ def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         if name == "query":
-            sub.add_argument("--events", type=Path, metavar="FILE", help="write every event as a JSON line")
+            sub.add_argument("--events", type=path_argument, metavar="FILE", help="write every event as a JSON line")
             _add_cost_limit_option(sub)
             _add_history_options(sub, recording=True)
     _add_runs_parsers(commands)
@@ -274,7 +282,7 @@ def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     add_explore_parsers(commands)
     imp = commands.add_parser("import-graphrag", help="import Microsoft GraphRAG Parquet output")
-    imp.add_argument("source", type=Path, metavar="DIR")
+    imp.add_argument("source", type=path_argument, metavar="DIR")
     imp.add_argument("store", metavar="STORE", help="a SQLite file, or a postgresql:// URL")
     imp.add_argument("--namespace", required=True)
     imp.add_argument("--text", choices=("summary", "full_content"), default="summary")
@@ -291,7 +299,7 @@ def build_tool_parser(*, runs_only: bool = False) -> argparse.ArgumentParser:
     prompts = commands.add_parser("prompts", help="the prompt templates: export the built-in ones for editing")
     prompt_verbs = prompts.add_subparsers(dest="prompts_command", required=True, parser_class=_Parser)
     export = prompt_verbs.add_parser("export", help="write map.txt, reduce.txt and rate.txt (the built-in prompts) into DIR")
-    export.add_argument("directory", type=Path, metavar="DIR")
+    export.add_argument("directory", type=path_argument, metavar="DIR")
     return tool
 
 
@@ -308,7 +316,7 @@ def _add_runs_parsers(commands: Any) -> None:
     show.add_argument("--json", action="store_true")
     export = verbs.add_parser("export", help="write a run as NAME.json and NAME.md, as the app's export does")
     export.add_argument("run", metavar="RUN")
-    export.add_argument("name", type=Path, metavar="NAME")
+    export.add_argument("name", type=path_argument, metavar="NAME")
     delete = verbs.add_parser("delete", help="delete a run from the history")
     delete.add_argument("run", metavar="RUN")
     for verb in (listing, show, export, delete):
@@ -331,7 +339,7 @@ def _add_continue_parsers(commands: Any) -> None:
         sub.add_argument("-v", "--verbose", action="store_true", help="log the run's steps on stderr")
         _add_config_options(sub)
         _add_model_options(sub, "model (default: the run's recorded endpoint; the key from its recorded variable)")
-        sub.add_argument("--graphrag-settings", type=Path, metavar="SETTINGS_YAML",
+        sub.add_argument("--graphrag-settings", type=path_argument, metavar="SETTINGS_YAML",
                          help="the GraphRAG project whose .env holds the recorded key variable")
         _add_cost_limit_option(sub)
         _add_history_options(sub, recording=False)
@@ -1004,7 +1012,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         inputs = [*store_files(store_location), history.path,
                   *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
         json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
-    _say(f"wrote {json_path} and {md_path}")
+    _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")
     return 0
 
 
@@ -1045,7 +1053,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     from .prompt_files import export_prompts
 
     for path in export_prompts(args.directory):
-        _say(f"wrote {path}")
+        _say(f"wrote {path_text(path)}")
     return 0
 
 

@@ -29,6 +29,15 @@ def clean(text: str | None) -> str:
     return text.translate(_TABLE)
 
 
+_LINE_TABLE = {**_TABLE, 0x09: "\u2409", 0x0A: "\u240a"}
+
+
+def path_text(path: object) -> str:
+    """A file's path or a name on a line of its own: clean, its tabs and newlines visible
+    too (a file name may hold them; the line must still name that file)."""
+    return str(path).translate(_LINE_TABLE)
+
+
 def one_line(text: str | None, limit: int | None = None) -> str:
     """Clean, on one line (newlines and tabs become spaces), optionally cut with an ellipsis."""
     flat = " ".join(clean(text).split())

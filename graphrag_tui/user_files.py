@@ -19,6 +19,8 @@ ENV_PREFIX = "GRAPHRAG_TUI_"
 
 def user_path(text: str | Path, label: str) -> Path:
     """A path the user gave (`~` expanded), or an InputError naming where it came from."""
+    if not str(text):  # Path("") is the current directory
+        raise InputError(f"{label}: the path is empty")
     if "\0" in str(text):
         raise InputError(f"{label}: the path holds a NUL character")
     try:

@@ -194,16 +194,48 @@ def test_import_report_is_inert(tmp_path: Path) -> None:
     # characters is refused by the importer, so only the index's path carries them.)
     name = HOSTILE.replace("\x00", "").replace("/", "_")
     shown = HOSTILE_SHOWN.replace("␀", "").replace("/", "_")
-    source = write_index(tmp_path / f"out{name}", "3.x")
+    source = write_index(tmp_path / f"out{name}\nline\ttab", "3.x")
     store = tmp_path / "imported.db"
     run = run_cli("import-graphrag", str(source), str(store), "--namespace", "imp")
     assert run.code == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[:2] == [
-        f"Imported GraphRAG 3.x index {tmp_path}/out{shown}",
+        f"Imported GraphRAG 3.x index {tmp_path}/out{shown}␊line␉tab",
         f"  into new store {store}, namespace 'imp' (community text: summary)",
     ]
     assert_inert(run.stdout, run.stderr)
+
+
+def test_written_files_are_named_on_one_line_each(tmp_path: Path) -> None:
+    directory = tmp_path / "new\nline"
+    run = run_cli("prompts", "export", str(directory))
+    assert (run.code, run.stderr) == (0, "")
+    assert run.stdout.splitlines() == [f"wrote {tmp_path}/new␊line/{name}.txt" for name in ("map", "reduce", "rate")]
+
+
+@pytest.mark.parametrize(("args", "config", "message"), [
+    (["prompts", "export", ""], None, "argument DIR: the path is empty (see graphrag-tui prompts export --help)"),
+    (["plan", "{store}", QUESTION, "--prompts", ""], None,
+     "argument --prompts: the path is empty (see graphrag-tui plan --help)"),
+    (["runs", "export", "r1", ""], None, "argument NAME: the path is empty (see graphrag-tui runs export --help)"),
+    (["plan", "{store}", QUESTION], '[prompts]\ndir = ""\n', "config file {config}: [prompts] dir: the path is empty"),
+    (["runs"], '[history]\npath = ""\n', "config file {config}: [history] path: the path is empty"),
+], ids=["prompts-export", "prompts-flag", "runs-export", "prompts-config", "history-config"])
+def test_an_empty_path_is_refused_not_the_current_folder(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], config: str | None, message: str,
+) -> None:
+    """An empty path (an unset variable, say) was the current folder: `prompts export ""`
+    wrote the templates there, and `--prompts ""` read whatever templates it held."""
+    monkeypatch.chdir(tmp_path)
+    config_file = tmp_path / "config.toml"
+    extra = []
+    if config is not None:
+        config_file.write_text(config, encoding="utf-8")
+        extra = ["--config", str(config_file)]
+    run = run_cli(*[a.replace("{store}", str(store)) for a in args], *extra)
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == f"graphrag-tui: error: {message.replace('{config}', str(config_file))}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["harbour.db", *(["config.toml"] if config else [])])
 
 
 def test_a_closed_pipe_ends_plan_quietly(tmp_path: Path) -> None:

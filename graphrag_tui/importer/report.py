@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graphrag_tui.safe_text import path_text
 from graphrag_tui.store.location import PostgresLocation, display_location
 from graphrag_tui.store.pg_adapt import Adaptations
 
@@ -49,9 +50,9 @@ class ImportReport:
 def format_report(report: ImportReport) -> str:
     """The multi-line summary the CLI prints on stdout after an import."""
     lines = [
-        f"Imported GraphRAG {report.layout} index {report.source_dir}",
-        f"  into {'new store' if report.new_store else 'store'} {display_location(report.store_path)}, "
-        f"namespace '{report.namespace}' (community text: {report.text_column})",
+        f"Imported GraphRAG {report.layout} index {path_text(report.source_dir)}",
+        f"  into {'new store' if report.new_store else 'store'} {path_text(display_location(report.store_path))}, "
+        f"namespace '{path_text(report.namespace)}' (community text: {report.text_column})",
     ]
     if report.replaced_rows:
         lines.append(f"  replaced the namespace's previous {report.replaced_rows} rows")

@@ -6,6 +6,10 @@ environment."""
 from __future__ import annotations
 
 import json
+import select
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +27,7 @@ from tests.chat_server import (
     reduce_reply,
     too_many,
 )
-from tests.cli_runner import clean_env, run_cli
+from tests.cli_runner import EXECUTABLE, clean_env, run_cli
 from tests.stores import build_store, three_leaves
 
 QUESTION = "Who keeps the harbour ledger?"
@@ -64,6 +68,7 @@ def test_rpm_120_never_lets_a_10_second_window_see_more_than_20_requests(tmp_pat
     assert times[-1] - times[0] > 10.0  # long enough for a window to hold 21
     in_window = [sum(start <= t < start + 10.0 for t in times) for start in times]
     assert max(in_window) == 20  # at the cap, never over it
+    assert "note: the rate caps" not in run.stderr  # they add 11.6 s: under a minute goes unsaid
     between = gaps(times)
     assert min(between) > 0.4  # evenly spaced (0.505 s): no burst beyond one request
 
@@ -226,3 +231,34 @@ def test_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path, args, config, env,
                   env=clean_env(**env))
     assert (run.code, run.stdout) == (2, "")
     assert message in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+def test_caps_that_hold_the_run_back_for_long_are_said_before_the_first_call(tmp_path: Path) -> None:
+    """`--tpm 1` with 3 Map calls of ~100 tokens: the first call goes, the next waits hours.
+    It looked like a hang; the least time the caps add is said as the run starts."""
+    store, options = many_batches(tmp_path / "s.db", 3)
+    plan = run_cli("plan", str(store), QUESTION, *options, "--json")
+    tokens = [batch["prompt_tokens"] for batch in plan.json["batches"]]
+    least = sum(tokens) * 60 * 1.01  # seconds: each call holds the next (the last, Reduce) back
+    hours, minutes = divmod(round(least) // 60, 60)
+    with ScriptedChatServer(answers) as server:
+        process = subprocess.Popen(
+            [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *options,
+             "--tpm", "1", "--rpm", "600", "--no-history", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=clean_env(),
+        )
+        assert process.stderr is not None
+        said, _, _ = select.select([process.stderr], [], [], 20)  # without the note: nothing, for hours
+        note = process.stderr.readline() if said else ""
+        deadline = time.monotonic() + 20
+        while len(server.chat_requests()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=20)
+    assert note == (f"note: the rate caps (at most 600 requests and 1 token a minute) space this run's 3 Map calls "
+                    f"over at least {hours} h {minutes:02d} min\n")
+    assert len(server.chat_requests()) == 1  # the second waits for the cap
+    assert process.returncode == 130, stderr
+    assert json.loads(stdout)["status"] == "cancelled"
+

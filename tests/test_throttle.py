@@ -16,7 +16,7 @@ from graphrag_tui.engine.rate_limits import RateLimits
 from graphrag_tui.engine.replies import parse_reduce_reply
 from graphrag_tui.engine.result import Attempt
 from graphrag_tui.engine.retry import ModelCaller, call_with_retry, pause_for_all, rate_wait, request_tokens
-from graphrag_tui.engine.throttle import PROBE_PAUSE, SPACING_MARGIN, LimitChange, Throttle
+from graphrag_tui.engine.throttle import PROBE_PAUSE, SPACING_MARGIN, LimitChange, Throttle, least_spacing
 from graphrag_tui.engine.tokens import estimate_tokens
 from tests.scripted_model import QUERY, WHEN, ScriptedModel, make_plan, reply, run_search
 from tests.test_retry import Replies
@@ -60,6 +60,23 @@ async def test_tokens_per_minute_hold_the_next_send_back_by_the_tokens_sent() ->
         third = time.monotonic()
     assert 0.15 * SPACING_MARGIN - 0.002 <= second - first < 0.15 * SPACING_MARGIN + 0.03
     assert 0.01 * SPACING_MARGIN - 0.002 <= third - second < 0.01 * SPACING_MARGIN + 0.03
+
+
+async def test_least_spacing_is_what_the_gate_holds_requests_back() -> None:
+    """Both caps at once: each request holds the next back by the wider spacing (rpm 600: 0.1 s;
+    tpm 60,000: 1 ms a token), so 150, 30 and 120 tokens hold back 0.15 + 0.1 + 0.12 s."""
+    limits = RateLimits(requests_per_minute=600, tokens_per_minute=60_000)
+    assert least_spacing(limits, [150, 30, 120]) == pytest.approx(0.37 * SPACING_MARGIN, abs=1e-12)
+    throttle = Throttle(limits, 4)
+    first = time.monotonic()
+    for tokens in (150, 30, 120):
+        async with throttle.slot(tokens):
+            pass
+    async with throttle.slot(0):  # the next call (Reduce) goes once the three have held it back
+        after = time.monotonic()
+    assert 0.37 * SPACING_MARGIN - 0.002 <= after - first < 0.37 * SPACING_MARGIN + 0.05
+    assert least_spacing(RateLimits(), [10**9]) == 0.0
+    assert least_spacing(RateLimits(tokens_per_minute=1), [100, 200]) == pytest.approx(300 * 60 * SPACING_MARGIN)
 
 
 async def test_without_caps_nothing_waits() -> None:

@@ -24,7 +24,7 @@ behind those already waiting. It runs on the event loop's clock, which its sleep
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
@@ -32,6 +32,7 @@ from .rate_limits import RateLimits
 
 #: Sends are spaced this much wider than the caps ask (see the module's docstring).
 SPACING_MARGIN = 1.01
+
 #: After a 429 whose wait is not sure to be needed whole (a whole-second Retry-After), the
 #: others pause at least this (at most the wait): the gate probes the server at most twenty
 #: times a second while room may have come back, instead of hammering it. Measured on the
@@ -122,3 +123,15 @@ class Throttle:
         self._round += 1
         old, self.limit = self.limit, max(1, self.limit // 2)
         return LimitChange(old, self.limit)
+
+
+def least_spacing(limits: RateLimits, tokens: Iterable[int]) -> float:
+    """The least time the caps hold back what follows requests of these many tokens each,
+    sent one after another as the gate lets them through (each holds the next back by the
+    wider of its two spacings): the least time a run's caps add, retries and 429s aside."""
+    rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
+    if rpm is None and tpm is None:
+        return 0.0
+    per_request = 60.0 / rpm if rpm is not None else 0.0
+    per_token = 60.0 / tpm if tpm is not None else 0.0
+    return sum(max(per_request, count * per_token) for count in tokens) * SPACING_MARGIN

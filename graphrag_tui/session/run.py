@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..durations import duration_text
 from ..engine import (
     DEFAULT_PROMPTS,
     AttemptFailed,
@@ -40,8 +41,10 @@ from ..engine import (
 )
 from ..engine.events import CommunityRated, Event, Planned
 from ..engine.options import SearchOptions
+from ..engine.rate_limits import RateLimits
 from ..engine.result import BatchResult, Level, SearchResult
 from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
+from ..engine.throttle import least_spacing
 from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..planning import Selected, prepare_plan, prepare_selected_plan
@@ -50,6 +53,8 @@ from .recording import model_name, run_document, run_metadata
 from .run_failure import failed_result
 
 log = logging.getLogger("graphrag_tui.session")
+#: Caps that space a run's Map calls over this many seconds or more are said at its start.
+PACING_NOTE_FROM = 60.0
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,8 @@ class RunSession:
         self.batch_models = [self.prior[b.index][1] if b.index in self.prior else None for b in self.plan.batches]
         if self.started_at is None:  # a resumed run keeps its start
             self.started_at = self.wall_clock().isoformat()
+        if settings is not None and settings.rate_limits is not None:
+            self._note_pacing(settings.rate_limits)
         self._start_recording(model, settings)
         try:
             self.result = await self.search.run()
@@ -211,6 +218,24 @@ class RunSession:
             raise
         self._finish_recording(self.result)
         return self.result
+
+    def _note_pacing(self, limits: RateLimits) -> None:
+        """Caps that hold the run's Map calls apart for a minute or more are said before the
+        first is sent: `--tpm 1` otherwise looks like a run that hangs (dynamic selection's
+        calls are not planned yet, and go unsaid)."""
+        assert self.search is not None and self.plan is not None
+        if self.dynamic:
+            return
+        reserve = self.plan.options.map_reserve
+        sent = [b.prompt_tokens + reserve for b in self.search.batches if b.index not in self.prior]
+        least = least_spacing(limits, sent)
+        if least >= PACING_NOTE_FROM:
+            rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
+            caps = " and ".join(cap for cap in (
+                None if rpm is None else f"{rpm} request{'s' * (rpm != 1)}",
+                None if tpm is None else f"{tpm} token{'s' * (tpm != 1)}") if cap)
+            self.on_warning(f"note: the rate caps (at most {caps} a minute) space this run's {len(sent)} Map "
+                            f"call{'s' * (len(sent) != 1)} over at least {duration_text(least)}")
 
     def _start_recording(self, model: ChatModel, settings: ModelSettings | None) -> None:
         if self.history is None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from graphrag_tui.durations import duration_text
 from graphrag_tui.engine import Attempt, BatchResult, ReduceReport, SearchOptions, SearchResult
 from graphrag_tui.history import RecordedBatch, RunSummary, StoredRun
-from graphrag_tui.tui.stored_runs import duration_s, duration_text, recorded_plan, run_state_of, tokens_text
+from graphrag_tui.tui.stored_runs import duration_s, recorded_plan, run_state_of, tokens_text
 from graphrag_tui.tui.widgets.batch_status import run_times, times_texts
 
 

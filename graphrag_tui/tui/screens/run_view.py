@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, TabbedContent
 
+from ...durations import duration_text
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
@@ -31,7 +32,7 @@ from ...store.opening import open_store
 from ..messages import OpenBatch, OpenCommunity
 from ..run_state import RunState
 from ..safe_text import one_line
-from ..stored_runs import duration_s, duration_text, recorded_plan, run_state_of, scope_text, started_text, tokens_text
+from ..stored_runs import duration_s, recorded_plan, run_state_of, scope_text, started_text, tokens_text
 from ..widgets.batch_grid import BatchGrid
 from ..widgets.batch_status import BatchCounts, RunClock, usage_texts
 from ..widgets.footer import KeyFooter

@@ -19,10 +19,11 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
+from ...durations import duration_text
 from ...history import RESUMABLE, RunHistory, RunSummary
 from ...session.run_failure import failure_words
 from ..safe_text import one_line
-from ..stored_runs import duration_s, duration_text, scope_text, started_text, tokens_text
+from ..stored_runs import duration_s, scope_text, started_text, tokens_text
 from ..widgets.footer import KeyFooter
 
 #: Seconds of no typing in the filter before the list follows it.

@@ -314,7 +314,8 @@ class ConfigFileSource(TomlConfigSettingsSource):
         try:
             return tomllib.loads(read_user_file(path, "config file").decode("utf-8"))
         except FileNotFoundError:
-            raise InputError(f"config file {path} does not exist") from None
+            what = "is a symbolic link to nothing" if Path(path).is_symlink() else "does not exist"
+            raise InputError(f"config file {path} {what}") from None
         except OSError as error:
             raise InputError(f"config file {path} cannot be read: {error.strerror or error}") from None
         except UnicodeDecodeError as error:
@@ -367,7 +368,9 @@ def load_user_defaults(
         return UserDefaults()
     path = config_path or default_config_path()
     sources: list[Source] = []
-    if config_path is not None or path.is_file():
+    # The default file too is read when it is there in any form: a folder, a FIFO or a
+    # dangling link in its place is an error, not a config silently left unread.
+    if config_path is not None or path.exists() or path.is_symlink():
         sources.append(ConfigFileSource(path))
         _settings(sources[-1])
     sources.append(EnvironmentSource(environ))

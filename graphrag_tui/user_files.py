@@ -61,6 +61,9 @@ def default_history_path() -> Path:
 def has_user_settings(config_path: Path | None, environ: Mapping[str, str]) -> bool:
     """Whether the user's defaults could say anything: a config file (given, or at its
     default place) or a GRAPHRAG_TUI_* variable that is not empty (config.py reads no other)."""
-    if config_path is not None or default_config_path().is_file():
+    if config_path is not None:
+        return True
+    default = default_config_path()
+    if default.exists() or default.is_symlink():  # in any form: config.py says what is wrong with it
         return True
     return any(name.startswith(ENV_PREFIX) and value != "" for name, value in environ.items())

@@ -3,6 +3,7 @@ read, and every error naming the file, section and key, or the variable (issue 9
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from graphrag_tui.config import (
 from graphrag_tui.engine.options import FALLBACK_DEFAULTS, resolve_options
 from graphrag_tui.engine.request import shown
 from graphrag_tui.errors import InputError
-from tests.cli_runner import run_cli
+from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
 
 KNOWN_SECTIONS = "(known sections: [retrieval], [model], [prices], [history], [prompts], [selection], [keymap])"
@@ -284,3 +285,27 @@ def test_the_cli_reads_a_keymap_and_refuses_a_bad_one_in_one_line(tmp_path: Path
     run = run_cli("plan", str(store), "Who funds the bridge?", "--config", str(path), "--json")
     message = "must be key names separated by commas, like \"e,ctrl+e\", got 'ctrl+g,'"
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {path}: [keymap] goto {message}\n")
+
+
+@pytest.mark.parametrize(("kind", "what"), [
+    ("folder", "cannot be read: Is a directory"),
+    ("fifo", "is not a regular file"),
+    ("dangling-link", "is a symbolic link to nothing"),
+])
+@pytest.mark.parametrize("command", [["runs"], ["plan", "{store}", "Who funds the bridge?"]], ids=["runs", "plan"])
+def test_a_default_config_that_is_no_file_is_an_error_not_skipped(
+    tmp_path: Path, kind: str, what: str, command: list[str]
+) -> None:
+    """It was silently left unread: the user's settings then did not apply, unsaid."""
+    store = three_leaves(tmp_path / "harbour.db")
+    config = tmp_path / "config-home" / "graphrag-tui" / "config.toml"
+    config.parent.mkdir(parents=True)
+    if kind == "folder":
+        config.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(config)
+    else:
+        config.symlink_to(tmp_path / "moved-away.toml")
+    env = clean_env(XDG_CONFIG_HOME=str(tmp_path / "config-home"))
+    run = run_cli(*[a.replace("{store}", str(store)) for a in command], env=env)
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: config file {config} {what}\n")

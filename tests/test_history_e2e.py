@@ -450,7 +450,7 @@ def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Pat
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
                   "--json")
     run_id = run.json["run_id"]
-    for folder in (".", "/", ""):  # no file name: one line (it was an internal error)
+    for folder in (".", "/"):  # no file name: one line (it was an internal error); "" is an empty path
         refused = cli(history, "runs", "export", run_id, folder)
         assert (refused.code, refused.stdout) == (2, "")
         assert refused.stderr == f"graphrag-tui: error: Cannot export: {str(Path(folder))!r} names a folder, not a file\n"

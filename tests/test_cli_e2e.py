@@ -267,6 +267,18 @@ def test_a_model_list_that_fails_is_an_input_error(store: Path) -> None:
     assert "--model was not given and GET" in run.stderr and run.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize(("listed", "shown"), [("\ud800x", "'\\ud800x'"), ("m" * 300, "'" + "m" * 38 + "…")],
+                         ids=["lone-surrogate", "too-long"])
+def test_a_first_listed_model_that_is_no_usable_name_is_an_input_error(store: Path, listed: str, shown: str) -> None:
+    """It was an internal error (UnicodeEncodeError recording the run), or every batch failed."""
+    with ScriptedChatServer(Scripted({}), models=[listed, "fine"]) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, *ONE_BATCH_EACH, "--json")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: --model was not given and the first model {server.base_url}/models "
+                          f"lists is no usable name ({shown}): name one with --model\n")
+    assert server.chat_requests() == []
+
+
 def test_retry_after_is_waited_for_and_reported(store: Path, tmp_path: Path) -> None:
     script = Scripted({
         "ns/1": [Reply("busy", status=503, headers={"Retry-After": "1"}), map_reply("Bridge.", 90)],

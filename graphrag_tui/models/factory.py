@@ -17,6 +17,7 @@ from ..engine import (
     ModelError,
     RateLimits,
     ascii_integer,
+    has_surrogates,
     parse_max_rate_wait,
     parse_per_minute,
     shown,
@@ -253,6 +254,11 @@ def model_name(settings: ModelSettings) -> str | None:
     return classic_deployment(parse_base_url(settings.base_url))
 
 
+#: The longest model name taken from a server's list: ids are tens of characters; one of
+#: megabytes would be sent with every request and shown on every line that names the model.
+MAX_LISTED_NAME = 256
+
+
 async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> ChatModel:
     """A ready model. For an endpoint without --model, the first model it lists answers."""
     if settings.kind == "extractive":
@@ -293,4 +299,7 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         await probe.aclose()
     if not names:
         raise InputError(f"--model was not given and {probe.base_url}/models lists no model: name one with --model")
+    if len(names[0]) > MAX_LISTED_NAME or has_surrogates(names[0]):  # it could be neither sent nor recorded
+        raise InputError(f"--model was not given and the first model {probe.base_url}/models lists is no usable name "
+                         f"({shown(names[0])}): name one with --model")
     return endpoint(names[0])

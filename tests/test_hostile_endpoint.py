@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 import unicodedata
 from pathlib import Path
@@ -175,6 +177,32 @@ def test_the_key_with_invisible_characters_inside_is_masked_in_every_output_and_
 
 
 # -- 3. a reply nested 3,000 levels deep ------------------------------------------------------
+
+
+def test_a_key_with_both_quotes_echoed_in_a_bad_status_line_is_masked(store: Path, tmp_path: Path) -> None:
+    """httpx quotes a malformed status line as bytes, Python's repr: a key holding both
+    quotes came out as `sk-Q"uo\\'te...` in every output and the history."""
+    key = "sk-Q\"uo'te0SECRET0123456789"
+
+    class StatusLineEcho(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(65536)
+            self.request.sendall(b"HTTP/1.1 2x0 " + key.encode() + b"\r\n\r\n")
+
+    history, events = tmp_path / "history.db", tmp_path / "events.jsonl"
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), StatusLineEcho) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        runs = [run_cli("query", str(store), QUESTION, "--base-url", url, "--model", "m1", *ONE_BATCH_EACH,
+                        "--api-key-env", "MY_KEY", "--history", str(history), "--events", str(events), *form,
+                        env=clean_env(MY_KEY=key)) for form in ([], ["--json"])]
+        server.shutdown()
+    assert [run.code for run in runs] == [1, 1]
+    assert "batch 0: transport: RemoteProtocolError: illegal status line: bytearray(b'HTTP/1.1 2x0 ***')" \
+        in runs[0].stdout
+    written = [run.stdout + run.stderr for run in runs] + [events.read_text(), history.read_bytes().decode("latin-1")]
+    for text in written:
+        assert "SECRET" not in text
 
 
 def test_a_deeply_nested_completion_body_is_an_invalid_attempt_that_is_retried(store: Path) -> None:

@@ -321,6 +321,9 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
         assert pattern.sub("***", f"<{form}>") == "<***>", form
     for near_miss in ("sk-a/b\"c", "SK-a/b\"c\\d", "sk-a/b\"c\\e"):
         assert pattern.search(near_miss) is None
+    quotes = "sk-Q\"uo'te"  # Python's repr escapes ' once both quotes are in the text (httpx's bad status line)
+    assert repr(quotes.encode()) == "b'sk-Q\"uo\\'te'"
+    assert key_pattern(quotes).sub("***", repr(quotes.encode())) == "b'***'"
 
 
 #: Every character a terminal shows as nothing or safe_text.clean removes, by block.

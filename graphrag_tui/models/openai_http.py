@@ -63,8 +63,9 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 _EXCERPT_CHARS = 200
 _MASK = "***"
-#: Characters JSON lets a string escape with a backslash besides the \uXXXX form.
-_BACKSLASH_ESCAPABLE = '"\\/'
+#: Characters JSON lets a string escape with a backslash besides the \uXXXX form, and the
+#: quote Python's repr escapes (httpx quotes a bad status line as bytes: `b'...\'...'`).
+_BACKSLASH_ESCAPABLE = '"\\/\''
 #: A host name as a request can carry it (IDNA-encoded by httpx); IPv6 literals aside.
 _HOSTNAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 
@@ -104,7 +105,8 @@ _HIDDEN = re.compile(
 
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
-    \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times)
+    \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times), \'
+    as Python's repr writes it
     and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
     mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
     decode back to the key. A match starts a run of backslashes only at its first one, so a

@@ -303,17 +303,21 @@ def test_a_password_with_an_unencoded_separator_is_refused_and_never_shown(url: 
                             " (see graphrag-tui info --help)" if command[0] == "info" else " (see graphrag-tui --help)"))
 
 
-def test_json_nested_too_deep_in_a_jsonb_column_is_one_line(graphrag_ts_database: PgDatabase) -> None:
+def test_json_nested_too_deep_in_a_jsonb_column_is_one_line(graphrag_ts_database: PgDatabase, tmp_path: Path) -> None:
     """The driver decodes jsonb as it fetches, before the store's own guard: it was
-    `internal error: RecursionError` (and the app's community view stayed on "Reading...")."""
+    `internal error: RecursionError` (and the app's community view stayed on "Reading..."),
+    and in `copy`'s streamed read too."""
     with graphrag_ts_database.admin_connect() as conn:
         conn.execute("ALTER TABLE rag_community_summaries ALTER COLUMN members DROP DEFAULT, "
                      "ALTER COLUMN members TYPE jsonb USING to_jsonb(members)")
         conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level, "
                      "members) VALUES ('ns/1', 'ns', 'One', 'Fine.', 0, %s::jsonb)", ("[" * 5000 + "]" * 5000,))
-    line = _one_line_error(run_cli("show", graphrag_ts_database.url, "ns/1"), *graphrag_ts_database.passwords)
     masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
-    assert line == f"graphrag-tui: error: Cannot read store {masked}: a JSON value in it is nested too deeply"
+    for command in (("show", graphrag_ts_database.url, "ns/1"),
+                    ("copy", graphrag_ts_database.url, str(tmp_path / "copied.db"), "--namespace", "ns")):
+        line = _one_line_error(run_cli(*command), *graphrag_ts_database.passwords)
+        assert line == f"graphrag-tui: error: Cannot read store {masked}: a JSON value in it is nested too deeply"
+    assert not (tmp_path / "copied.db").exists()
 
 
 def test_a_sql_ascii_database_is_read_as_text(postgres_cluster: PostgresCluster, tmp_path: Path) -> None:

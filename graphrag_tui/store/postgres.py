@@ -173,12 +173,15 @@ class PostgresStore(CommunityStore):
                         raise StoreError(f"{query_failure(self.location, error)}; connecting again: {again.reason}") from None
                 except psycopg.Error as error:
                     raise query_failure(self.location, error) from None
-                except UnicodeError as error:
-                    raise StoreError(f"Cannot read store {self.location}: {one_line(str(error), 200)}") from None
-                except RecursionError:  # the driver decodes json and jsonb columns as it fetches
-                    raise StoreError(f"Cannot read store {self.location}: a JSON value in it is nested too "
-                                     "deeply") from None
+                except (UnicodeError, RecursionError) as error:
+                    raise self._undecodable(error) from None
         raise AssertionError("unreachable")
+
+    def _undecodable(self, error: UnicodeError | RecursionError) -> StoreError:
+        """A value the driver could not decode as it fetched it (it decodes json and jsonb then)."""
+        if isinstance(error, RecursionError):
+            return StoreError(f"Cannot read store {self.location}: a JSON value in it is nested too deeply")
+        return StoreError(f"Cannot read store {self.location}: {one_line(str(error), 200)}")
 
     def _query(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[tuple]:
         """A read written in SQLite's dialect (`pg_dialect`), every row."""
@@ -303,6 +306,8 @@ class PostgresStore(CommunityStore):
                     yield from map(convert, batch)
         except psycopg.Error as error:
             raise query_failure(self.location, error) from None
+        except (UnicodeError, RecursionError) as error:
+            raise self._undecodable(error) from None
         finally:
             conn.close()
 

@@ -303,6 +303,29 @@ def test_a_password_with_an_unencoded_separator_is_refused_and_never_shown(url: 
                             " (see graphrag-tui info --help)" if command[0] == "info" else " (see graphrag-tui --help)"))
 
 
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://u:S3cr%zzet@127.0.0.1:5432/db",
+     'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db (invalid percent-encoded token: "***")'),
+    ("postgresql://u:x@127.0.0.1:5432/db?password=S3cr%zzet",
+     'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db?password=*** (invalid percent-encoded token: "***")'),
+    ("postgresql://u:x@127.0.0.1:5432/db?sslpassword=S3%zzcr",
+     "Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db?sslpassword=*** (invalid percent-encoded token: "
+     '"***")'),
+    ("postgresql://u:S3cret two@127.0.0.1:5432/db",
+     'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db (unexpected spaces found in "***", use '
+     "percent-encoded spaces (%20) instead)"),
+    ("postgresql://u:S3cret two@127.0.0.1:notaport/db",
+     "argument store: Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:notaport/db (see graphrag-tui info --help)"),
+    ("postgresql://u:S3cret\ttab@127.0.0.1:99999/db",
+     "argument store: Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:99999/db (see graphrag-tui info --help)"),
+], ids=["percent-userinfo", "percent-parameter", "percent-sslpassword", "space", "space-bad-port", "tab-bad-port"])
+def test_a_url_libpq_cannot_read_never_shows_its_password(url: str, shown: str) -> None:
+    """libpq quotes the piece of a URL it cannot read, here the password; and a password
+    with a space escaped the masking of a URL no parser accepts."""
+    line = _one_line_error(run_cli("info", url), "S3cr", "zzet", "two", "tab", "S3%")
+    assert line == f"graphrag-tui: error: {shown}"
+
+
 def test_json_nested_too_deep_in_a_jsonb_column_is_one_line(graphrag_ts_database: PgDatabase, tmp_path: Path) -> None:
     """The driver decodes jsonb as it fetches, before the store's own guard: it was
     `internal error: RecursionError` (and the app's community view stayed on "Reading..."),

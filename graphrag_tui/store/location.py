@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from graphrag_tui.errors import InputError
-from graphrag_tui.url_mask import MASK, SECRET_PARAMETERS, mask_urls
+from graphrag_tui.url_mask import MASK, SECRET_PARAMETERS, mask_url_secrets, mask_urls
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -77,7 +77,7 @@ def _masked_url(url: str) -> tuple[str, str]:
         has_password = parts.password is not None
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
-        raise InputError(f"Not a PostgreSQL URL: {mask_urls(url)}") from None
+        raise InputError(f"Not a PostgreSQL URL: {mask_url_secrets(mask_urls(url), url)}") from None
     database = unquote(parts.path.lstrip("/"))
     user = user or next((v for k, v in query if k == "user"), "")
     has_password = has_password or any(k.lower() in SECRET_PARAMETERS for k, _ in query)

@@ -20,6 +20,7 @@ from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.location import PostgresLocation, mask_urls
 from graphrag_tui.store.validation import StoreError
+from graphrag_tui.url_mask import mask_url_secrets
 
 if TYPE_CHECKING:
     import psycopg
@@ -71,7 +72,7 @@ class ConnectFailed(StoreError):
 
 
 def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
-    text = driver_text(error)
+    text = mask_url_secrets(driver_text(error), location.url)
     lowered = str(error).lower()
     if "password authentication failed" in lowered or "authentication failed" in lowered \
             or "no password supplied" in lowered or "no pg_hba.conf entry" in lowered:
@@ -87,7 +88,8 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     try:
         given = psycopg.conninfo.conninfo_to_dict(location.url)
     except psycopg.ProgrammingError as error:
-        raise StoreError(f"Not a PostgreSQL URL: {location} ({driver_text(error)})") from None
+        raise StoreError(f"Not a PostgreSQL URL: {location} ({mask_url_secrets(driver_text(error), location.url)})") \
+            from None
     options = " ".join(filter(None, (str(given.get("options") or os.environ.get("PGOPTIONS") or ""),)))
     if read_only:
         options += f" -c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_S * 1000}"

@@ -434,7 +434,9 @@ def resumed(history: Path, run_id: str) -> tuple[Any, list[Received]]:
         run = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")
         requests = server.chat_requests()
     assert run.code == 0, run.stderr
-    assert run_cli("runs", "show", run_id, "--history", str(history), "--json").json == run.json
+    shown = run_cli("runs", "show", run_id, "--history", str(history), "--json")
+    assert (shown.code, shown.stderr) == (0, "")
+    assert shown.json == run.json
     return run.json, requests
 
 

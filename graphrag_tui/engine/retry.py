@@ -256,14 +256,16 @@ async def call_with_retry(
     as it goes out. A failed attempt is reported (AttemptFailed); a 503's Retry-After delays
     the next one, capped at MAX_RETRY_WAIT and reported (RetryWaiting). A 429 is recorded
     with the number of the send that follows it and reported (RateLimited): the call waits
-    in the gate and is sent again, unless its wait would pass what is left of the budget,
-    which fails it at once. `batch_index` and `worker` are None for Reduce; a rating call
-    names its community (`community_id`), which its events carry. Cancellation
-    propagates, recorded on the attempt."""
+    in the gate and is sent again, unless its wait would end past its budget, counted from
+    its first 429 (its waits and its turns in the gate after them), which fails it at once.
+    `batch_index` and `worker` are None for Reduce; a rating call names its community
+    (`community_id`), which its events carry. Cancellation propagates, recorded on the
+    attempt."""
     report, throttle = caller.report, caller.throttle
     tokens = request_tokens(request) if throttle.counts_tokens else 0
     budget = throttle.limits.max_rate_wait
-    waited, in_a_row = 0.0, 0
+    limited_since: float | None = None  # the loop's time at the call's first 429
+    in_a_row = 0
     retry_after: float | None = None
     number = 1
     while True:
@@ -279,8 +281,14 @@ async def call_with_retry(
         if attempt.error_kind == "rate_limited":
             in_a_row += 1
             wait, source = rate_wait(error, in_a_row)
-            if wait <= budget - waited:
-                waited += wait
+            now = asyncio.get_running_loop().time()
+            if limited_since is None:
+                limited_since = now
+            # Since its first 429: its own waits, and its turns in the gate after them, where
+            # the other calls' 429s hold it (a storm of 429s otherwise went round every batch
+            # for its whole budget, one after another).
+            left = budget - (now - limited_since)
+            if wait <= left:
                 attempt.error = f"{attempt.error}; sent again after {wait:g} s ({source})"
                 change = throttle.rate_limited(wait, sent_in, sure=pause_for_all(wait, source))
                 caller.limit_changed(change, "rate_limited")
@@ -295,8 +303,8 @@ async def call_with_retry(
                 await asyncio.sleep(wait)  # then back into the gate, behind the calls waiting there
                 continue
             attempt.error = (
-                f"{attempt.error}; the server asked to wait {wait:g} s, more than the {budget - waited:g} s left "
-                f"of this call's {budget:g} s for rate limits (--max-rate-wait)"
+                f"{attempt.error}; the server asked to wait {wait:g} s, more than the {round(max(left, 0.0), 2):g} s "
+                f"left of this call's {budget:g} s for rate limits (--max-rate-wait, from its first 429)"
             )
         else:
             in_a_row = 0

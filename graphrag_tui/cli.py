@@ -939,7 +939,8 @@ def cmd_tree(args: argparse.Namespace) -> int:
             raise InputError(f"the hierarchy of namespace {tree['namespace']} is too deep to write as nested JSON: "
                              "give --depth (say --depth 100)") from None
         return 0
-    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots")
+    apart = f" ({hierarchy.unreachable} in a cycle of parent links, reached from no root)" if hierarchy.unreachable else ""
+    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots{apart}")
     stack = [(root, 1) for root in reversed(tree["roots"])]
     while stack:
         node, indent = stack.pop()

@@ -213,3 +213,44 @@ def test_han_text_is_searched_character_by_character(tmp_path: Path, env: dict[s
     ]
     both = run_cli("search", str(store), "茶", "--kind", "community", "--json", env=env).json
     assert sorted(hit["id"] for hit in both["results"]["community"]) == ["zh/1", "zh/2"]
+
+
+def _without_primary_key(store: Path, rows: list[tuple[str, int, str | None]]) -> None:
+    """The store's communities replaced by `rows` (id, level, parent) in a table without its
+    primary key, as a hand-made store may have it: an id may come twice."""
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE loose AS SELECT * FROM rag_community_summaries WHERE 0")
+        db.execute("DROP TABLE rag_community_summaries")
+        db.execute("ALTER TABLE loose RENAME TO rag_community_summaries")
+        db.executemany("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level, "
+                       "parent_community_id) VALUES (?, 'ns', ?, 's', ?, ?)", [(c, c.upper(), lv, p) for c, lv, p in rows])
+    db.close()
+
+
+def test_an_id_that_comes_twice_in_a_cycle_ends_and_says_what_is_apart(tmp_path: Path, env: dict[str, str]) -> None:
+    """`a` a root and, again, a child of `b`, itself a child of `a`: `tree` went round the
+    cycle for ever, its memory growing (the app's Explore screen too)."""
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "loose.db", [{"id": "x", "summary_content": "s"}])
+    _without_primary_key(store, [("a", 0, None), ("c", 1, "a"), ("a", 1, "b"), ("b", 1, "a")])
+    run = run_cli("tree", str(store), env=env, timeout=30)
+    assert (run.code, run.stderr) == (0, "")
+    assert run.stdout == "namespace ns: 0 roots (3 in a cycle of parent links, reached from no root)\n"
+
+
+def test_ids_that_come_twice_on_every_level_are_walked_once(tmp_path: Path, env: dict[str, str]) -> None:
+    """Each level's id twice under the same parent: the walk doubled at every level (2^40)."""
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "loose.db", [{"id": "x", "summary_content": "s"}])
+    _without_primary_key(store, [("x0", 0, None)] + [(f"x{i}", i, f"x{i - 1}") for i in range(1, 41) for _ in (1, 2)])
+    run = run_cli("tree", str(store), "--json", "--depth", "3", env=env, timeout=30)
+    assert run.code == 0, run.stderr
+    top = run.json["roots"]
+    assert [(n["id"], n["leaf_count"], n["child_count"]) for n in top] == [("x0", 1, 1)]
+    assert [c["id"] for c in top[0]["children"]] == ["x1"] and [c["id"] for c in top[0]["children"][0]["children"]] == ["x2"]
+    text = run_cli("tree", str(store), env=env, timeout=30)
+    assert text.code == 0 and len(text.stdout.splitlines()) == 42  # the header and 41 communities

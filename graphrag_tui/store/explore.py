@@ -141,34 +141,40 @@ def load_hierarchy(store: CommunityStore, namespace: str) -> Hierarchy:
         "SELECT community_summary_id, count(*) FROM rag_claims "
         "WHERE community_summary_id IS NOT NULL GROUP BY community_summary_id"
     ))
+    # An id that comes twice (a table without its primary key) is its last row, as `info` shows it.
     info = {row[0]: row for row in rows}
-    children: dict[str, list[str]] = {}
+    listed: dict[str, list[str]] = {}
     roots: list[str] = []
-    for cid, _, _, parent, _ in rows:
+    for cid, _, _, parent, _ in info.values():
         if parent is None or parent not in info or parent == cid:
             roots.append(cid)
         else:
-            children.setdefault(parent, []).append(cid)
-    # Breadth-first from the roots (each community has one parent, so none twice; one in a
-    # cycle is reached from no root), then sums from the bottom up.
+            listed.setdefault(parent, []).append(cid)
+    # Breadth-first from the roots, each community once, under the parent it is reached from
+    # (one in a cycle is reached from no root), then sums from the bottom up.
+    parent_of: dict[str, str | None] = dict.fromkeys(roots)
+    children: dict[str, list[str]] = {}
     order = list(roots)
     for cid in order:
-        order.extend(children.get(cid, ()))
+        for child in listed.get(cid, ()):
+            if child not in parent_of:
+                parent_of[child] = cid
+                children.setdefault(cid, []).append(child)
+                order.append(child)
     leaves = dict.fromkeys(order, 0)
     claims = dict.fromkeys(order, 0)
-    parent_of = {row[0]: row[3] for row in rows}
     for cid in reversed(order):
         if cid not in children:
             leaves[cid], claims[cid] = 1, claims_of.get(cid, 0)
         parent = parent_of[cid]
-        if parent in children and cid != parent and parent in leaves:
+        if parent is not None:
             leaves[parent] += leaves[cid]
             claims[parent] += claims[cid]
     nodes = {
         cid: TreeNode(cid, _text(name), int(level), leaves[cid], claims[cid], len(children.get(cid, ())), _number(rank))
-        for cid, name, level, _, rank in rows if cid in leaves
+        for cid, name, level, _, rank in info.values() if cid in leaves
     }
-    return Hierarchy(namespace, nodes, children, roots, has_rank, unreachable=len(rows) - len(nodes))
+    return Hierarchy(namespace, nodes, children, roots, has_rank, unreachable=len(info) - len(nodes))
 
 
 def tree_json(hierarchy: Hierarchy, depth: int | None, key: SortKey = "id") -> dict[str, Any]:

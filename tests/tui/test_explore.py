@@ -321,3 +321,32 @@ async def test_the_members_listed_in_the_community_view_open_their_entities(stor
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is community
+
+
+async def test_a_chain_deeper_than_the_tree_stops_at_its_last_level(tmp_path: Path) -> None:
+    """100 levels of parent links: expand all (or showing the deepest community) built a
+    Tree so deep that Textual's drawing recursed past Python's limit: the app died."""
+    from graphrag_tui.tui.screens.explore import MAX_TREE_DEPTH
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "chain.db", [
+        {"id": f"c{i:03d}", "summary_content": "s", "level": i, "parent_community_id": f"c{i - 1:03d}" if i else None}
+        for i in range(100)])
+    app = make_app(store, cache_dir=tmp_path / "cache")
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await open_explore(pilot)
+        screen.tree.focus()
+        screen.tree.move_cursor(screen.tree.root.children[0])
+        await pilot.press("asterisk")
+        await pilot.pause()
+        item, depth = screen.tree.root, 0
+        while item.children:
+            (item,), depth = item.children, depth + 1
+        assert (depth, item.data.id, item.allow_expand) == (MAX_TREE_DEPTH, f"c{MAX_TREE_DEPTH - 1:03d}", False)
+        assert str(item.label.plain).endswith(f"(deeper than the tree's {MAX_TREE_DEPTH} levels)")
+        screen.show_community("c099")
+        await pilot.pause()
+        assert screen.tree.cursor_node is item
+        assert [n.message for n in app._notifications][-1] == (
+            f"Community c099 is 100 levels deep; the tree shows {MAX_TREE_DEPTH}: the cursor is on its ancestor there.")
+        assert isinstance(app.screen, ExploreScreen)

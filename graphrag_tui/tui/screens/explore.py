@@ -41,6 +41,10 @@ EXPAND_ALL_LIMIT = 2000
 #: Textual's Tree walks every line again on each expansion (LazyTree makes each line
 #: cheap, not free), so thousands of lines would make every expansion slow.
 PAGE = 200
+#: Levels the tree shows: Textual's Tree draws one level of recursion per level (a chain of
+#: 1,100 damaged parent links crashed the app), and its lines widen with depth. GraphRAG
+#: hierarchies have a handful; a community deeper than this opens from the search instead.
+MAX_TREE_DEPTH = 64
 KIND_TITLES: dict[Kind, str] = {"community": "Communities", "entity": "Entities", "claim": "Claims",
                                 "chunk": "Chunks"}
 MARK_STYLE = "bold reverse"
@@ -66,6 +70,14 @@ def node_label(node: TreeNode) -> Text:
         details += f" · rank {node.rank:g}"
     text.append(details, style="dim")
     return text
+
+
+def tree_depth(item: TreeItem[TreeNode | None]) -> int:
+    """0 for the tree's root, 1 for the nodes under it..."""
+    depth = 0
+    while item.parent is not None:
+        item, depth = item.parent, depth + 1
+    return depth
 
 
 def hit_text(hit: SearchHit) -> Text:
@@ -225,9 +237,14 @@ class ExploreScreen(Screen):
         self._refresh_status()
 
     def _add_nodes(self, item: TreeItem[TreeNode | None], nodes: list[TreeNode]) -> None:
-        """The first PAGE nodes under `item`, then a "more" line for the rest."""
+        """The first PAGE nodes under `item`, then a "more" line for the rest; at the tree's
+        last level (MAX_TREE_DEPTH) they do not expand."""
+        deepest = tree_depth(item) + 1 >= MAX_TREE_DEPTH
         for node in nodes[:PAGE]:
-            item.add(node_label(node), node, allow_expand=node.child_count > 0)
+            label = node_label(node)
+            if deepest and node.child_count:
+                label.append(f"  (deeper than the tree's {MAX_TREE_DEPTH} levels)", style="dim italic")
+            item.add(label, node, allow_expand=node.child_count > 0 and not deepest)
         if len(nodes) > PAGE:
             rest = nodes[PAGE:]
             more = item.add_leaf(Text(f"… {len(rest):,} more (Enter: the next {min(PAGE, len(rest))})",
@@ -303,6 +320,10 @@ class ExploreScreen(Screen):
             self.level = None
             self._fill_tree()
         self._show_tree()
+        if len(path) > MAX_TREE_DEPTH:
+            self.notify(f"Community {one_line(community_id, 60)} is {len(path)} levels deep; the tree shows "
+                        f"{MAX_TREE_DEPTH}: the cursor is on its ancestor there.", severity="warning")
+            path = path[:MAX_TREE_DEPTH]
         item = self.tree.root
         for cid in path:
             self.populate(item)

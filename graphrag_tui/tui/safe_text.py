@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..safe_text import clean, one_line
+from ..safe_text import clean
+from ..safe_text import one_line as _one_line
 
-__all__ = ["clean", "one_line", "safe", "safe_line"]
+#: The longest line of store or model text a view shows (some eight lines of a wide
+#: terminal): a 10 MB community name laid out on one line held the app for minutes.
+SHOWN_LINE_CHARS = 1_000
+
+__all__ = ["clean", "one_line", "safe", "safe_cut", "safe_line"]
 
 
 def safe(text: str | None, style: str = "") -> Text:
@@ -14,5 +19,37 @@ def safe(text: str | None, style: str = "") -> Text:
     return Text(clean(text), style=style)
 
 
-def safe_line(text: str | None, limit: int | None = None, style: str = "") -> Text:
+def one_line(text: str | None, limit: int = SHOWN_LINE_CHARS) -> str:
+    """`graphrag_tui.safe_text.one_line`, cut at SHOWN_LINE_CHARS unless told shorter."""
+    return _one_line(text, limit)
+
+
+def safe_line(text: str | None, limit: int = SHOWN_LINE_CHARS, style: str = "") -> Text:
     return Text(one_line(text, limit), style=style)
+
+
+#: Store text a view shows at most: Textual lays out every line of a widget at once, and a
+#: 100,000-line summary held the app for 23 s. The rest is one line that says how much.
+SHOWN_LINES = 2_000
+SHOWN_CHARS = 200_000
+
+
+def safe_cut(text: str | None, style: str = "") -> Text:
+    """`safe`, cut after SHOWN_LINES lines or SHOWN_CHARS characters, whichever comes first,
+    with a line that says what is left out (`graphrag-tui show` prints it whole)."""
+    cleaned = clean(text)
+    end = min(len(cleaned), SHOWN_CHARS)
+    newline = -1
+    for _ in range(SHOWN_LINES):
+        newline = cleaned.find("\n", newline + 1, end)
+        if newline < 0:
+            break
+    else:
+        end = newline
+    shown = Text(cleaned[:end], style=style)
+    if end < len(cleaned):
+        left = cleaned[end:].lstrip("\n")
+        lines = left.count("\n") + (not left.endswith("\n"))
+        shown.append(f"\n… {len(left):,} more characters ({lines:,} lines) not shown here; "
+                     "graphrag-tui show prints them", style="dim italic")
+    return shown

@@ -350,3 +350,34 @@ async def test_a_chain_deeper_than_the_tree_stops_at_its_last_level(tmp_path: Pa
         assert [n.message for n in app._notifications][-1] == (
             f"Community c099 is 100 levels deep; the tree shows {MAX_TREE_DEPTH}: the cursor is on its ancestor there.")
         assert isinstance(app.screen, ExploreScreen)
+
+
+async def test_a_huge_community_opens_at_once_its_texts_cut_with_a_note(tmp_path: Path) -> None:
+    """A 100,000-line summary, a 1 MB name and 100,000 members: Textual laid out every line,
+    and the view held the app for 23 s (with 10 MB texts, minutes and 17 GB)."""
+    import json
+    import time
+
+    from tests.stores import build_store
+
+    summary = "harbour ledger line\n" * 100_000
+    store = build_store(tmp_path / "huge.db", [{"id": "ns/0", "community_name": "N" * 1_000_000,
+                                               "summary_content": summary,
+                                               "members": json.dumps([f"m{i}" for i in range(100_000)])}])
+    app = make_app(store, cache_dir=tmp_path / "cache")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query("#run")), what="the main screen")
+        began = time.monotonic()
+        app.open_community("ns/0")
+        await wait_community(pilot)
+        took = time.monotonic() - began
+        screen = pilot.app.screen
+        shown_summary = str(screen.query_one("#summary", Static).render())
+        header = str(screen.query_one("#community-header", Static).render())
+        members = str(screen.query_one("#members", Static).render())
+    assert took < 5, took
+    assert shown_summary.startswith("harbour ledger line\n") and shown_summary.count("\n") == 2000
+    assert shown_summary.endswith("… 1,960,000 more characters (98,000 lines) not shown here; graphrag-tui show "
+                                  "prints them")
+    assert "N" * 999 + "…" in header and "N" * 1000 not in header
+    assert members.startswith("m0, m1, ") and members.endswith(", m1999 … and 98,000 more")

@@ -35,7 +35,7 @@ from ..provenance_text import (
     passage_note,
     sources_legend,
 )
-from ..safe_text import one_line, safe, safe_line
+from ..safe_text import one_line, safe_cut, safe_line
 from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
 from .tabbed import TabbedScreen
@@ -92,7 +92,7 @@ def report_text(detail: CommunityDetail) -> Text | None:
     text.append(f"{detail.rank:g}" if detail.rank is not None else "—", style="bold")
     if detail.rating_explanation:
         text.append("\n")
-        text.append_text(safe(detail.rating_explanation))
+        text.append_text(safe_cut(detail.rating_explanation))
     if detail.findings:
         text.append(f"\n\nFindings ({len(detail.findings)})", style="dim")
     for finding in detail.findings:
@@ -100,7 +100,7 @@ def report_text(detail: CommunityDetail) -> Text | None:
         text.append_text(safe_line(finding.summary, style="bold"))
         if finding.explanation:
             text.append("\n  ")
-            text.append_text(safe(finding.explanation))
+            text.append_text(safe_cut(finding.explanation))
     return text
 
 
@@ -215,7 +215,7 @@ class CommunityScreen(Findable, TabbedScreen):
                     with VerticalScroll(id="overview-text"):
                         yield Static(Text("Summary"), classes="section-title")
                         yield MarkableStatic(
-                            safe(detail.summary) if detail.summary.strip()
+                            safe_cut(detail.summary) if detail.summary.strip()
                             else Text("(empty summary)", style="dim italic"),
                             id="summary",
                         )
@@ -371,7 +371,10 @@ class CommunityScreen(Findable, TabbedScreen):
     def _members_text(detail: CommunityDetail) -> Text:
         if not detail.members:
             return Text("(none listed)", style="dim italic")
-        return Text(", ").join(safe_line(member) for member in detail.members)
+        shown = Text(", ").join(safe_line(member, 200) for member in detail.members[:MAX_ROWS])
+        if len(detail.members) > MAX_ROWS:
+            shown.append(f" … and {len(detail.members) - MAX_ROWS:,} more", style="dim italic")
+        return shown
 
     def _claim_detail(self, index: int) -> Text:
         """The claim at `index` of the claims table, in full, with the chunk it cites."""

@@ -381,3 +381,29 @@ async def test_a_huge_community_opens_at_once_its_texts_cut_with_a_note(tmp_path
                                   "prints them")
     assert "N" * 999 + "…" in header and "N" * 1000 not in header
     assert members.startswith("m0, m1, ") and members.endswith(", m1999 … and 98,000 more")
+
+
+async def test_an_overview_of_thousands_of_levels_lists_and_plans_the_first_hundred(tmp_path: Path) -> None:
+    """One root community on each of 150 levels: every level was listed and planned, the
+    batches text rebuilt whole for each (with 2,000 levels the screen froze for 30 s)."""
+    from graphrag_tui.tui.screens.overview import MAX_LEVELS
+    from tests.stores import build_store
+
+    store = build_store(tmp_path / "levels.db", [
+        {"id": f"l{i:03d}", "summary_content": f"level {i}", "level": i} for i in range(MAX_LEVELS + 50)])
+    app = make_app(store, cache_dir=tmp_path / "cache")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query("#run")), what="the main screen")
+        app.action_overview()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        await wait_until(pilot, lambda: screen.loaded, what="the overview")
+        figures = str(screen.query_one("#overview-text", Static).render()).splitlines()
+        planned = str(screen.query_one("#overview-batches", Static).render()).splitlines()
+    per_level = figures[figures.index("Per level") + 2:]
+    assert per_level[MAX_LEVELS - 1:MAX_LEVELS + 1] == [f"  {MAX_LEVELS - 1:>5}            1        1             0",
+                                                       "  … and 50 more levels"]
+    assert len(screen.batches) == MAX_LEVELS + 1  # the leaves and the first hundred levels
+    assert planned[-2:] == [f"  level {MAX_LEVELS - 1}        1 batches  (1 summaries)",
+                            "  … and 50 more levels, not planned here"]

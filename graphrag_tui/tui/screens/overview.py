@@ -28,6 +28,9 @@ from ..safe_text import one_line
 from ..widgets.footer import KeyFooter
 
 BAR_WIDTH = 30
+#: Levels the overview lists and plans: GraphRAG makes a handful; a damaged store with
+#: thousands (one community per level) froze the screen for minutes, a line per level.
+MAX_LEVELS = 100
 
 
 def overview_text(overview: Overview) -> Text:
@@ -37,8 +40,10 @@ def overview_text(overview: Overview) -> Text:
     text.append(f"{overview.documents} documents, {overview.chunks} chunks, {overview.entities} entities\n\n")
     text.append("Per level\n", style="bold")
     text.append(f"  {'level':>5}  {'communities':>11}  {'leaves':>7}  {'claims below':>12}\n", style="dim")
-    for figures in overview.levels:
+    for figures in overview.levels[:MAX_LEVELS]:
         text.append(f"  {figures.level:>5}  {figures.communities:>11}  {figures.leaves:>7}  {figures.claims:>12}\n")
+    if len(overview.levels) > MAX_LEVELS:
+        text.append(f"  … and {len(overview.levels) - MAX_LEVELS:,} more levels\n", style="dim italic")
     text.append("\nLargest communities (by leaves below)\n", style="bold")
     for community, leaves in zip(overview.largest, overview.largest_leaf_counts, strict=True):
         text.append(f"  {leaves:>6} {'leaf  ' if leaves == 1 else 'leaves'}  ", style="dim")
@@ -64,7 +69,8 @@ class OverviewScreen(Screen):
         self.overview: Overview | None = None
         #: Level -> (summaries, batches), or an error, as they arrive.
         self.batches: dict[Level, tuple[int, int] | str] = {}
-        self.levels: list[Level] = ["leaf", *sorted(explore.levels)]
+        self.levels: list[Level] = ["leaf", *sorted(explore.levels)[:MAX_LEVELS]]
+        self.unplanned_levels = max(0, len(explore.levels) - MAX_LEVELS)
         self.loaded = False
 
     @dataclass
@@ -130,6 +136,8 @@ class OverviewScreen(Screen):
                 text.append(f"  {label:>8}  {counts}\n", style="red")
             else:
                 text.append(f"  {label:>8}  {counts[1]:>7} batches  ({counts[0]} summaries)\n")
+        if self.unplanned_levels:
+            text.append(f"  … and {self.unplanned_levels:,} more levels, not planned here\n", style="dim italic")
         return text
 
     def action_close(self) -> None:

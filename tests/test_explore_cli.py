@@ -254,3 +254,21 @@ def test_ids_that_come_twice_on_every_level_are_walked_once(tmp_path: Path, env:
     assert [c["id"] for c in top[0]["children"]] == ["x1"] and [c["id"] for c in top[0]["children"][0]["children"]] == ["x2"]
     text = run_cli("tree", str(store), env=env, timeout=30)
     assert text.code == 0 and len(text.stdout.splitlines()) == 42  # the header and 41 communities
+
+
+def test_an_entity_whose_name_is_longer_than_sqlites_like_patterns_finds_its_communities(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """SQLite refuses LIKE patterns over 50,000 bytes: `show` of such an entity was
+    `Cannot read store ...: LIKE or GLOB pattern too complex`, exit 2."""
+    import json
+
+    from tests.stores import build_store
+
+    name = "Harbour" + "x" * 60_000
+    store = build_store(tmp_path / "long.db", [
+        {"id": "ns/1", "community_name": "Long", "summary_content": "s", "members": json.dumps([name])},
+        {"id": "ns/2", "community_name": "Prefix only", "summary_content": "s", "members": json.dumps([name[:-1]])},
+    ], entities=[{"id": "e1", "name": name}])
+    run = run_cli("show", str(store), "entity:e1", "--json", env=env)
+    assert (run.code, run.stderr) == (0, "")
+    assert run.json["communities"] == [{"id": "ns/1", "name": "Long", "level": 0}]

@@ -139,8 +139,16 @@ ORDER BY s.level, s.id COLLATE BINARY
 """
 
 
+#: A LIKE pattern holds at most the first this many characters of its text: SQLite refuses
+#: patterns over 50,000 bytes ("LIKE or GLOB pattern too complex": a 10 MB entity name), and
+#: every caller checks its rows exactly afterwards, so a prefix only lets more rows through.
+LIKE_PREFIX = 5_000
+
+
 def _like(text: str) -> str:
-    """A LIKE pattern for `text` anywhere (its % _ and \\ taken literally)."""
+    """A LIKE pattern for `text` (its first LIKE_PREFIX characters) anywhere, its % _ and \\
+    taken literally."""
+    text = text[:LIKE_PREFIX]
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 

@@ -111,10 +111,15 @@ def _say_json(value: object) -> None:
     print(inert_json(value, ascii_only=encoding != "utf8"))
 
 
+#: The longest line on stderr: a message may quote store text (a community id of 1 MB made
+#: a line of 1 MB).
+MAX_MESSAGE_CHARS = 4_000
+
+
 def _warn(text: str) -> None:
     """One line on stderr. A stderr nobody reads any more cannot stop the run."""
     try:
-        print(one_line(text), file=sys.stderr, flush=True)
+        print(one_line(text, MAX_MESSAGE_CHARS), file=sys.stderr, flush=True)
     except OSError:
         pass
 

@@ -107,6 +107,19 @@ def test_an_error_quoting_store_values_is_inert(hostile_store: Path) -> None:
     assert run.stderr == f"graphrag-tui: error: unknown namespace 'other'; the store has: {NAMESPACE_SHOWN}\n"
 
 
+def test_an_error_quoting_a_huge_store_value_is_one_bounded_line(tmp_path: Path) -> None:
+    """A community id of 1 MB, quoted by a planning error: a stderr line of 1 MB."""
+    from tests.stores import build_store
+
+    cid = "ns/" + "i" * 1_000_000
+    store = build_store(tmp_path / "long-id.db", [{"id": cid, "summary_content": "A summary."}])
+    run = run_cli("plan", str(store), QUESTION, "--no-config", "--map-budget", "300", "--map-reserve", "0")
+    assert (run.code, run.stdout) == (2, "")
+    (line,) = run.stderr.splitlines()
+    assert len(line) == 4_000 and line.endswith("i…")
+    assert line.startswith("graphrag-tui: error: ")
+
+
 def test_query_text_output_and_notes_from_a_hostile_server_are_inert(hostile_store: Path) -> None:
     model = "evil-" + HOSTILE
     script = Scripted(

@@ -928,6 +928,11 @@ def show_json(kind: str, view: Any) -> dict[str, Any]:
     return {"kind": kind, **data}
 
 
+#: `tree` indents this many levels at most (its lines say each level): a damaged chain of
+#: 100,000 parent links wrote gigabytes of spaces.
+TREE_INDENT_LEVELS = 64
+
+
 def cmd_tree(args: argparse.Namespace) -> int:
     from .session.explore import ExploreSession
     from .store.explore import tree_json
@@ -951,7 +956,8 @@ def cmd_tree(args: argparse.Namespace) -> int:
         node, indent = stack.pop()
         rank = f", rank {node['rank']:g}" if node["rank"] is not None else ""
         more = f", {node['child_count']} children" if node["child_count"] and not node["children"] else ""
-        _say(f"{'  ' * indent}{one_line(node['id'])}  {one_line(node['name'] or '(no name)', 60)}  "
+        _say(f"{'  ' * min(indent, TREE_INDENT_LEVELS)}{one_line(node['id'])}  "
+             f"{one_line(node['name'] or '(no name)', 60)}  "
              f"(level {node['level']}, {node['leaf_count']} leaves, {node['claim_count']} claims{rank}{more})")
         stack += ((child, indent + 1) for child in reversed(node["children"]))
     return 0

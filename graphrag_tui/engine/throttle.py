@@ -32,7 +32,6 @@ from .rate_limits import RateLimits
 
 #: Sends are spaced this much wider than the caps ask (see the module's docstring).
 SPACING_MARGIN = 1.01
-
 #: After a 429 whose wait is not sure to be needed whole (a whole-second Retry-After), the
 #: others pause at least this (at most the wait): the gate probes the server at most twenty
 #: times a second while room may have come back, instead of hammering it. Measured on the

@@ -105,9 +105,8 @@ _HIDDEN = re.compile(
 
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
-    \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times), \'
-    as Python's repr writes it
-    and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
+    \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times,
+    and \' as Python's repr writes it) and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
     mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
     decode back to the key. A match starts a run of backslashes only at its first one, so a
     hostile body of backslashes costs linear time, not quadratic."""

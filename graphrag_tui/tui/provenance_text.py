@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..store.records import ChunkDetail, ClaimDetail
 from .passages import ChunkWords, Passage, find_passage
-from .safe_text import clean, one_line
+from .safe_text import clean, cut_for_display, one_line
 
 #: The passage a claim quotes, and a best-matching sentence (approximate).
 QUOTED_STYLE = "bold underline black on #e9c46a"
@@ -44,7 +44,7 @@ def highlighted_chunk(chunk: ChunkDetail, passages: Iterable[Passage], *, headin
         style = APPROXIMATE_STYLE if passage.approximate else QUOTED_STYLE
         for begin, end in passage.spans:
             text.stylize(style, start + begin, start + end)
-    return text
+    return cut_for_display(text)
 
 
 def passage_note(claim: ClaimDetail, passage: Passage | None) -> Text:

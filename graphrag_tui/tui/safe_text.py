@@ -11,7 +11,7 @@ from ..safe_text import one_line as _one_line
 #: terminal): a 10 MB community name laid out on one line held the app for minutes.
 SHOWN_LINE_CHARS = 1_000
 
-__all__ = ["clean", "one_line", "safe", "safe_cut", "safe_line"]
+__all__ = ["clean", "cut_for_display", "one_line", "safe", "safe_cut", "safe_line"]
 
 
 def safe(text: str | None, style: str = "") -> Text:
@@ -35,21 +35,28 @@ SHOWN_CHARS = 200_000
 
 
 def safe_cut(text: str | None, style: str = "") -> Text:
-    """`safe`, cut after SHOWN_LINES lines or SHOWN_CHARS characters, whichever comes first,
-    with a line that says what is left out (`graphrag-tui show` prints it whole)."""
-    cleaned = clean(text)
-    end = min(len(cleaned), SHOWN_CHARS)
+    """`safe`, cut for display (`cut_for_display`)."""
+    return cut_for_display(safe(text, style))
+
+
+def cut_for_display(text: Text) -> Text:
+    """`text` (its styles kept) cut after SHOWN_LINES lines or SHOWN_CHARS characters,
+    whichever comes first, with a line that says what is left out (`graphrag-tui show`
+    prints it whole)."""
+    plain = text.plain
+    end = min(len(plain), SHOWN_CHARS)
     newline = -1
     for _ in range(SHOWN_LINES):
-        newline = cleaned.find("\n", newline + 1, end)
+        newline = plain.find("\n", newline + 1, end)
         if newline < 0:
             break
     else:
         end = newline
-    shown = Text(cleaned[:end], style=style)
-    if end < len(cleaned):
-        left = cleaned[end:].lstrip("\n")
-        lines = left.count("\n") + (not left.endswith("\n"))
-        shown.append(f"\n… {len(left):,} more characters ({lines:,} lines) not shown here; "
-                     "graphrag-tui show prints them", style="dim italic")
+    if end == len(plain):
+        return text
+    left = plain[end:].lstrip("\n")
+    lines = left.count("\n") + (not left.endswith("\n"))
+    shown = text[:end]
+    shown.append(f"\n… {len(left):,} more characters ({lines:,} lines) not shown here; graphrag-tui show prints them",
+                 style="dim italic")
     return shown

@@ -407,3 +407,21 @@ async def test_an_overview_of_thousands_of_levels_lists_and_plans_the_first_hund
     assert len(screen.batches) == MAX_LEVELS + 1  # the leaves and the first hundred levels
     assert planned[-2:] == [f"  level {MAX_LEVELS - 1}        1 batches  (1 summaries)",
                             "  … and 50 more levels, not planned here"]
+
+
+def test_a_huge_chunk_is_cut_for_display_with_its_passage_marks_kept() -> None:
+    """A source chunk of 100,000 lines laid out whole in the Sources tab and the claim view."""
+    from graphrag_tui.store.records import ChunkDetail
+    from graphrag_tui.tui.passages import Passage
+    from graphrag_tui.tui.provenance_text import QUOTED_STYLE, highlighted_chunk
+    from graphrag_tui.tui.safe_text import SHOWN_LINES
+
+    content = "a harbour line\n" * 100_000
+    chunk = ChunkDetail(id="k1", content=content, parent_id=None, parent_title="Doc")
+    text = highlighted_chunk(chunk, [Passage(spans=((2, 9),), approximate=False)])
+    lines = text.plain.split("\n")
+    assert lines[0] == "Chunk k1  from Doc" and lines[1] == "a harbour line"
+    assert len(lines) == SHOWN_LINES + 1
+    assert lines[-1] == "… 1,470,015 more characters (98,001 lines) not shown here; graphrag-tui show prints them"
+    heading = len("Chunk k1  from Doc\n")
+    assert any(span.style == QUOTED_STYLE and (span.start, span.end) == (heading + 2, heading + 9) for span in text.spans)

@@ -273,16 +273,3 @@ def test_an_entity_whose_name_is_longer_than_sqlites_like_patterns_finds_its_com
     assert (run.code, run.stderr) == (0, "")
     assert run.json["communities"] == [{"id": "ns/1", "name": "Long", "level": 0}]
 
-
-def test_tree_text_indents_at_most_64_levels(tmp_path: Path, env: dict[str, str]) -> None:
-    """A chain of 100,000 parent links wrote 2 spaces a level: gigabytes (here, 100 levels)."""
-    from tests.stores import build_store
-
-    store = build_store(tmp_path / "chain.db", [
-        {"id": f"c{i:03d}", "summary_content": "s", "level": i, "parent_community_id": f"c{i - 1:03d}" if i else None}
-        for i in range(100)])
-    run = run_cli("tree", str(store), env=env)
-    assert run.code == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert lines[64] == "  " * 64 + "c063  (no name)  (level 63, 1 leaves, 0 claims)"
-    assert lines[100] == "  " * 64 + "c099  (no name)  (level 99, 1 leaves, 0 claims)"

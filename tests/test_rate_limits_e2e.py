@@ -284,4 +284,4 @@ def test_a_429_storm_ends_each_batch_within_its_wait_budget(tmp_path: Path) -> N
     assert {b["attempts"][-1]["error_kind"] for b in batches} == {"rate_limited"}
     assert all(b["attempts"][-1]["error"].endswith("s for rate limits (--max-rate-wait, from its first 429)")
                for b in batches)
-    assert took < 12, took  # about 2 s from each batch's first 429, and the storm's requests
+    assert took < 20, took  # about 8 s here (2 s from each batch's first 429, and the storm's requests); over 50 s before

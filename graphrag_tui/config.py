@@ -103,7 +103,7 @@ from .models.factory import (
     parse_top_p,
 )
 from .models.openai_http import RESPONSE_FORMATS
-from .user_files import ENV_PREFIX, default_config_path, read_user_file
+from .user_files import ENV_PREFIX, default_config_path, is_there, read_user_file
 
 #: Stands for the setting in a check's message: pydantic reports the reason alone, at the
 #: value's location, and `_one_line` names the setting from the source the value came from.
@@ -370,7 +370,7 @@ def load_user_defaults(
     sources: list[Source] = []
     # The default file too is read when it is there in any form: a folder, a FIFO or a
     # dangling link in its place is an error, not a config silently left unread.
-    if config_path is not None or path.exists() or path.is_symlink():
+    if config_path is not None or is_there(path):
         sources.append(ConfigFileSource(path))
         _settings(sources[-1])
     sources.append(EnvironmentSource(environ))

@@ -41,7 +41,7 @@ def url_secrets(url: str) -> set[str]:
     authority = re.split("[/?#]", rest, maxsplit=1)[0]
     found = set()
     if "@" in authority:
-        user, colon, password = authority.rpartition("@")[0].partition(":")
+        _, colon, password = authority.rpartition("@")[0].partition(":")
         if colon:
             found.add(password)
     query = rest.partition("?")[2].partition("#")[0]

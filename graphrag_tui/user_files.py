@@ -58,12 +58,14 @@ def default_history_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / "history.db"
 
 
+def is_there(path: Path) -> bool:
+    """Whether something is at `path` in any form: a file, a folder, a FIFO, a dangling link."""
+    return path.exists() or path.is_symlink()
+
+
 def has_user_settings(config_path: Path | None, environ: Mapping[str, str]) -> bool:
     """Whether the user's defaults could say anything: a config file (given, or at its
     default place) or a GRAPHRAG_TUI_* variable that is not empty (config.py reads no other)."""
-    if config_path is not None:
-        return True
-    default = default_config_path()
-    if default.exists() or default.is_symlink():  # in any form: config.py says what is wrong with it
+    if config_path is not None or is_there(default_config_path()):  # config.py says what is wrong with it
         return True
     return any(name.startswith(ENV_PREFIX) and value != "" for name, value in environ.items())

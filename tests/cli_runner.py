@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +17,7 @@ EXECUTABLE = str(Path(sys.executable).parent / "graphrag-tui")
 #: The user data directory of the commands the tests run: their default run history goes
 #: here, never into the developer's own.
 TEST_DATA_HOME = tempfile.mkdtemp(prefix="graphrag-tui-test-data-")
+atexit.register(shutil.rmtree, TEST_DATA_HOME, ignore_errors=True)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

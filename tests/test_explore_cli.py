@@ -241,6 +241,30 @@ def test_an_id_that_comes_twice_in_a_cycle_ends_and_says_what_is_apart(tmp_path:
     assert run.stdout == "namespace ns: 0 roots (3 in a cycle of parent links, reached from no root)\n"
 
 
+def test_a_community_that_is_its_own_parent_shows_as_a_root_and_no_leaf(tmp_path: Path, env: dict[str, str]) -> None:
+    """A row that names itself as parent is no leaf (SPEC §2): planning sends its claims in
+    no Map text, and `show` says it has no leaves. `tree` counted it a leaf with its claims."""
+    from tests.stores import build_store
+
+    store = build_store(
+        tmp_path / "self.db",
+        [{"id": "s", "summary_content": "s", "parent_community_id": "s"},
+         {"id": "t", "summary_content": "t", "parent_community_id": "t"},
+         {"id": "u", "summary_content": "u", "parent_community_id": "t", "level": 1}],
+        entities=[{"id": "e", "name": "E"}],
+        claims=[{"id": f"c{i}", "subject_entity_id": "e", "description": "d", "community_summary_id": cid}
+                for i, cid in enumerate(["s", "s", "t", "u"])],
+    )
+    run = run_cli("tree", str(store), env=env)
+    assert (run.code, run.stderr) == (0, "")
+    assert run.stdout == ("namespace ns: 2 roots\n"
+                          "  s  (no name)  (level 0, 0 leaves, 0 claims)\n"
+                          "  t  (no name)  (level 0, 1 leaves, 1 claims)\n"
+                          "    u  (no name)  (level 1, 1 leaves, 1 claims)\n")
+    shown = run_cli("show", str(store), "s", "--json", env=env).json
+    assert (shown["is_leaf"], shown["leaf_ids"], shown["children"]) == (False, [], ["s"])
+
+
 def test_ids_that_come_twice_on_every_level_are_walked_once(tmp_path: Path, env: dict[str, str]) -> None:
     """Each level's id twice under the same parent: the walk doubled at every level (2^40)."""
     from tests.stores import build_store

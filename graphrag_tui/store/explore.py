@@ -163,8 +163,11 @@ def load_hierarchy(store: CommunityStore, namespace: str) -> Hierarchy:
                 order.append(child)
     leaves = dict.fromkeys(order, 0)
     claims = dict.fromkeys(order, 0)
+    # A leaf as planning has it (SPEC §2): no row names it as parent. One that is its own
+    # parent shows as a root, but is no leaf: its claims are in no Map text.
+    named = {row[3] for row in rows}
     for cid in reversed(order):
-        if cid not in children:
+        if cid not in named:
             leaves[cid], claims[cid] = 1, claims_of.get(cid, 0)
         parent = parent_of[cid]
         if parent is not None:

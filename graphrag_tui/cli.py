@@ -322,6 +322,7 @@ def _add_runs_parsers(commands: Any) -> None:
     export = verbs.add_parser("export", help="write a run as NAME.json and NAME.md, as the app's export does")
     export.add_argument("run", metavar="RUN")
     export.add_argument("name", type=path_argument, metavar="NAME")
+    export.add_argument("--overwrite", action="store_true", help="replace NAME.json and NAME.md if they exist")
     delete = verbs.add_parser("delete", help="delete a run from the history")
     delete.add_argument("run", metavar="RUN")
     for verb in (listing, show, export, delete):
@@ -1014,11 +1015,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
             _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
-    from .export import write_export
+    from .export import existing_files, export_paths, write_export
     from .session.recording import recorded_store
     from .store.location import store_files
     from .store.opening import open_store
 
+    existing = [] if args.overwrite else existing_files(export_paths(args.name))
+    if existing:  # as the app asks first: an exported report may have been edited since
+        raise InputError(f"runs export: {' and '.join(map(path_text, existing))} "
+                         f"exist{'s' * (len(existing) == 1)}; nothing is written (--overwrite replaces them)")
     store_location = recorded_store(stored)
     with open_store(store_location) as store:
         inputs = [*store_files(store_location), history.path,

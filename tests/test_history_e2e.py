@@ -461,6 +461,15 @@ def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Pat
     extra = ("run_id", "parent_run_id", "started_at", "finished_at", "batch_models")
     assert written == {k: v for k, v in run.json.items() if k not in extra}
     assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n\n## Run\n\n- Status: completed\n")
+    (tmp_path / "report.md").write_text("edited by the analyst\n")
+    again = cli(history, "runs", "export", run_id, str(tmp_path / "report"))
+    assert (again.code, again.stdout) == (2, "")
+    assert again.stderr == (f"graphrag-tui: error: runs export: {tmp_path / 'report.json'} and {tmp_path / 'report.md'} "
+                            "exist; nothing is written (--overwrite replaces them)\n")
+    assert (tmp_path / "report.md").read_text() == "edited by the analyst\n"
+    replaced = cli(history, "runs", "export", run_id, str(tmp_path / "report"), "--overwrite")
+    assert (replaced.code, replaced.stdout) == (0, exported.stdout)
+    assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n")
     deleted = cli(history, "runs", "delete", run_id)
     assert (deleted.code, deleted.stdout) == (0, f"deleted run {run_id}\n")
     assert cli(history, "runs", "--json").json == {"runs": []}

@@ -5,6 +5,7 @@ values as messages quote them, text that is not UTF-8, an option's flag."""
 from __future__ import annotations
 
 import re
+import reprlib
 
 
 def ascii_integer(text: str) -> int | None:
@@ -16,9 +17,27 @@ def ascii_integer(text: str) -> int | None:
     return int(text)
 
 
+#: Longer numbers are not written out in digits (Python refuses past 4,300 of them).
+_COUNTED_DIGITS = 4000
+#: A container's repr with a few items of a few levels, made without visiting the rest.
+_BOUNDED = reprlib.Repr()
+_BOUNDED.maxlevel, _BOUNDED.maxlist, _BOUNDED.maxtuple, _BOUNDED.maxdict = 3, 6, 6, 4
+
+
 def shown(value: object, limit: int = 40) -> str:
-    """A value as an error message quotes it: its repr, cut to `limit` characters."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"a {len(str(abs(value)))}-digit number"
+    """A value as an error message quotes it: its repr, cut to `limit` characters. Never the
+    repr of a whole long text, a container (a YAML alias bomb repeats one list a billion
+    times) or a number of thousands of digits."""
+    if isinstance(value, str):
+        text = repr(value[: limit + 1])
+    elif isinstance(value, bool) or not isinstance(value, int):
+        text = _BOUNDED.repr(value)
+    elif abs(value) < 10**limit:
+        text = repr(value)
+    elif abs(value) < 10**_COUNTED_DIGITS:
+        text = f"a {len(str(abs(value)))}-digit number"
+    else:
+        text = f"a number of over {_COUNTED_DIGITS:,} digits"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
+from .arguments import shown
 from .errors import InputError
 from .user_files import read_user_file
 
@@ -199,13 +200,13 @@ class _Reader:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value > 10**12:
-            raise InputError(f"{self.where(dotted)} must be a whole number, got {value!r:.40}")
+            raise InputError(f"{self.where(dotted)} must be a whole number, got {shown(value)}")
         return None if zero_is_none and value == 0 else value
 
     def flag(self, value: Any, dotted: str) -> bool | None:
         if value is None or isinstance(value, bool):
             return value
-        raise InputError(f"{self.where(dotted)} must be true or false, got {value!r:.40}")
+        raise InputError(f"{self.where(dotted)} must be true or false, got {shown(value)}")
 
     def api_key(self, value: Any, dotted: str) -> str | None:
         """The variable that holds the key; a key only .env has, or one in the file itself,
@@ -292,6 +293,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise InputError(f"settings.yaml {path} is not valid YAML: {problem}{at}") from None
     except RecursionError:
         raise InputError(f"settings.yaml {path} is not valid YAML: nested too deeply") from None
+    except ValueError as error:  # a value YAML reads with Python's int() or date(): 5,000 digits, February 30th
+        raise InputError(f"settings.yaml {path} holds a value that cannot be read: {str(error)[:120]}") from None
     if not isinstance(data, dict):
         raise InputError(f"settings.yaml {path} must be a mapping of sections, got {type(data).__name__}")
     return {str(k): v for k, v in data.items()}

@@ -239,6 +239,17 @@ models:
          "give an API key (api_key: ${GRAPHRAG_API_KEY}, or --api-key-env)"),
         ("llm:\n  model: x\nglobal_search:\n  dynamic_search_keep_parent: 3\n", None,
          "global_search.dynamic_search_keep_parent must be true or false, got 3"),
+        # an alias bomb (9^10 items): its whole repr was made for the message, gigabytes of it
+        ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))
+         + "llm:\n  model: x\n  requests_per_minute: *j\n", None,
+         "llm.requests_per_minute must be a whole number, got [[[[...], [...], [...], [...], [...], […"),
+        # values YAML reads with Python's int() and date(): an internal error
+        pytest.param("llm:\n  model: x\n  requests_per_minute: 1" + "0" * 5000 + "\n", None, "holds a value that cannot "
+                     "be read: Exceeds the limit (4300 digits) for integer string conversion: value has 5001 digits; use "
+                     "sys.set_int_max_str_digits() t", id="5001-digits"),
+        ("llm:\n  model: x\n  requests_per_minute: 2024-02-30\n", None,
+         "holds a value that cannot be read: day is out of range for month"),
     ],
 )
 def test_a_bad_settings_file_is_exit_2_in_one_line(
@@ -249,7 +260,7 @@ def test_a_bad_settings_file_is_exit_2_in_one_line(
     assert (run.code, run.stdout) == (2, "")
     where = f"settings.yaml {settings}"
     expected = message.replace("{dotenv}", str(settings.parent / ".env"))
-    separator = " " if expected.startswith(("is ", "must ")) else ": "
+    separator = " " if expected.startswith(("is ", "must ", "holds ")) else ": "
     assert run.stderr == f"graphrag-tui: error: {where}{separator}{expected}\n"
 
 
@@ -386,3 +397,32 @@ def test_a_variable_in_the_wrong_field_is_named_never_shown(store: Path, tmp_pat
     settings = project(tmp_path, text + field, f"GRAPHRAG_API_KEY={KEY}\n")
     run = run_cli("plan", str(store), QUESTION, "--graphrag-settings", str(settings), "--no-config")
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: settings.yaml {settings}: {message}\n")
+
+
+@pytest.mark.parametrize(("model_lines", "message"), [
+    ("    model: ${GRAPHRAG_API_KEY}\n    api_base: BASE\n",
+     "the model name holds the API key, and a model name is shown and recorded: give the model's own name"),
+    ("    model: m\n    api_base: BASE?k=${GRAPHRAG_API_KEY}\n",
+     "the base URL holds the API key, and a base URL is shown and recorded: give the key only as the variable "
+     "--api-key-env names"),
+    ("    type: azure_openai_chat\n    deployment_name: ${GRAPHRAG_API_KEY}\n    api_version: '2024-02-01'\n"
+     "    api_base: BASE\n",
+     "the base URL holds the API key, and a base URL is shown and recorded: give the key only as the variable "
+     "--api-key-env names"),
+])
+def test_the_keys_variable_in_the_model_name_or_base_url_is_refused_before_anything_is_sent(
+    store: Path, tmp_path: Path, model_lines: str, message: str
+) -> None:
+    """`model: ${GRAPHRAG_API_KEY}` printed the key in the note about the answering model,
+    in `batch_models` and `runs list`, and recorded it in the run history."""
+    with ScriptedChatServer(answer_all) as server:
+        text = "models:\n  default_chat_model:\n    api_key: ${GRAPHRAG_API_KEY}\n" + model_lines
+        settings = project(tmp_path, text.replace("BASE", server.base_url), f"GRAPHRAG_API_KEY={KEY}\n")
+        history = tmp_path / "history.db"
+        run = run_cli("query", str(store), QUESTION, "--graphrag-settings", str(settings), "--no-config",
+                      "--history", str(history), "--json")
+        requests = server.requests
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+    assert requests == []
+    assert not history.exists() or KEY.encode() not in history.read_bytes()
+

@@ -71,6 +71,18 @@ def test_shown_counts_the_digits_of_a_huge_integer_instead_of_printing_it() -> N
     assert shown(-(10**40)) == "a 41-digit number"
     assert shown(-(10**400)) == "a 401-digit number"
     assert shown(-(10**39)) == "-1" + "0" * 37 + "…"  # 41 characters, cut
+    # Python refuses to write an integer of over 4,300 digits: it was an internal error
+    assert shown(10**5000) == "a number of over 4,000 digits"
+
+
+def test_shown_writes_a_few_items_of_a_container() -> None:
+    """A YAML alias bomb nests one list in itself ten times, nine times each: its repr took
+    gigabytes before it was cut to 40 characters."""
+    bomb: list = ["lol"] * 9
+    for _ in range(9):
+        bomb = [bomb] * 9
+    assert shown(bomb) == "[[[[...], [...], [...], [...], [...], […"
+    assert (shown({"a": [1]}), shown(None), shown(2.5)) == ("{'a': [1]}", "None", "2.5")
 
 
 # -- has_surrogates and normalize_query -------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -35,6 +35,8 @@ from .openai_http import (
     check_extra_body,
     check_header_name,
     check_headers,
+    key_pattern,
+    mask_key,
     parse_base_url,
     resolve_api_key,
 )
@@ -259,6 +261,20 @@ def model_name(settings: ModelSettings) -> str | None:
 MAX_LISTED_NAME = 256
 
 
+#: Shorter keys (test placeholders) are not looked for in names: "v1" is in every base URL.
+KEY_CHECKED_FROM = 8
+
+
+def _key_finder(api_key: str | None) -> Callable[[str], bool]:
+    """Whether a text holds the key, in any form the masking knows (openai_http.key_pattern).
+    A model name or base URL that does would put it on the screen and in the run history
+    (a settings.yaml's `model: ${OPENAI_API_KEY}`)."""
+    if api_key is None or len(api_key) < KEY_CHECKED_FROM:
+        return lambda text: False
+    pattern = key_pattern(api_key)
+    return lambda text: mask_key(text, pattern) != text
+
+
 async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> ChatModel:
     """A ready model. For an endpoint without --model, the first model it lists answers."""
     if settings.kind == "extractive":
@@ -269,6 +285,10 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         return await open_local_model(settings)
     assert settings.base_url is not None
     api_key = resolve_api_key(settings.base_url, settings.api_key_env, environ)
+    holds_key = _key_finder(api_key)
+    if holds_key(settings.base_url):
+        raise InputError("the base URL holds the API key, and a base URL is shown and recorded: give the key "
+                         "only as the variable --api-key-env names")
 
     def endpoint(model: str) -> OpenAIChatModel:
         return OpenAIChatModel(
@@ -287,6 +307,9 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
 
     name = model_name(settings)
     if name:
+        if holds_key(name):
+            raise InputError("the model name holds the API key, and a model name is shown and recorded: "
+                             "give the model's own name")
         return endpoint(name)
     probe = endpoint("?")
     try:

@@ -238,6 +238,10 @@ def test_an_edited_template_is_sent_with_its_placeholders_filled(store: Path, tm
         ("rate.txt", "{query} {context}", "unknown placeholder {context} (allowed: {query}, {description})"),
         ("rate.txt", "Rate it.\n=== user ===\n{query}",
          "missing placeholder {description} (the template needs {query}, {description})"),
+        # each use is a copy of the question: 1.5 GB of prompt, then an internal error (MemoryError)
+        pytest.param("map.txt", "{query}" * 140_000 + "{context}",
+                     "{query} appears 140,000 times; a template may hold each placeholder at most 16 times",
+                     id="query-140000-times"),
     ],
 )
 def test_a_bad_template_is_exit_2_naming_the_file_and_placeholder(

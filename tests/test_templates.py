@@ -72,6 +72,8 @@ def test_the_answer_form_placeholders() -> None:
         ("{query} {context} {extra.attr}", "t/x.txt: unknown placeholder {extra.attr} (allowed: {query}, {context}, {extra})"),
         ("{query} {context} }", "t/x.txt: Single '}' encountered in format string (write {{ and }} for literal braces)"),
         ("{query} {context}\x00", "t/x.txt: a template cannot hold NUL characters"),
+        ("{query}" * 16 + "{context}\n=== user ===\n{query}",
+         "t/x.txt: {query} appears 17 times; a template may hold each placeholder at most 16 times"),
     ],
 )
 def test_bad_templates_are_named(text: str, message: str) -> None:

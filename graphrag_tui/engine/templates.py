@@ -7,6 +7,7 @@ A placeholder is a plain name: `{query!r}`, `{query:>9}` and `{0}` are refused."
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from string import Formatter
@@ -17,6 +18,9 @@ from .ports import ChatMessage
 
 #: The line between a template's system message and its user message.
 MESSAGE_BREAK = "=== user ==="
+#: How often a template may hold one placeholder: each use is a copy of its value, and
+#: 140,000 `{query}` in a 1 MB file made a prompt of gigabytes before its budget was checked.
+MAX_PLACEHOLDER_USES = 16
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,12 @@ def parse_template(text: str, spec: TemplateSpec, where: str) -> Template:
     else:
         texts = [("user", text)]
     parts = tuple((role, _pieces(part, spec, where)) for role, part in texts)
-    present = {name for _, pieces in parts for _, name in pieces}
+    uses = Counter(name for _, pieces in parts for _, name in pieces if name is not None)
+    for name, count in uses.items():
+        if count > MAX_PLACEHOLDER_USES:
+            raise InputError(f"{where}: {{{name}}} appears {count:,} times; a template may hold each placeholder at "
+                             f"most {MAX_PLACEHOLDER_USES} times")
+    present = set(uses)
     for name in spec.required:
         if name not in present:
             needed = ", ".join("{" + n + "}" for n in spec.required)

@@ -1054,6 +1054,9 @@ def cmd_continue(args: argparse.Namespace) -> int:
     history = resolver.history(vars(args)).path
     max_cost = parse_max_cost(args.max_cost)
     stored = RunHistory(history).load(args.run)
+    if max_cost is None and (stored.result.detail or "").startswith("cost limit reached"):
+        _warn(f"note: run {stored.run_id} stopped at its cost limit (--max-cost); this {args.command} has no cost "
+              "limit unless --max-cost gives one")
     settings = model_settings_for(stored, vars(args), configured=resolver.model_defaults())
     environ = {**os.environ, **resolver.environ_overlay} if resolver.environ_overlay else os.environ
     with open_store(recorded_store(stored)) as store:  # open while it goes: dynamic selection plans

@@ -196,6 +196,30 @@ def test_max_cost_stops_the_run_sends_nothing_more_and_cancels_what_is_in_flight
     assert result["cost"]["total"] == 2.0
 
 
+def test_resuming_a_run_stopped_at_its_cost_limit_says_it_goes_on_without_one(store: Path, tmp_path: Path) -> None:
+    """`resume` sent the rest with no limit and said nothing (the limit is this command's)."""
+    history = str(tmp_path / "history.db")
+    expensive = map_with_usage("The port authority funds it.", 80, 1_000_000, 0, None)  # $2.00
+    with ScriptedChatServer(Scripted({"ns/1": expensive})) as server:
+        stopped = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                          *ONE_BATCH_EACH, "--concurrency", "1", "--max-cost", "1.5", "--history", history,
+                          "--config", str(config(tmp_path)), "--json", timeout=30)
+    assert stopped.code == 130, stopped.stderr
+    run_id = stopped.json["run_id"]
+    cheap = map_with_usage("The fleet lands at dawn.", 60, 10, 1, None)
+    with ScriptedChatServer(Scripted({"ns/2": cheap, "ns/3": cheap})) as server:
+        resumed = run_cli("resume", run_id, "--base-url", server.base_url, "--model", "m1", "--history", history,
+                          "--config", str(config(tmp_path)), "--json", timeout=30)
+        capped = run_cli("resume", run_id, "--max-cost", "9", "--history", history, "--config", str(config(tmp_path)),
+                         "--json", timeout=30)
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.json["status"] == "completed"
+    assert resumed.stderr.splitlines()[0] == (
+        f"note: run {run_id} stopped at its cost limit (--max-cost); this resume has no cost limit unless "
+        "--max-cost gives one")
+    assert capped.code == 2 and "cost limit" not in capped.stderr  # completed now: nothing to resume, and no note
+
+
 def test_max_cost_without_prices_for_the_model_is_an_input_error_before_any_chat_request(
     store: Path, tmp_path: Path
 ) -> None:

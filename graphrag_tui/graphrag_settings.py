@@ -346,7 +346,10 @@ def _model(reader: _Reader, values: dict[Any, Any], prefix: str, layout: Layout)
         if limits is not None and not isinstance(limits, dict):
             raise InputError(f"{reader.where(prefix + '.rate_limit')} must be a mapping")
         limits = limits or {}
-        period = reader.count(limits.get("period_in_seconds"), f"{prefix}.rate_limit.period_in_seconds") or 60
+        period = reader.count(limits.get("period_in_seconds"), f"{prefix}.rate_limit.period_in_seconds")
+        if period == 0:  # (it was read as 60 seconds)
+            raise InputError(f"{reader.where(prefix + '.rate_limit.period_in_seconds')} must be at least 1 second")
+        period = period or 60
         for setting, key in (("requests_per_minute", "requests_per_period"), ("tokens_per_minute", "tokens_per_period")):
             count = reader.count(limits.get(key), f"{prefix}.rate_limit.{key}", zero_is_none=True)
             if count is not None:

@@ -239,6 +239,9 @@ models:
          "give an API key (api_key: ${GRAPHRAG_API_KEY}, or --api-key-env)"),
         ("llm:\n  model: x\nglobal_search:\n  dynamic_search_keep_parent: 3\n", None,
          "global_search.dynamic_search_keep_parent must be true or false, got 3"),
+        ("completion_models:\n  default_completion_model:\n    model: x\n    rate_limit:\n      period_in_seconds: 0\n"
+         "      tokens_per_period: 100\n", None,
+         "completion_models.default_completion_model.rate_limit.period_in_seconds must be at least 1 second"),
         # an alias bomb (9^10 items): its whole repr was made for the message, gigabytes of it
         ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
             f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))

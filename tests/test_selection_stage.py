@@ -114,3 +114,35 @@ async def test_known_votes_are_counted_and_only_the_missing_ones_asked() -> None
         ("ns/a", 3, [5, 3, 3], "rule"), ("ns/b", 5, [5, 5, 0], "before"), ("ns/a1", 3, [3, 3, 3], "rule")]
     assert reported == [("ns/a", [5, None, None]), ("ns/a", [5, 3, None]), ("ns/a1", [3, None, None]),
                         ("ns/a1", [3, 3, None])]
+
+
+
+async def test_a_text_longer_than_the_map_budget_is_rated_on_its_beginning() -> None:
+    """A 10 MB report went whole into every rating call (and each repeat)."""
+    from graphrag_tui.engine import plan_search
+    from graphrag_tui.engine.prompts import prompt_text, rate_messages
+    from graphrag_tui.engine.tokens import TextSize
+
+    huge = "Marley's ledger. " * 600_000  # 10.2 MB, 2.55 M tokens
+    nodes = [SelectionNode("ns/big", 0, None, huge, (), None), SelectionNode("ns/small", 0, None, "Marley.", (), None)]
+    sent: list[ChatRequest] = []
+
+    class Recording(RatingModel):
+        async def complete(self, request: ChatRequest) -> str | ChatReply:
+            sent.append(request)
+            return await super().complete(request)
+
+    async def replan(ids: list[str]) -> SearchPlan:
+        assert ids == ["ns/big", "ns/small"]
+        return plan_search("Who is Marley?", "ns", 0, [], SearchOptions(), seed=1)
+
+    plan = empty_plan(1)
+    assert plan.options.map_budget == 8000
+    result = await GlobalSearch(plan, Recording(), dynamic=(nodes, SelectionOptions(mode="dynamic"), replan)).run()
+    assert result.selection is not None and result.selection.selected == ["ns/big", "ns/small"]
+    big, small = sent
+    assert (big.stage, small.stage, small.content) == ("rate", "rate", "Marley.")
+    assert huge.startswith(big.content)
+    empty = TextSize.of(prompt_text(rate_messages("Who is Marley?", "")))
+    assert big.prompt_tokens == 8000
+    assert len(big.content) == 8000 * 4 - empty.ascii  # ASCII: 4 characters a token

@@ -130,7 +130,7 @@ class GlobalSearch:
         self.selector = selector = DynamicSelection(
             self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts,
             known={rating.community_id: rating for rating in self.known_ratings}, known_votes=self.known_votes,
-            on_vote=self.on_vote,
+            on_vote=self.on_vote, budget=self.plan.options.map_budget,
         )
         self.selection = SelectionReport(mode="dynamic")
         try:

@@ -26,7 +26,7 @@ from .reply_schemas import RATE_REPLY_SCHEMA
 from .result import Attempt
 from .retry import ModelCaller, call_with_retry
 from .selection import Rating, SelectionNode, SelectionOptions, Vote, majority
-from .tokens import TextSize
+from .tokens import TextSize, tokens_of
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -50,10 +50,13 @@ class DynamicSelection:
         self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
         concurrency: int, prompts: Prompts = DEFAULT_PROMPTS, known: Mapping[str, Rating] | None = None,
         known_votes: Mapping[str, Sequence[Vote | None]] | None = None,
-        on_vote: Callable[[str, list[Vote | None]], None] | None = None,
+        on_vote: Callable[[str, list[Vote | None]], None] | None = None, budget: int | None = None,
     ) -> None:
         self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
         self.prompts = prompts
+        #: The most tokens a rating prompt may take (the run's Map budget): a longer
+        #: community text is rated on its beginning.
+        self.budget = budget
         self.known = dict(known or {})
         repeats = options.rate_repeats
         self.known_votes = {cid: list(votes) for cid, votes in (known_votes or {}).items()
@@ -138,7 +141,7 @@ class DynamicSelection:
             return Vote(rating=FAILED_VOTE, reason="", error=f"internal error: {internal_error(error)}")
 
     async def _ask(self, cid: str, worker: int) -> Vote:
-        text = self.nodes[cid].text
+        text = self._rated_text(self.nodes[cid].text)
         messages = rate_messages(self.query, text, self.prompts)
         request = ChatRequest(
             stage="rate", messages=messages, query=self.query, content=text, max_tokens=RATE_MAX_TOKENS,
@@ -153,6 +156,28 @@ class DynamicSelection:
             return Vote(rating=FAILED_VOTE, reason="", error=record[-1].error if record else "no reply")
         rating, reason = parsed
         return Vote(rating=rating, reason=reason)
+
+    def _rated_text(self, text: str) -> str:
+        """The community's text as its rating prompt carries it: whole, or its longest
+        beginning with which the prompt fits the budget (a 10 MB report went whole into
+        every rating call and each repeat). Sizes add (TextSize), so the prompt is measured
+        without being filled with the whole text."""
+        if self.budget is None:
+            return text
+        empty = TextSize.of(prompt_text(rate_messages(self.query, "", self.prompts)))
+        uses = TextSize.of(prompt_text(rate_messages(self.query, "x", self.prompts))).ascii - empty.ascii
+
+        def fits(length: int) -> bool:
+            size = TextSize.of(text[:length])
+            return tokens_of(empty.ascii + uses * size.ascii, empty.other + uses * size.other) <= self.budget
+
+        if fits(len(text)):
+            return text
+        low, high = 0, len(text)  # fits(low); not fits(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        return text[:low]
 
     def _voted(self, cid: str, votes: list[Vote | None]) -> None:
         if self.on_vote is not None:

@@ -162,14 +162,15 @@ class DynamicSelection:
         beginning with which the prompt fits the budget (a 10 MB report went whole into
         every rating call and each repeat). Sizes add (TextSize), so the prompt is measured
         without being filled with the whole text."""
-        if self.budget is None:
+        budget = self.budget
+        if budget is None:
             return text
         empty = TextSize.of(prompt_text(rate_messages(self.query, "", self.prompts)))
         uses = TextSize.of(prompt_text(rate_messages(self.query, "x", self.prompts))).ascii - empty.ascii
 
         def fits(length: int) -> bool:
             size = TextSize.of(text[:length])
-            return tokens_of(empty.ascii + uses * size.ascii, empty.other + uses * size.other) <= self.budget
+            return tokens_of(empty.ascii + uses * size.ascii, empty.other + uses * size.other) <= budget
 
         if fits(len(text)):
             return text

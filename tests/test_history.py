@@ -743,8 +743,14 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
                           # a few bytes that claim a million records (it took 4.75 GB for ten million)
                           ({**{k: {"same": v[0]} for k, v in group.items() if isinstance(v, list) and k != "model_names"},
                             "count": 1_000_000, "attempt_counts": {"same": 0}, "attempts": {"count": 0}},
-                           "recorded tables of repeated values claim more than 200000 rows")):
-        db.execute("UPDATE batch_records SET records = ?", (pack_text(json.dumps({**group, **damaged})),))
+                           "recorded tables of repeated values claim more than 200000 rows"),
+                          # numbers no recorder writes: they crashed the app's views, and `runs show --json` wrote
+                          # NaN and Infinity, which are not JSON
+                          ({"usefulness": [float("nan")] * 6}, "a recorded number is NaN, which JSON does not have"),
+                          ({"usefulness": [12345.5] * 6}, "a recorded number is 1e400, past what a float holds"),
+                          ({"usefulness": [-1000] * 6}, "batch 0's recorded usefulness -1000 is not a number from 0 to 100")):
+        text = json.dumps({**group, **damaged}).replace("12345.5", "1e400")
+        db.execute("UPDATE batch_records SET records = ?", (pack_text(text),))
         db.commit()
         with pytest.raises(HistoryError, match=rf"cannot be read: {re.escape(said)}$"):
             RunHistory(history).load(run.run_id)  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
@@ -51,6 +52,24 @@ def columns_json(columns: dict[str, list[Any]]) -> bytes:
         return to_json(columns)
     except PydanticSerializationError:
         return json.dumps(columns, default=_plain).encode()
+
+
+def recorded_json(text: str | bytes) -> Any:
+    """JSON as the history holds it. Its numbers are finite: json reads NaN, Infinity and
+    1e400, which no recorder writes; they crashed the app's views and made `runs show --json`
+    invalid JSON."""
+    return json.loads(text, parse_constant=_not_finite, parse_float=_finite)
+
+
+def _not_finite(constant: str) -> Any:
+    raise ValueError(f"a recorded number is {constant}, which JSON does not have")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"a recorded number is {text[:40]}, past what a float holds")
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -146,7 +165,7 @@ def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[Pl
     [[id, part]...], tokens, hash] (version 2), or {hashes, batches} (version 3)."""
     if not text:
         return []
-    found = json.loads(unpack_text(text))
+    found = recorded_json(unpack_text(text))
     if isinstance(found, list):
         return [PlannedBatch(tuple(ids), tuple((c, p) for c, p in parts), tokens, digest, None)
                 for ids, parts, tokens, digest in found]
@@ -195,7 +214,7 @@ def selection_json(options: SelectionOptions, report: SelectionReport | None) ->
 def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Sequence[Vote | None]]) -> str:
     """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far,
     and the votes so far of the communities not yet rated."""
-    found = json.loads(text)
+    found = recorded_json(text)
     found["ratings"] = [rating.model_dump(mode="json") for rating in ratings]
     found["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
     return json.dumps(found)
@@ -204,7 +223,7 @@ def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Seque
 def read_selection(text: str | None) -> RecordedSelection | None:
     if text is None:
         return None
-    found = json.loads(text)
+    found = recorded_json(text)
     report = found["report"]
     if report is not None:
         return RecordedSelection(SelectionOptions.model_validate(found["options"]), SelectionReport.model_validate(report))
@@ -275,7 +294,7 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     found: dict[int, BatchRecord] = {}
     _column = _Columns()
     for packed in groups:
-        group = json.loads(unpack_text(packed))
+        group = recorded_json(unpack_text(packed))
         names, rows = group["model_names"], group.get("count")
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
         for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
@@ -303,6 +322,9 @@ def _group_attempts(group: dict[str, Any], rows: int | None, _column: _Columns) 
 
 def batch_from_record(index: int, record: BatchRecord, planned: Sequence[PlannedBatch]) -> BatchResult:
     fields = dict(record.fields)
+    usefulness = fields.get("usefulness")
+    if usefulness is not None and not (type(usefulness) in (int, float) and 0 <= usefulness <= 100):
+        raise ValueError(f"batch {index}'s recorded usefulness {str(usefulness)[:40]} is not a number from 0 to 100")
     if "community_ids" not in fields:
         ids, parts, tokens = planned[index][:3]
         fields.update(index=index, community_ids=ids, prompt_tokens=tokens,
@@ -338,7 +360,7 @@ def result_summary(result: SearchResult) -> str | bytes:
 def result_from_summary(text: str | bytes, batches: Sequence[BatchResult]) -> SearchResult:
     """The result again. A summary from version 4 has its candidates' usefulness and the
     selected answers; one from an earlier version has its candidates whole."""
-    fields = json.loads(unpack_text(text))
+    fields = recorded_json(unpack_text(text))
     fields["batches"] = [b.model_dump(mode="json") for b in batches]
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:

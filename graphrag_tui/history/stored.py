@@ -4,7 +4,6 @@ history knows besides."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from .formats import (
     read_plan,
     read_records,
     read_selection,
+    recorded_json,
     result_from_summary,
 )
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
@@ -111,7 +111,7 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     prompts = recorded_prompts(prompts_text)
     if result.prompts is None and prompts_text is not None:
         result = result.model_copy(update={"prompts": prompts})
-    settings = json.loads(settings_text)
+    settings = recorded_json(settings_text)
     if not isinstance(settings, dict):
         raise TypeError(f"run {run_id}'s recorded model settings are not an object")
     sealed = is_sealed(run_id, row[5], settings_text, recorded_seal)  # (row[5]: the store as recorded, unmasked)
@@ -122,7 +122,7 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
 def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, BatchRecord]:
     """Each batch's latest record: the rows an earlier version wrote, then the groups."""
     found = {
-        index: BatchRecord(status, model, json.loads(text), digest)
+        index: BatchRecord(status, model, recorded_json(text), digest)
         for index, digest, status, model, text in connection.execute(
             "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))
     }

@@ -75,6 +75,19 @@ def test_the_counts_line_abbreviates_to_fit_and_never_loses_a_count() -> None:
 # -- elapsed time and ETA ------------------------------------------------------------------------
 
 
+def test_a_time_or_score_that_is_no_number_is_drawn_without_a_crash() -> None:
+    """A damaged history's attempt of Infinity seconds, or a score of -1000 or 1e6, crashed
+    the app (OverflowError, IndexError) when a run opened. The history refuses them now;
+    the views stay safe for any source."""
+    from graphrag_tui.tui.widgets.batch_status import clock_text
+    from graphrag_tui.tui.widgets.scores_panel import histogram
+
+    assert [clock_text(s) for s in (float("inf"), float("nan"), -5.0, 65.4)] == ["—", "—", "0 s", "1:05"]
+    bars = histogram([-1000, 1e6, float("nan"), float("inf"), 50]).plain.splitlines()
+    assert (bars[0], bars[5], bars[-1]) == ("91-100 " + "█" * 24 + " 1", "41-50  " + "█" * 24 + " 1",
+                                           "     0 " + "█" * 24 + " 1")
+
+
 def test_elapsed_time_and_an_eta_from_the_finished_batches_rate() -> None:
     state = RunState(phase="map", started_at=100.0, map_started_at=101.0)
     state.cells = cells(*["succeeded"] * 4, "failed", *["running"] * 2, *["queued"] * 13)

@@ -4,6 +4,7 @@ cut off; a new count or second is a redraw, never a layout."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -91,7 +92,9 @@ class BatchCounts(Widget):
 
 
 def clock_text(seconds: float) -> str:
-    """`42 s`, `3:05`, `1:02:03`."""
+    """`42 s`, `3:05`, `1:02:03`; `—` for a time that is no number."""
+    if not math.isfinite(seconds):
+        return "—"
     whole = max(0, round(seconds))
     if whole < 60:
         return f"{whole} s"

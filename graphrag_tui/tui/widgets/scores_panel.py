@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -20,7 +22,8 @@ def histogram(scores: list[int | float]) -> Text:
     """Counts per 10-point bucket (0 on its own line: no help at all)."""
     counts = [0] * (BUCKETS + 1)
     for score in scores:
-        counts[0 if score == 0 else min(int((score - 1e-9) // 10) + 1, BUCKETS)] += 1
+        if math.isfinite(score):  # (a score is 0 to 100; a damaged record's is counted at its end)
+            counts[0 if score <= 0 else min(int((score - 1e-9) // 10) + 1, BUCKETS)] += 1
     labels = ["     0"] + [f"{10 * i + 1 if i else 1:>2}-{10 * (i + 1):<3}" for i in range(BUCKETS)]
     top = max(counts) or 1
     text = Text()

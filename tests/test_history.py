@@ -80,6 +80,11 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # the Runs screen's "ok" column, counted once by the migration from the old rows
     assert db.execute("SELECT succeeded_batch_count FROM runs").fetchone() == (2,)
     assert history.succeeded_batches(["aaaaaaaa0001", "zzzzzzzz0000"]) == {"aaaaaaaa0001": 2, "zzzzzzzz0000": 0}
+    # an edited count (terminal escapes in the Runs screen's "ok" column, raw) is none
+    for edited in ("\x1b]0;PWNED\x07\x1b[2J", b"\x1b", -7, 2.5):
+        db.execute("UPDATE runs SET succeeded_batch_count = ?", (edited,))
+        db.commit()
+        assert history.succeeded_batches(["aaaaaaaa0001"]) == {"aaaaaaaa0001": 0}
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
 

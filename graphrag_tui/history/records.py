@@ -168,8 +168,10 @@ class RunHistory:
                 for start in range(0, len(wanted), 500):  # under SQLite's limit of bound parameters
                     chunk = wanted[start:start + 500]
                     marks = ", ".join("?" * len(chunk))
-                    found.update(connection.execute(
-                        f"SELECT run_id, succeeded_batch_count FROM runs WHERE run_id IN ({marks})", chunk))
+                    # a count that is no count (an edited row: text with escapes, a blob) is 0
+                    found.update((run_id, count) for run_id, count in connection.execute(
+                        f"SELECT run_id, succeeded_batch_count FROM runs WHERE run_id IN ({marks})", chunk)
+                        if type(count) is int and count >= 0)
             finally:
                 connection.close()
         return found

@@ -11,7 +11,7 @@ from ..safe_text import one_line as _one_line
 #: terminal): a 10 MB community name laid out on one line held the app for minutes.
 SHOWN_LINE_CHARS = 1_000
 
-__all__ = ["clean", "cut_for_display", "one_line", "safe", "safe_cut", "safe_line"]
+__all__ = ["clean", "cut_for_display", "markdown_cut", "one_line", "safe", "safe_cut", "safe_line"]
 
 
 def safe(text: str | None, style: str = "") -> Text:
@@ -60,3 +60,31 @@ def cut_for_display(text: Text) -> Text:
     shown.append(f"\n… {len(left):,} more characters ({lines:,} lines) not shown here; graphrag-tui show prints them",
                  style="dim italic")
     return shown
+
+
+#: An answer shown as Markdown at most: Textual's Markdown parses and lays out the whole text,
+#: 50,000 characters of paragraphs in about 0.4 s here, 300 list items in 2.5 s, and a
+#: recorded 2 MB answer held the app for good (3.7 GB). An answer is a few thousand characters.
+SHOWN_MARKDOWN_CHARS = 50_000
+SHOWN_MARKDOWN_LINES = 300
+
+
+def markdown_cut(text: str) -> str:
+    """A model's Markdown answer cut, at a line's end, after SHOWN_MARKDOWN_CHARS characters
+    or SHOWN_MARKDOWN_LINES lines, with a line that says what is left out (export and `c`
+    keep it whole)."""
+    end = min(len(text), SHOWN_MARKDOWN_CHARS)
+    newline = -1
+    for _ in range(SHOWN_MARKDOWN_LINES):
+        newline = text.find("\n", newline + 1, end)
+        if newline < 0:
+            break
+    else:
+        end = newline
+    if end == len(text):
+        return text
+    if text[end] != "\n":  # cut within a line: at the end of the one before, if any
+        cut = text.rfind("\n", 0, end)
+        end = cut if cut > 0 else end
+    return (f"{text[:end]}\n\n*… the answer goes on for {len(text) - end:,} more characters, not shown here "
+            "(the export and `c` keep it whole)*")

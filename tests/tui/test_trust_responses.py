@@ -129,3 +129,18 @@ async def test_a_server_echoing_the_key_in_200_replies_never_shows_it(store: Pat
             assert "It echoes" in shown and "no JSON here" in shown  # the replies are shown...
             for form in key_forms(KEY):
                 assert form not in shown  # ...but never the key, in any form
+
+
+def test_a_huge_answer_is_shown_as_markdown_up_to_its_first_300_lines_or_50000_characters() -> None:
+    """A recorded 2 MB answer of list items held the app for good (3.7 GB): Textual's
+    Markdown lays out every item. The export and `c` keep the answer whole."""
+    from graphrag_tui.tui.safe_text import markdown_cut
+
+    items = "- Marrowick [Data: Reports (12)] **bold** `code`\n" * 1000
+    cut = markdown_cut(items)
+    assert cut == ("- Marrowick [Data: Reports (12)] **bold** `code`\n" * 299 + "- Marrowick [Data: Reports (12)] **bold** `code`"
+                   "\n\n*… the answer goes on for 34,301 more characters, not shown here (the export and `c` keep it whole)*")
+    one_line = "word " * 30_000
+    assert markdown_cut(one_line) == (one_line[:50_000] + "\n\n*… the answer goes on for 100,000 more characters, "
+                                      "not shown here (the export and `c` keep it whole)*")
+    assert markdown_cut("A short answer.\n\n- one\n- two\n") == "A short answer.\n\n- one\n- two\n"

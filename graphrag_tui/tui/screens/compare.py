@@ -24,7 +24,7 @@ from ...history import RunHistory, StoredRun
 from ...session.compare import RunComparison, compare_runs
 from ...session.run_failure import failure_words
 from ...store import CommunityStore
-from ..safe_text import clean, one_line
+from ..safe_text import clean, markdown_cut, one_line
 from ..stored_runs import scope_text, started_text
 from ..widgets.footer import KeyFooter
 from .community import CommunityScreen
@@ -177,7 +177,7 @@ class CompareScreen(TabbedScreen):
                     with VerticalScroll(id=f"answer-{label}", classes="compare-answer"):
                         result = stored.result
                         yield Static(Text(result.status.replace("_", " ").upper(), style="bold"))
-                        yield Markdown(clean(result.answer or "(no answer)"), open_links=False)
+                        yield Markdown(markdown_cut(clean(result.answer or "(no answer)")), open_links=False)
             with TabPane("Batches", id="tab-batches"), Vertical():
                 yield Static(id="batches-summary")
                 yield DataTable(id="compare-batches", cursor_type="row", zebra_stripes=True)

@@ -24,7 +24,7 @@ from ...store import CommunityRef, CommunityStore
 from ..citations import SCHEME, cited_ids, link_citations
 from ..messages import OpenCommunity
 from ..run_state import RunState
-from ..safe_text import clean, one_line
+from ..safe_text import clean, markdown_cut, one_line
 from ..screens.input_dialog import NO_CONTROLS
 from .setup_form import in_form_terms
 
@@ -130,7 +130,8 @@ class AnswerPanel(VerticalScroll):
         self.in_answer, self.others = rests_on(result)
         self.refs = {}
         known = [*self.in_answer, *self.others]
-        self.query_one("#answer-text", Markdown).update(link_citations(clean(result.answer or ""), result.namespace, known))
+        self.query_one("#answer-text", Markdown).update(
+            link_citations(markdown_cut(clean(result.answer or "")), result.namespace, known))
         self.query_one("#citations-filter", Input).value = ""
         self._fill_citations()
         self.set_class(bool(known), "-has-citations")

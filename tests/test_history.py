@@ -762,6 +762,31 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
     db.close()
 
 
+def test_a_runs_compressed_texts_unpack_to_at_most_its_limit_in_all(tmp_path: Path, monkeypatch) -> None:
+    """Each text within its own limit, five groups of 200 MiB (a 1.2 MB file) took 6 GB to
+    read and wrote a 1.7 GB export."""
+    from graphrag_tui.history import texts
+
+    history = tmp_path / "h.db"
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+        asyncio.run(run.run(SlowModel(0), timeout=10))
+    db = sqlite3.connect(history)
+    (plan, contents, result), groups = db.execute("SELECT plan, contents, result FROM runs").fetchone(), db.execute(
+        "SELECT records FROM batch_records").fetchall()
+    db.close()
+    assert isinstance(contents, bytes)  # compressed
+    size = sum(len(unpack_text(t).encode()) for t in (plan, contents, result, *(g for (g,) in groups)) if isinstance(t, bytes))
+    monkeypatch.setattr(texts, "RUN_UNPACK_LIMIT", size)
+    assert RunHistory(history).load(run.run_id).result == run.result  # type: ignore[arg-type]
+    monkeypatch.setattr(texts, "RUN_UNPACK_LIMIT", size - 1)
+    with pytest.raises(HistoryError, match=rf"cannot be read: a run's recorded texts unpack to more than {size - 1:,} "
+                                           r"bytes in all: graphrag-tui never writes such a run$"):
+        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+
+
 def test_a_run_abandoned_after_failures_were_committed_counts_each_failure_once(tmp_path: Path) -> None:
     """The process ends mid-run (the app quits): the batches that failed and were already
     committed are not written again, so the run's failed count stays the number of failed

@@ -22,6 +22,7 @@ from .formats import (
 )
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
 from .seal import is_sealed
+from .texts import run_unpack_limit
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ class StoredRun:
 
 
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
+    with run_unpack_limit():
+        return _load_run(connection, run_id)
+
+
+def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
         "summary_count, plan, contents, result, prompts, selection, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()

@@ -783,6 +783,10 @@ def cmd_app(args: argparse.Namespace) -> int:
 
     resolved, seed = resolve_search_args(args)
     assert resolved.model is not None
+    if resolved.model.kind == "http" and resolved.model.base_url is not None:
+        from .models.openai_http import parse_base_url
+
+        parse_base_url(resolved.model.base_url)  # (the app names the endpoint on its first screen)
     level = parse_level(args.level)
     store_path = args.store or SAMPLE_STORE
     with open_store(store_path) as store:  # a bad store is an input error before the app starts

@@ -373,10 +373,27 @@ def test_an_unwritable_events_file_is_an_input_error_before_the_run(store: Path,
         (["--concurrency", "257"], "--concurrency must be at most 256 (parallel model calls), got 257"),
         (["--concurrency", "100000"], "--concurrency must be at most 256 (parallel model calls), got 100000"),
         (["--model", "m\udcff"], "--model is not valid UTF-8"),
+        # a key typed where its variable's name goes was shown back ("names the environment variable sk-…")
+        (["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "sk-ATTACK-SECRET-123"],
+         "--api-key-env must be the name of an environment variable (letters, digits and _, not starting with a digit); "
+         "it is not shown, as it may be the key itself"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(store: Path, args: list[str], message: str) -> None:
     run = run_cli("query", str(store), QUESTION, "--no-config", *args)
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--base-url", "http://127.0.0.1:99999/v1"], {}, "--base-url has port 99999, out of the range 1-65535"),
+    ([], {"GRAPHRAG_TUI_BASE_URL": "http://[::1"}, "--base-url is not a valid URL"),
+])
+def test_the_app_with_a_base_url_it_cannot_use_is_one_line_before_it_starts(
+    store: Path, tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    """The app crashed on its first screen, which names the endpoint, with a traceback that
+    printed the model settings (extra headers and all)."""
+    run = run_cli(str(store), *args, env=clean_env(XDG_CONFIG_HOME=str(tmp_path), **env), timeout=30)
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
 
 

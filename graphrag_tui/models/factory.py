@@ -197,6 +197,11 @@ REQUEST_SETTINGS = {
 REQUEST_TABLES = {"headers": parse_headers, "extra_body": parse_extra_body}
 
 
+#: What --api-key-env may name: a variable as shells write them (a key typed there instead
+#: was shown back in "names the environment variable sk-…, which is not set").
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+
+
 def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> ModelSettings:
     """Each setting from the flags, else the user's defaults; checked."""
 
@@ -213,6 +218,11 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
     response_format = pick("response_format") or "json_object"
     if response_format not in RESPONSE_FORMATS:
         raise InputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}")
+    key_variable = pick("api_key_env") or None
+    if key_variable is not None and not (isinstance(key_variable, str) and VARIABLE_NAME.fullmatch(key_variable)):
+        where = "--api-key-env" if flags.get("api_key_env") is not None else "api_key_env (config or environment)"
+        raise InputError(f"{where} must be the name of an environment variable (letters, digits and _, not starting "
+                         "with a digit); it is not shown, as it may be the key itself")
     timeout = pick("timeout")
     max_response_bytes = pick("max_response_bytes")
     rpm, tpm, max_rate_wait = pick("requests_per_minute"), pick("tokens_per_minute"), pick("max_rate_wait")
@@ -229,7 +239,7 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
     return ModelSettings(
         base_url=base_url or None,
         model=pick("model") or None,
-        api_key_env=pick("api_key_env") or None,
+        api_key_env=key_variable,
         timeout=DEFAULT_TIMEOUT if timeout is None else parse_timeout(timeout),
         response_format=response_format,
         max_response_bytes=(

@@ -259,6 +259,17 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def main_screen(self) -> MainScreen:
         return self.screen_stack[0]  # type: ignore[return-value]
 
+    def _fatal_error(self) -> None:
+        """Textual's, without the frames' local values, which it prints: they hold the model
+        settings, whose extra request headers may carry a credential."""
+        from rich.segment import Segments
+        from rich.traceback import Traceback
+
+        self.bell()
+        traceback = Traceback(show_locals=False, width=None)
+        self._exit_renderables.append(Segments(self.console.render(traceback, self.console.options)))
+        self._close_messages_no_wait()
+
     @property
     def setup_form(self) -> SetupForm:
         return self.main_screen.setup

@@ -4,6 +4,7 @@ test_keymap.py; the form's field names in test_app_pilot.py's budget test)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from textual.widgets import Select
@@ -51,3 +52,30 @@ def test_messages_name_the_forms_fields_not_flags() -> None:
     assert in_form_terms("lower --reduce-budget; --concurrency 2; --seed; --map-budgets stays") == (
         "lower the Reduce budget field; the Concurrency field 2; the Seed field; --map-budgets stays"
     )
+
+
+async def test_a_crash_report_shows_no_local_values() -> None:
+    """Textual prints a crash's traceback with each frame's local values: the model
+    settings, extra request headers and all (a gateway token), went to the terminal."""
+    from rich.console import Console
+
+    from graphrag_tui.models.factory import ModelSettings
+
+    settings = ModelSettings(base_url="http://127.0.0.1:9/v1", model="m1", headers={"X-Api-Token": "sk-ATTACK-SECRET-123"})
+    app = make_app(SAMPLE_STORE, display_path="sample.db", model_settings=settings)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await pilot.pause()
+
+        def failing(given: ModelSettings) -> None:
+            raise RuntimeError("boom")
+
+        try:
+            failing(app.settings.model)
+        except RuntimeError:
+            app._fatal_error()
+        console = Console(width=200, record=True, file=io.StringIO())
+        for renderable in app._exit_renderables:  # (printed, then cleared, as the app ends)
+            console.print(renderable)
+    report = console.export_text()
+    assert "RuntimeError: boom" in report and "failing" in report
+    assert "sk-ATTACK-SECRET-123" not in report and "X-Api-Token" not in report

@@ -114,7 +114,30 @@ def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict
     for owner in owners:
         _check_clashes(class_bindings(owner), checked, source)
     _check_priority(owners, checked, source)
+    _check_shadowed(owners, checked, source)
     return checked
+
+
+def _check_shadowed(owners: tuple[type[DOMNode], ...], keymap: Mapping[str, str], source: str) -> None:
+    """The main screen and its widgets see a key before the app does: one of theirs on the
+    app's key leaves the app's binding dead there (`open-batch = "escape"` left no key to
+    cancel a run: Esc opened and closed the batch view)."""
+    from .screens.main import MainScreen
+    from .widgets.batch_grid import BatchGrid
+    from .widgets.find_bar import FindBar
+
+    app_keys = {key: binding for binding in class_bindings(owners[0]) if not binding.system
+                for key in _keys(binding, keymap)}
+    for owner in (MainScreen, BatchGrid, FindBar):
+        for binding in class_bindings(owner):
+            for key in _keys(binding, keymap):
+                taken = app_keys.get(key)
+                if taken is not None and not binding.system and binding.id != taken.id and (
+                        binding.id in keymap or taken.id in keymap):
+                    remapped = binding if binding.id in keymap else taken
+                    other = taken if remapped is binding else binding
+                    raise InputError(f"{source} {remapped.id}: {key} is the key of {other.id}, which the main screen "
+                                     f"would see first: {taken.id} would never act there")
 
 
 #: A key with one of these is never typed into a text field.

@@ -145,6 +145,12 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
                              "every screen"),
         ({"quit": "f12", "tab-1": "f12"}, "config file c.toml: [keymap] tab-1: f12 is the key of quit, and quit acts "
                                           "first on every screen"),
+        # the main screen and its widgets see a key before the app: Esc opened and closed the batch
+        # view, and no key cancelled the run
+        ({"open-batch": "escape"}, "config file c.toml: [keymap] open-batch: escape is the key of cancel-run, which the "
+                                   "main screen would see first: cancel-run would never act there"),
+        ({"cancel-run": "enter"}, "config file c.toml: [keymap] cancel-run: enter is the key of open-batch, which the "
+                                  "main screen would see first: cancel-run would never act there"),
     ],
 )
 def test_a_bad_keymap_is_one_line_naming_the_id(keymap: dict, message: str) -> None:

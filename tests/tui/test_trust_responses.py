@@ -144,3 +144,16 @@ def test_a_huge_answer_is_shown_as_markdown_up_to_its_first_300_lines_or_50000_c
     assert markdown_cut(one_line) == (one_line[:50_000] + "\n\n*… the answer goes on for 100,000 more characters, "
                                       "not shown here (the export and `c` keep it whole)*")
     assert markdown_cut("A short answer.\n\n- one\n- two\n") == "A short answer.\n\n- one\n- two\n"
+
+
+def test_an_answer_is_listed_as_citing_at_most_500_communities() -> None:
+    """An answer citing Reports (0..20049) in a namespace of 28: 20,049 rows, 3 s a key."""
+    from graphrag_tui.engine import ReduceReport, SearchResult
+    from graphrag_tui.tui.widgets.answer_panel import rests_on
+
+    answer = "Everything [Data: Reports (" + ", ".join(map(str, range(20_050))) + ")]."
+    result = SearchResult(query="q", namespace="ns", level="leaf", seed=None, status="completed", answer=answer,
+                          summary_count=0, batch_count=0, failed_batch_count=0, batches=[],
+                          reduce=ReduceReport(budget=1000))
+    in_answer, others = rests_on(result)
+    assert (len(in_answer), in_answer[:2], in_answer[-1], others) == (500, ["ns/0", "ns/1"], "ns/499", [])

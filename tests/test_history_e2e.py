@@ -580,6 +580,13 @@ def damaged_result() -> str:
     # `runs list --json` printed NaN and Infinity, which JSON does not have
     pytest.param("UPDATE runs SET usage_total = '{\"prompt_tokens\": NaN, \"cost\": Infinity}'",
                  [("runs", "--json"), ("runs", "show", "{id}", "--json")], id="nan-usage"),
+    # SQL of the file's own that runs as it is read or written: 2.2 GB to list the runs
+    pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS (hex(zeroblob(1000)))", [("runs",), ("runs", "delete", "{id}")],
+                 id="generated-column"),
+    pytest.param("CREATE INDEX evil ON runs (run_id) WHERE length(hex(zeroblob(1000))) > 1",
+                 [("runs",), ("runs", "delete", "{id}")], id="partial-index"),
+    pytest.param("ALTER TABLE runs ADD COLUMN checked TEXT CHECK (length(hex(zeroblob(1000))) > 1)",
+                 [("runs",), ("rerun", "{id}", "--all")], id="check-constraint"),
 ])
 def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
     store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]

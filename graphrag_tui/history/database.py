@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -89,6 +90,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
         raise HistoryError(f"run history {path} is not a run history or is damaged (version {version})")
     if version == 0 and tables:
         raise HistoryError(f"run history {path} is an SQLite file but not a run history: it is left as it is")
+    _check_no_sql_of_its_own(connection, path)
     connection.execute("PRAGMA foreign_keys = ON")
     if version < SCHEMA_VERSION:
         _migrate(connection, version)
@@ -97,6 +99,26 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     # FULL: a commit is on disk when it returns, so a power cut loses only what was not yet
     # committed (WAL with NORMAL may roll committed groups back after one).
     connection.execute("PRAGMA synchronous = FULL")
+
+
+#: What in a table's SQL runs as rows are read or written: a CHECK, a DEFAULT expression, a
+#: generated column (`AS (...)`). The history's own tables have none.
+_RUNNING_SQL = re.compile(r"\bCHECK\b|\bDEFAULT\s*\(|\bGENERATED\b|\bAS\s*\(", re.IGNORECASE)
+#: The history's one index of its own (the others are its keys').
+_INDEXES = {"runs_store": "CREATE INDEX runs_store ON runs (store_path)"}
+
+
+def _check_no_sql_of_its_own(connection: sqlite3.Connection, path: Path) -> None:
+    """A file whose schema holds SQL graphrag-tui never writes is refused untouched: a
+    generated column of `hex(zeroblob(450000000))` took 2.2 GB to list the runs, and an
+    index's WHERE (or a CHECK) ran as much on every write."""
+    for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"):
+        own = kind == "table" and not _RUNNING_SQL.search(sql) and not any(
+            column[6] in (2, 3) for column in connection.execute("SELECT * FROM pragma_table_xinfo(?)", (name,)))
+        if not (own or kind == "index" and _INDEXES.get(name) == " ".join(sql.split())):
+            raise HistoryError(f"run history {path} holds SQL graphrag-tui never writes (a generated column, a CHECK, "
+                               "a DEFAULT expression or an index of its own), which would run as it is read or "
+                               "written: it is left as it is")
 
 
 def _migrate(connection: sqlite3.Connection, version: int) -> None:

@@ -692,7 +692,9 @@ def print_result(result: SearchResult, streamed: str | None = None) -> None:
     )
     selection = result.selection
     if selection is not None:
-        rated = f"{len(selection.ratings)} rated, " if selection.mode == "dynamic" else ""
+        failed = sum(r.failed == len(r.votes) for r in selection.ratings)  # no usable vote: counted as 1
+        unusable = f" ({failed} with no usable rating, counted as 1)" if failed else ""
+        rated = f"{len(selection.ratings)} rated{unusable}, " if selection.mode == "dynamic" else ""
         _say(f"selection: {selection.mode}, {rated}{selection.selected_words}")
     if result.failed_batch_count:
         _say("failed batches:")

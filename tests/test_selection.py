@@ -202,6 +202,13 @@ def test_an_unparseable_rating_is_retried_once_then_counts_as_1(tmp_path: Path) 
     assert all(e["batch_index"] is None for e in failures)
     # b, counted as 1, is kept (threshold 1): its child b1 is rated and kept
     assert result["selection"]["selected"] == ["ns/a1x", "ns/b1"]
+    # the text output says how many had no usable rating (every one could have, unsaid)
+    again = {"The baker": [Reply(completion("no")), Reply(completion("no"))], "Marley's partner": [rating(4, "Marley")]}
+    with ScriptedChatServer(RatingServer(again)) as server:
+        text = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
+                       "--no-history", "--concurrency", "1", "--select", "dynamic", "--rate-threshold", "1")
+    assert text.code == 0, text.stderr
+    assert "\nselection: dynamic, 7 rated (1 with no usable rating, counted as 1), 2 communities selected\n" in text.stdout
 
 
 def test_a_store_without_level_0_and_numeric_looking_ids(tmp_path: Path) -> None:

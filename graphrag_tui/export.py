@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -30,18 +31,28 @@ MAX_CLAIMS = 50
 ERROR_CHARS = 300
 
 
+#: What starts an HTML tag, a comment or a declaration: a Markdown viewer renders it as HTML.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def _no_html(text: str) -> str:
+    """Untrusted text with every `<` that would start a tag written `&lt;`: a reply's
+    `<script>` or `<img onerror=…>` reached the report as HTML. `a < b` stays as it is."""
+    return _TAG_START.sub("&lt;", text)
+
+
 def _inline(text: str | None, limit: int | None = None) -> str:
     """Cleaned and on one line (a heading or list item must not be split by the text)."""
     flat = one_line(text)
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
-    return flat
+    return _no_html(flat)
 
 
 def _quote(text: str | None) -> str:
     """The text as a Markdown blockquote: every line starts with "> ", so a heading, list
     or fence inside untrusted text stays inside the quote."""
-    lines = clean((text or "").replace("\r\n", "\n")).split("\n")
+    lines = _no_html(clean((text or "").replace("\r\n", "\n"))).split("\n")
     return "\n".join(f"> {line}".rstrip() for line in lines)
 
 

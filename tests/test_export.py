@@ -393,3 +393,17 @@ def test_the_report_gives_tokens_and_cost_when_the_run_has_them(store) -> None:
     assert "- Tokens: 6500 prompt (6200 estimated, 400 cached), 107 completion, 6607 total" in lines
     assert "- Cost: $0.0133 (input $0.0122, cached $0.0002, output $0.0009)" in lines
     assert not any(line.startswith(("- Tokens", "- Cost")) for line in markdown_report(make_result(), store).splitlines())
+
+
+def test_html_in_untrusted_text_is_written_as_text(store) -> None:
+    """A reply's `<script>` or `<img onerror=…>` reached the report as HTML, which a
+    Markdown viewer renders; a `<` that starts no tag stays as it is."""
+    result = SearchResult(
+        query="Is a < b? <img src=x onerror=alert(1)>", namespace="ns", level="leaf", seed=None, status="completed",
+        answer="Yes.\n<script>alert(1)</script>\n<!-- hidden -->", summary_count=0, batch_count=0,
+        reduce=ReduceReport(budget=7000),
+    )
+    report = markdown_report(result, store)
+    assert report.startswith("# Is a < b? &lt;img src=x onerror=alert(1)>\n")
+    assert "> Yes.\n> &lt;script>alert(1)&lt;/script>\n> &lt;!-- hidden -->\n" in report
+    assert "<script" not in report and "<img" not in report and "<!--" not in report

@@ -689,6 +689,21 @@ def test_a_small_table_that_unpacks_to_gigabytes_is_refused_before_it_is_read(tm
                        "times their size: refused (GraphRAG's own tables take 2 to 6 times theirs)")
 
 
+def test_tables_that_unpack_to_gigabytes_together_are_refused_before_any_is_read(tmp_path: Path) -> None:
+    """Each table under its own limit, six of them took 1.2 GB and more."""
+    import pyarrow as pa
+
+    src = write_index(tmp_path / "out")
+    for name in ("entities", "text_units"):  # each some 200 MiB once read, from a few kilobytes
+        table = pq.read_table(src / f"{name}.parquet")
+        columns = {column: pa.repeat(table.column(column)[0], 700_000) for column in table.column_names}
+        pq.write_table(pa.table({column: values.dictionary_encode() if pa.types.is_string(values.type) else values
+                                 for column, values in columns.items()}), src / f"{name}.parquet")
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src}: its tables would take over 100 times their size once read (over 256 MiB for a small index): refused "
+        "(GraphRAG's own take 2 to 6 times theirs)")
+
+
 def _unpacked(path: Path) -> int:
     metadata = pq.ParquetFile(path).metadata
     return sum(metadata.row_group(g).column(c).total_uncompressed_size

@@ -175,7 +175,7 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
         )
     folder, naming = found
 
-    tables: dict[str, Table] = {}
+    paths: dict[str, Path] = {}
     for name in TABLE_NAMES:
         path = folder / table_file_name(name, naming)
         if path.exists() and not path.is_file():  # a FIFO, a device, a partitioned dataset's folder
@@ -184,8 +184,16 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
             if name in REQUIRED_TABLES:
                 raise InputError(f"missing GraphRAG table {path.name} in {folder}")
             continue
-        extra_required = (text_column,) if name == "community_reports" else ()
-        tables[name] = _read_table(pq, name, path, extra_required)
+        paths[name] = path
+    opened = {name: _open_table(pq, name, path, (text_column,) if name == "community_reports" else ())
+              for name, path in paths.items()}
+    # The tables' memory together, as each one's, before any is read: six tables each just
+    # under the floor took 1.2 GB and more.
+    if sum(t.estimate for t in opened.values()) > max(MEMORY_FLOOR, MAX_EXPANSION * sum(p.stat().st_size
+                                                                                    for p in paths.values())):
+        raise InputError(f"{folder}: its tables would take over {MAX_EXPANSION} times their size once read (over "
+                         f"{MEMORY_FLOOR >> 20} MiB for a small index): refused (GraphRAG's own take 2 to 6 times theirs)")
+    tables = {name: _read_table(table) for name, table in opened.items()}
 
     if naming == "legacy":
         layout = "1.x"
@@ -196,7 +204,19 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
     return GraphRagIndex(directory=folder, layout=layout, naming=naming, tables=tables)
 
 
-def _read_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...]) -> Table:
+@dataclass(frozen=True)
+class _OpenTable:
+    """A table's file, opened and checked, not yet read: the columns it is read by, and what
+    they would take in memory."""
+
+    name: str
+    path: Path
+    parquet: Any
+    source_columns: dict[str, str]
+    estimate: int
+
+
+def _open_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...]) -> _OpenTable:
     try:
         parquet = pq.ParquetFile(path)
         present = set(parquet.schema_arrow.names)
@@ -222,15 +242,21 @@ def _read_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...])
     columns = sorted(set(source_columns.values()))
     limit = max(MEMORY_FLOOR, MAX_EXPANSION * path.stat().st_size)
     try:
-        _check_expansion(path, parquet.metadata, columns, limit)
-        raw_rows = parquet.read(columns=columns).to_pylist()
+        estimate = _check_expansion(path, parquet.metadata, columns, limit)
     except InputError:
         raise
     except Exception as exc:
         raise InputError(f"cannot read {path}: {one_line(exc)}") from None
+    return _OpenTable(name, path, parquet, source_columns, estimate)
 
-    rows = [{canon: raw[actual] for canon, actual in source_columns.items()} for raw in raw_rows]
-    return Table(name=name, path=path, rows=rows, source_columns=source_columns)
+
+def _read_table(table: _OpenTable) -> Table:
+    try:
+        raw_rows = table.parquet.read(columns=sorted(set(table.source_columns.values()))).to_pylist()
+    except Exception as exc:
+        raise InputError(f"cannot read {table.path}: {one_line(exc)}") from None
+    rows = [{canon: raw[actual] for canon, actual in table.source_columns.items()} for raw in raw_rows]
+    return Table(name=table.name, path=table.path, rows=rows, source_columns=table.source_columns)
 
 
 #: What a table may take in memory once read, against its file's size: real GraphRAG output
@@ -243,9 +269,9 @@ MEMORY_FLOOR = 256 << 20
 CELL_BYTES = 64
 
 
-def _check_expansion(path: Path, metadata: Any, columns: list[str], limit: int) -> None:
+def _check_expansion(path: Path, metadata: Any, columns: list[str], limit: int) -> int:
     """The size the footer gives the columns read, unpacked, and their cells as objects,
-    before anything is read."""
+    before anything is read; InputError past `limit`."""
     unpacked = sum(
         chunk.total_uncompressed_size
         for group in map(metadata.row_group, range(metadata.num_row_groups))
@@ -255,6 +281,7 @@ def _check_expansion(path: Path, metadata: Any, columns: list[str], limit: int) 
     estimate = unpacked + metadata.num_rows * len(columns) * CELL_BYTES
     if estimate > limit:
         raise _bomb(path, estimate)
+    return estimate
 
 
 def _bomb(path: Path, size: int) -> InputError:

@@ -1000,7 +1000,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
             from .store.location import store_identity
 
             store = store_identity(args.store)
-        runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status)
+        damaged: list[str] = []
+        runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status,
+                                 on_damaged=damaged.append)
+        if damaged:  # the others are listed: one damaged row hid them all
+            _warn(f"warning: {len(damaged)} run{'s' * (len(damaged) != 1)} of the history cannot be read and "
+                  f"{'are' if len(damaged) != 1 else 'is'} not listed (the first: {damaged[0]})")
         if args.json:
             _say_json({"runs": [r.as_json() for r in runs]})
         else:

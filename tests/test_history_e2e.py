@@ -588,7 +588,7 @@ def damaged_result() -> str:
     pytest.param("ALTER TABLE runs ADD COLUMN checked TEXT CHECK (length(hex(zeroblob(1000))) > 1)",
                  [("runs",), ("rerun", "{id}", "--all")], id="check-constraint"),
 ])
-def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
+def test_a_damaged_history_row_is_one_line_for_every_command(
     store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]
 ) -> None:
     with ScriptedChatServer(Server()) as server:
@@ -602,6 +602,13 @@ def test_a_damaged_history_row_is_one_line_and_exit_2_for_every_command(
         for command in commands:
             args = [a.format(id=run.json["run_id"], tmp=tmp_path) for a in command]
             done = cli(history, *args, "--no-config")
+            if command in (("runs",), ("runs", "--json")) and damage.startswith("UPDATE"):  # a row, not the file
+                # the list goes on without the run (one damaged row hid every other), and says so
+                assert (done.code, done.stdout) == (0, "no recorded runs\n" if len(command) == 1 else '{"runs": []}\n')
+                assert done.stderr.startswith("warning: 1 run of the history cannot be read and is not listed (the "
+                                              f"first: run history {history}: a run cannot be read: "), done.stderr
+                assert done.stderr.count("\n") == 1 and "internal error" not in done.stderr
+                continue
             assert (done.code, done.stdout) == (2, ""), (command, done.stderr)
             assert done.stderr.startswith("graphrag-tui: error: ") and done.stderr.count("\n") == 1, done.stderr
             assert "internal error" not in done.stderr

@@ -11,7 +11,7 @@ import contextlib
 import json
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -118,10 +118,13 @@ class RunHistory:
             return self.path.exists()
 
     def list_runs(
-        self, *, limit: int | None = None, store: str | None = None, status: str | None = None, text: str | None = None
+        self, *, limit: int | None = None, store: str | None = None, status: str | None = None, text: str | None = None,
+        on_damaged: Callable[[str], None] | None = None,
     ) -> list[RunSummary]:
         """Newest first. `store`: the store's absolute path; `status` one of RUN_STATUSES;
-        `text`: a case-insensitive part of the question, namespace, model, status or id."""
+        `text`: a case-insensitive part of the question, namespace, model, status or id.
+        With `on_damaged`, a row that does not read back is left out and said to it (one
+        damaged row hid every other run), else it is an error."""
         if not self._exists():
             return []
         where, args = [], []
@@ -146,7 +149,15 @@ class RunHistory:
             connection = self._connect()
             try:
                 for row in connection.execute(sql, args):
-                    summary = summary_of(row)
+                    if on_damaged is None:
+                        summary = summary_of(row)
+                    else:
+                        try:
+                            with unreadable(self.path, "a run"):
+                                summary = summary_of(row)
+                        except HistoryError as error:
+                            on_damaged(str(error))
+                            continue
                     if status is None or summary.status == status:
                         found.append(summary)
                         if limit is not None and len(found) >= limit:

@@ -696,3 +696,23 @@ async def test_a_run_id_with_control_characters_is_one_inert_line_on_the_runs_sc
                 f"run history {history}: a run cannot be read: run 'ab\\x1b]0;x\\x9bc\\u202e' has an id or a parent "
                 "id that no run can have")
             assert app.is_running
+
+
+async def test_a_damaged_row_is_left_out_and_the_other_runs_are_listed(store: Path, history: Path) -> None:
+    """One row that does not read back made the whole list an error."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            await finished_run(pilot, "Who lands at dawn?")
+            db = sqlite3.connect(history)
+            with db:
+                db.execute("UPDATE runs SET status = 'bogus' WHERE question = ?", (QUESTION,))
+            db.close()
+            await open_runs(pilot)
+            assert [row[5] for row in rows(pilot, "#runs-table")] == ["Who lands at dawn?"]
+            (damaged,) = [n.message for n in app._notifications if "cannot be read" in n.message]
+            assert damaged.startswith(f"1 run of the history cannot be read and is not listed: run history {history}: "
+                                      "a run cannot be read: run ")
+            assert damaged.endswith(" has the status 'bogus', which no run can have")

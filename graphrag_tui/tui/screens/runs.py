@@ -68,11 +68,15 @@ class RunsScreen(Screen[None]):
         error: str | None
         #: Which request it answers: an answer to an older filter is dropped.
         request: int = 0
+        #: Why each run left out could not be read (its row is damaged).
+        damaged: tuple[str, ...] = ()
 
     def __init__(self, history: Path | None) -> None:
         super().__init__()
         self.history = history
         self.runs: dict[str, RunSummary] = {}
+        #: Why the runs left out of the list could not be read.
+        self.damaged: tuple[str, ...] = ()
         self.succeeded: dict[str, int] = {}
         #: Marked for comparison, in the order marked.
         self.marked: list[str] = []
@@ -116,14 +120,15 @@ class RunsScreen(Screen[None]):
         if self.history is None:
             self.post_message(self.Listed([], {}, "Runs are not recorded in this session (no run history).", request))
             return
+        damaged: list[str] = []
         try:
             history = RunHistory(self.history)
-            runs = history.list_runs(limit=SHOWN_RUNS + 1, text=text or None)
+            runs = history.list_runs(limit=SHOWN_RUNS + 1, text=text or None, on_damaged=damaged.append)
             succeeded = history.succeeded_batches([r.run_id for r in runs[:SHOWN_RUNS]])
         except Exception as error:
             self.post_message(self.Listed([], {}, failure_words(error), request))
             return
-        self.post_message(self.Listed(runs, succeeded, None, request))
+        self.post_message(self.Listed(runs, succeeded, None, request, tuple(damaged)))
 
     @on(Listed)
     def _listed(self, message: Listed) -> None:
@@ -136,6 +141,7 @@ class RunsScreen(Screen[None]):
             self.runs.setdefault(summary.run_id, summary)
         self.succeeded = message.succeeded
         self.error = message.error
+        self.damaged = message.damaged
         self.marked = [m for m in self.marked if m in self.runs]
         table = self.query_one("#runs-table", DataTable)
         current = self.highlighted_id
@@ -145,6 +151,10 @@ class RunsScreen(Screen[None]):
         if current in self.runs:
             table.move_cursor(row=table.get_row_index(current))
         self._show_detail()
+        if message.damaged:
+            count = len(message.damaged)
+            self.notify(f"{count} run{'s' * (count != 1)} of the history cannot be read and {'are' if count != 1 else 'is'} "
+                        f"not listed: {one_line(message.damaged[0], 300)}", severity="warning", timeout=10)
         self.listings += 1
 
     def _cells(self, r: RunSummary) -> list[Text]:
@@ -189,6 +199,9 @@ class RunsScreen(Screen[None]):
             detail.update(Text(one_line(self.error), style="bold red"))
             return
         r = self.highlighted
+        if r is None and self.damaged:  # (a toast says it too)
+            detail.update(Text(one_line(self.damaged[0]), style="bold red"))
+            return
         if r is None:
             filtered = self.query_one("#runs-filter-input", Input).value.strip()
             detail.update(Text("No run matches the filter." if filtered else "No run is recorded yet.", style="dim"))

@@ -96,6 +96,9 @@ def test_the_same_settings_from_the_config_file_and_the_environment_flags_winnin
         (["--extra-body", '{"a": ' + "[" * 975 + "]" * 975 + "}"], "--extra-body is nested deeper than 64 levels"),
         (["--api-key-header", "a b"], "--api-key-header must be a header name (letters, digits and "
                                       "!#$%&'*+-.^_`|~), got 'a b'"),
+        # the key went out as the request's Host; Content-Length failed every request
+        (["--api-key-header", "Host"], "--api-key-header cannot be Host: the client sets it"),
+        (["--api-key-header", "content-length"], "--api-key-header cannot be content-length: the client sets it"),
     ],
 )
 def test_a_bad_request_setting_is_exit_2_in_one_line_before_any_request(

@@ -28,6 +28,7 @@ from .extractive import ExtractiveModel
 from .openai_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     MAX_TOKENS_FIELDS,
+    OWN_HEADERS,
     RESPONSE_FORMATS,
     MaxTokensField,
     OpenAIChatModel,
@@ -149,7 +150,10 @@ def parse_max_tokens_field(value: Any, label: str = "--max-tokens-field") -> str
 
 
 def parse_api_key_header(value: Any, label: str = "--api-key-header") -> str:
-    return check_header_name(value, label)
+    name = check_header_name(value, label)
+    if name.lower() in OWN_HEADERS:  # `Host` sent the key as the request's host; Content-Length broke every request
+        raise InputError(f"{label} cannot be {name}: the client sets it")
+    return name
 
 
 def parse_headers(value: Any, label: str = "--header") -> dict[str, str]:

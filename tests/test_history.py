@@ -719,13 +719,19 @@ def test_a_plan_with_a_lone_surrogate_in_a_community_id_reads_back(tmp_path: Pat
         (odd, "ns/2"), ((odd, 1), ("ns/2", 3)), 12, contents[0])
 
 
-def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Path) -> None:
+def _six_batch_run(tmp_path: Path) -> tuple[Path, RunSession]:
+    """A recorded run of six batches, each answered."""
     history = tmp_path / "h.db"
     with CommunityStore.open(_store(tmp_path)) as store:
         run = RunSession(store, history=history)
         run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
                                   None, shuffle=False))
         asyncio.run(run.run(SlowModel(0), timeout=10))
+    return history, run
+
+
+def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Path) -> None:
+    history, run = _six_batch_run(tmp_path)
     assert RunHistory(history).load(run.run_id).result == run.result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
     (summary,) = db.execute("SELECT result FROM runs").fetchone()
@@ -767,12 +773,7 @@ def test_a_runs_compressed_texts_unpack_to_at_most_its_limit_in_all(tmp_path: Pa
     read and wrote a 1.7 GB export."""
     from graphrag_tui.history import texts
 
-    history = tmp_path / "h.db"
-    with CommunityStore.open(_store(tmp_path)) as store:
-        run = RunSession(store, history=history)
-        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
-                                  None, shuffle=False))
-        asyncio.run(run.run(SlowModel(0), timeout=10))
+    history, run = _six_batch_run(tmp_path)
     db = sqlite3.connect(history)
     (plan, contents, result), groups = db.execute("SELECT plan, contents, result FROM runs").fetchone(), db.execute(
         "SELECT records FROM batch_records").fetchall()

@@ -34,6 +34,18 @@ SHOWN_LINES = 2_000
 SHOWN_CHARS = 200_000
 
 
+def _cut_at(text: str, chars: int, lines: int) -> int:
+    """Where `text` ends when at most `chars` characters and `lines` lines are shown (at the
+    last line's newline): its length when all of it is."""
+    end = min(len(text), chars)
+    newline = -1
+    for _ in range(lines):
+        newline = text.find("\n", newline + 1, end)
+        if newline < 0:
+            return end
+    return newline
+
+
 def safe_cut(text: str | None, style: str = "") -> Text:
     """`safe`, cut for display (`cut_for_display`)."""
     return cut_for_display(safe(text, style))
@@ -44,14 +56,7 @@ def cut_for_display(text: Text) -> Text:
     whichever comes first, with a line that says what is left out (`graphrag-tui show`
     prints it whole)."""
     plain = text.plain
-    end = min(len(plain), SHOWN_CHARS)
-    newline = -1
-    for _ in range(SHOWN_LINES):
-        newline = plain.find("\n", newline + 1, end)
-        if newline < 0:
-            break
-    else:
-        end = newline
+    end = _cut_at(plain, SHOWN_CHARS, SHOWN_LINES)
     if end == len(plain):
         return text
     left = plain[end:].lstrip("\n")
@@ -73,14 +78,7 @@ def markdown_cut(text: str) -> str:
     """A model's Markdown answer cut, at a line's end, after SHOWN_MARKDOWN_CHARS characters
     or SHOWN_MARKDOWN_LINES lines, with a line that says what is left out (export and `c`
     keep it whole)."""
-    end = min(len(text), SHOWN_MARKDOWN_CHARS)
-    newline = -1
-    for _ in range(SHOWN_MARKDOWN_LINES):
-        newline = text.find("\n", newline + 1, end)
-        if newline < 0:
-            break
-    else:
-        end = newline
+    end = _cut_at(text, SHOWN_MARKDOWN_CHARS, SHOWN_MARKDOWN_LINES)
     if end == len(text):
         return text
     if text[end] != "\n":  # cut within a line: at the end of the one before, if any

@@ -40,9 +40,16 @@ def unreadable(path: Path, what: str) -> Iterator[None]:
     """A record that does not read back (edited, damaged, or bad data) is one line."""
     try:
         yield
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
-            zlib.error) as error:
-        raise HistoryError(f"run history {path}: {what} cannot be read: {one_line(str(error), 200)}") from None
+    except UNREADABLE as error:
+        raise HistoryError(unreadable_words(path, what, error)) from None
+
+
+#: What a record that does not read back raises.
+UNREADABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError, zlib.error)
+
+
+def unreadable_words(path: Path, what: str, error: BaseException) -> str:
+    return f"run history {path}: {what} cannot be read: {one_line(str(error), 200)}"
 
 
 class RunSummary(NamedTuple):
@@ -149,15 +156,13 @@ class RunHistory:
             connection = self._connect()
             try:
                 for row in connection.execute(sql, args):
-                    if on_damaged is None:
+                    try:
                         summary = summary_of(row)
-                    else:
-                        try:
-                            with unreadable(self.path, "a run"):
-                                summary = summary_of(row)
-                        except HistoryError as error:
-                            on_damaged(str(error))
-                            continue
+                    except UNREADABLE as error:
+                        if on_damaged is None:
+                            raise
+                        on_damaged(unreadable_words(self.path, "a run", error))
+                        continue
                     if status is None or summary.status == status:
                         found.append(summary)
                         if limit is not None and len(found) >= limit:

@@ -83,9 +83,10 @@ def test_a_time_or_score_that_is_no_number_is_drawn_without_a_crash() -> None:
     from graphrag_tui.tui.widgets.scores_panel import histogram
 
     assert [clock_text(s) for s in (float("inf"), float("nan"), -5.0, 65.4)] == ["—", "—", "0 s", "1:05"]
-    bars = histogram([-1000, 1e6, float("nan"), float("inf"), 50]).plain.splitlines()
-    assert (bars[0], bars[5], bars[-1]) == ("91-100 " + "█" * 24 + " 1", "41-50  " + "█" * 24 + " 1",
-                                           "     0 " + "█" * 24 + " 1")
+    bars = histogram([-1000, 1e6, float("nan"), float("inf"), 50, 5e-324]).plain.splitlines()
+    # (5e-324 is above 0, an answer drawn as useful: it was counted among the 0s)
+    assert (bars[0], bars[5], bars[-2], bars[-1]) == ("91-100 " + "█" * 24 + " 1", "41-50  " + "█" * 24 + " 1",
+                                                      " 1-10  " + "█" * 24 + " 1", "     0 " + "█" * 24 + " 1")
 
 
 def test_elapsed_time_and_an_eta_from_the_finished_batches_rate() -> None:

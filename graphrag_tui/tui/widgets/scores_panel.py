@@ -23,7 +23,7 @@ def histogram(scores: list[int | float]) -> Text:
     counts = [0] * (BUCKETS + 1)
     for score in scores:
         if math.isfinite(score):  # (a score is 0 to 100; a damaged record's is counted at its end)
-            counts[0 if score <= 0 else min(int((score - 1e-9) // 10) + 1, BUCKETS)] += 1
+            counts[0 if score <= 0 else min(max(int((score - 1e-9) // 10), 0) + 1, BUCKETS)] += 1
     labels = ["     0"] + [f"{10 * i + 1 if i else 1:>2}-{10 * (i + 1):<3}" for i in range(BUCKETS)]
     top = max(counts) or 1
     text = Text()

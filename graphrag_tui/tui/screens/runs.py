@@ -141,6 +141,7 @@ class RunsScreen(Screen[None]):
             self.runs.setdefault(summary.run_id, summary)
         self.succeeded = message.succeeded
         self.error = message.error
+        newly_damaged = message.damaged and message.damaged != self.damaged  # said once, not at every relisting
         self.damaged = message.damaged
         self.marked = [m for m in self.marked if m in self.runs]
         table = self.query_one("#runs-table", DataTable)
@@ -151,7 +152,7 @@ class RunsScreen(Screen[None]):
         if current in self.runs:
             table.move_cursor(row=table.get_row_index(current))
         self._show_detail()
-        if message.damaged:
+        if newly_damaged:
             count = len(message.damaged)
             self.notify(f"{count} run{'s' * (count != 1)} of the history cannot be read and {'are' if count != 1 else 'is'} "
                         f"not listed: {one_line(message.damaged[0], 300)}", severity="warning", timeout=10)

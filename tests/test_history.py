@@ -852,3 +852,43 @@ def test_a_plan_of_repeated_values_that_claims_a_million_batches_is_refused() ->
         read_plan(plan, "x" * 1_000_000)
     few = json.dumps({"batches": {**claims, "count": 3}, "parts": {"count": 3, "ids": ["a", "b", "c"], "part": {"same": 1}}})
     assert [(b.community_ids, b.content) for b in read_plan(few, "xyz")] == [(("a",), "x"), (("b",), "y"), (("c",), "z")]
+
+
+#: Records one run of `sys.argv[1]` (a store) into `sys.argv[2]`, with the flush interval
+#: `sys.argv[3]` and Map answers `sys.argv[4]` seconds each, prints whether a writer thread
+#: took the records over, and exits as soon as the run ends.
+RECORD_AND_EXIT = """
+import asyncio, sys, threading
+from pathlib import Path
+from graphrag_tui.engine import SearchOptions
+from graphrag_tui.session import run as session_run
+from graphrag_tui.session.run import RunSession, SearchRequest
+from graphrag_tui.store import CommunityStore
+from tests.test_history import QUESTION, SlowModel
+with CommunityStore.open(Path(sys.argv[1])) as store:
+    threads = set()
+    run = RunSession(store, history=Path(sys.argv[2]), on_event=lambda _: threads.update(threading.enumerate()))
+    run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=20_000, map_reserve=0), None))
+session_run.FLUSH_INTERVAL = float(sys.argv[3])
+asyncio.run(run.run(SlowModel(float(sys.argv[4])), timeout=60))
+print(any(thread.name.startswith("history-") for thread in threads))
+"""
+
+
+def test_a_process_that_ends_right_after_its_run_leaves_the_history_checkpointed(tmp_path: Path) -> None:
+    """Closing the history copies its WAL into the file, on a thread of its own so that the
+    run does not wait for it; the process waits for it as it exits. (A CLI or benchmark that
+    exited at once killed that thread: the WAL grew by each run, and every later process
+    opening the history read it whole.) Texts that do not compress make the copy long. The
+    first run ends within the flush interval, the second hands its records to a writer
+    thread, which closes the connection last."""
+    noise = [os.urandom(30_000).hex() for _ in range(40)]
+    store = build_store(tmp_path / "noise.db", [{"id": f"ns/{i}", "summary_content": text} for i, text in enumerate(noise)])
+    history = tmp_path / "h.db"
+    for interval, delay, writer_thread in (("30", "0", "False"), ("0.01", "0.01", "True")):
+        child = subprocess.run([sys.executable, "-c", RECORD_AND_EXIT, str(store), str(history), interval, delay],
+                               capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
+        assert (child.returncode, child.stdout.strip()) == (0, writer_thread), child.stderr
+        assert not Path(f"{history}-wal").exists()
+    assert [r.status for r in RunHistory(history).list_runs()] == ["completed", "completed"]
+    assert history.stat().st_size > 2_400_000  # both runs' contents are in the file itself

@@ -24,7 +24,7 @@ rebuilt byte for byte, and a re-run checks the template is still the recorded on
 
 from __future__ import annotations
 
-import _thread
+import atexit
 import contextlib
 import json
 import queue
@@ -60,6 +60,8 @@ from .texts import pack_text
 FLUSH_INTERVAL = 0.25
 #: Seconds a tick waits for the writer thread's write before it writes what arrived itself.
 STEP_IN_WAIT = 0.1
+#: Seconds the process waits at its exit for the connections being closed (`_CLOSING`).
+CLOSE_WAIT_AT_EXIT = 5.0
 #: WAL pages (4 KiB) past which a commit checkpoints.
 WAL_CHECKPOINT_PAGES = 4096
 
@@ -268,7 +270,7 @@ class RunRecorder:
                 try:
                     self._write(self._arrived())
                 finally:  # closing checkpoints the WAL, which the run need not wait for
-                    _thread.start_new_thread(_close_quietly, (self._connection,))
+                    _close_in_background(self._connection)
                 return
         self._closing.set()
         self._wake.set()
@@ -289,6 +291,7 @@ class RunRecorder:
                 return
             if self._thread is None:
                 self._thread = threading.Thread(target=self._write_loop, name=f"history-{self.run_id}", daemon=True)
+                _CLOSING.add(self._thread)  # (it closes the connection last)
                 self._thread.start()
                 return
         if not (self._wake.is_set() or self._writing.locked()):
@@ -449,10 +452,32 @@ class RunRecorder:
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
 
 
+#: Threads that close a history connection (closing copies the WAL into the file), which the
+#: process waits for as it exits: one killed there left the WAL to grow by each run, and every
+#: later process opening the history read it whole.
+_CLOSING: set[threading.Thread] = set()
+
+
+def _close_in_background(connection: sqlite3.Connection) -> None:
+    thread = threading.Thread(target=_close_quietly, args=(connection,), daemon=True)
+    _CLOSING.add(thread)
+    thread.start()
+
+
 def _close_quietly(connection: sqlite3.Connection) -> None:
     """Closes a connection on a thread of its own, where an error would print a traceback."""
-    with contextlib.suppress(sqlite3.Error):
-        connection.close()
+    try:
+        with contextlib.suppress(sqlite3.Error):
+            connection.close()
+    finally:
+        _CLOSING.discard(threading.current_thread())
+
+
+@atexit.register
+def _wait_for_closing() -> None:
+    deadline = time.monotonic() + CLOSE_WAIT_AT_EXIT
+    for thread in list(_CLOSING):
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _plan_columns(plan: SearchPlan, planned: Sequence[BatchResult]) -> tuple[str | bytes, str | bytes, str | bytes]:

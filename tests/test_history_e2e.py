@@ -572,6 +572,8 @@ def damaged_result() -> str:
                  id="escape-in-parent"),
     pytest.param("UPDATE runs SET status = 'done' || char(8238)", [("runs",), ("runs", "show", "{id}")],
                  id="unknown-status"),
+    pytest.param("UPDATE runs SET batch_count = -5", [("runs",), ("runs", "--json")], id="negative-count"),
+    pytest.param("UPDATE runs SET failed_batch_count = -1", [("runs",), ("runs", "--json")], id="negative-failed"),
     # options no run can have: concurrency 0 sent nothing and ended a resumed run `no_results`
     pytest.param("UPDATE runs SET options = json_set(options, '$.concurrency', 0), status = 'interrupted'",
                  [("rerun", "{id}", "--all"), ("resume", "{id}")], id="concurrency-0"),

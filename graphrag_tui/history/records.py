@@ -88,6 +88,8 @@ def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     if not (all(type(v) is str for v in texts) and all(v is None or type(v) is str for v in optional)
             and type(batch_count) is int and type(failed) is int):
         raise TypeError(f"run {run_id!r} has a value of the wrong type in its row")
+    if batch_count < 0 or failed < 0:
+        raise ValueError(f"run {run_id!r} has a negative count of batches")
     # (what every face shows, and keys the Runs screen's rows by: never control characters)
     if not (RUN_ID_PATTERN.fullmatch(run_id) and (parent is None or RUN_ID_PATTERN.fullmatch(parent))):
         raise ValueError(f"run {run_id!r} has an id or a parent id that no run can have")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import select
 import signal
 import subprocess
 import threading
@@ -566,3 +567,39 @@ def test_the_resolver_keeps_where_each_selection_setting_came_from(tmp_path: Pat
         "rate_repeats": ("environment", "GRAPHRAG_TUI_RATE_REPEATS"),
         "min_rank": ("config", f"config file {config}: [selection] min_rank"),
     }
+
+
+def test_caps_that_hold_dynamic_selection_back_for_long_are_said_before_its_first_rating_call(tmp_path: Path) -> None:
+    """`--tpm 1` with dynamic selection: its rating calls come before any Map call, and the
+    run said nothing while they waited hours. The calls sure to be sent (the shallowest
+    level's, each repeat) are said as the run starts, counted as the gate counts them: each
+    call's estimated prompt tokens (as an uncapped run reports them) plus its 256-token reply."""
+    store = walk_store(tmp_path / "walk.db")
+
+    def with_usage(request: Received) -> Reply:
+        reply = RatingServer()(request)
+        return Reply({**reply.body, "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+    flags = ("--select", "dynamic", "--rate-repeats", "2")
+    with ScriptedChatServer(with_usage) as server:
+        result, events = query(store, server, tmp_path, *flags)
+    first_wave = [e for e in events if e["type"] == "usage" and e.get("community_id") in ("ns/a", "ns/b")]
+    assert len(first_wave) == 4 and rated(result)["ns/a"] == (3, [3, 3])
+    least = sum(e["estimated_prompt_tokens"] + 256 for e in first_wave) * 60 * 1.01
+    hours, minutes = divmod(round(least) // 60, 60)
+    with ScriptedChatServer(RatingServer()) as server:
+        process = subprocess.Popen(
+            [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", *flags,
+             "--tpm", "1", "--rpm", "600", "--no-config", "--no-history", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=clean_env(),
+        )
+        assert process.stderr is not None
+        said, _, _ = select.select([process.stderr], [], [], 20)  # without the note: nothing, for hours
+        note = process.stderr.readline() if said else ""
+        wait_for(lambda: len(server.chat_requests()) >= 1)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=20)
+    assert note == (f"note: the rate caps (at most 600 requests and 1 token a minute) space dynamic selection's first 4 "
+                    f"rating calls over at least {hours} h {minutes:02d} min\n")
+    assert len(server.chat_requests()) == 1 and process.returncode == 130, stderr
+    assert json.loads(stdout)["status"] == "cancelled"

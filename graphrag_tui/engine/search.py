@@ -101,9 +101,11 @@ class GlobalSearch:
         self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set)
         self.selection = selection
         self.dynamic = dynamic
-        self.known_ratings = known_ratings
-        self.known_votes, self.on_vote = known_votes, on_vote
-        self.selector: DynamicSelection | None = None
+        self.selector: DynamicSelection | None = None if dynamic is None else DynamicSelection(
+            plan.query, dynamic[0], dynamic[1], plan.options.concurrency, plan.prompts,
+            known={rating.community_id: rating for rating in known_ratings}, known_votes=known_votes,
+            on_vote=on_vote, budget=plan.options.map_budget,
+        )
         self.batches: list[BatchResult] = []
         self._set_batches(plan)
         for index, batch in (prior or {}).items():
@@ -125,16 +127,12 @@ class GlobalSearch:
 
     async def _select(self, caller: ModelCaller) -> SearchResult | None:
         """Dynamic selection, then the plan of what it kept; a result when the run ends here."""
-        assert self.dynamic is not None
+        assert self.dynamic is not None and self.selector is not None
         nodes, options, replan = self.dynamic
-        self.selector = selector = DynamicSelection(
-            self.plan.query, nodes, options, caller, self.plan.options.concurrency, self.plan.prompts,
-            known={rating.community_id: rating for rating in self.known_ratings}, known_votes=self.known_votes,
-            on_vote=self.on_vote, budget=self.plan.options.map_budget,
-        )
+        selector = self.selector
         self.selection = SelectionReport(mode="dynamic")
         try:
-            kept = await self._unless_cancelled(selector.run())
+            kept = await self._unless_cancelled(selector.run(caller))
         except _Cancelled:
             self.selection.ratings = list(selector.ratings)
             return self._finish("cancelled", detail=self._cancel_reason("community selection"))

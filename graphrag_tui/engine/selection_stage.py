@@ -24,7 +24,7 @@ from .prompts import DEFAULT_PROMPTS, Prompts, prompt_text, rate_messages
 from .replies import parse_rate_reply
 from .reply_schemas import RATE_REPLY_SCHEMA
 from .result import Attempt
-from .retry import ModelCaller, call_with_retry
+from .retry import ModelCaller, call_with_retry, request_tokens
 from .selection import Rating, SelectionNode, SelectionOptions, Vote, majority
 from .tokens import TextSize, tokens_of
 
@@ -44,15 +44,18 @@ class DynamicSelection:
     the votes a resumed run had cast for a community it had not finished rating (a list of
     `rate_repeats`, None where none was cast), only the others asked. With more than one vote
     per community, `on_vote` gets a community's votes so far each time one comes and the
-    rating is not complete (and its known votes when its wave starts)."""
+    rating is not complete (and its known votes when its wave starts). The rating calls go
+    through the `caller` given to `run`."""
+
+    caller: ModelCaller
 
     def __init__(
-        self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions, caller: ModelCaller,
+        self, query: str, nodes: Sequence[SelectionNode], options: SelectionOptions,
         concurrency: int, prompts: Prompts = DEFAULT_PROMPTS, known: Mapping[str, Rating] | None = None,
         known_votes: Mapping[str, Sequence[Vote | None]] | None = None,
         on_vote: Callable[[str, list[Vote | None]], None] | None = None, budget: int | None = None,
     ) -> None:
-        self.query, self.options, self.caller, self.concurrency = query, options, caller, concurrency
+        self.query, self.options, self.concurrency = query, options, concurrency
         self.prompts = prompts
         #: The most tokens a rating prompt may take (the run's Map budget): a longer
         #: community text is rated on its beginning.
@@ -72,7 +75,18 @@ class DynamicSelection:
         self.ratings: list[Rating] = []
         self.attempts: list[Attempt] = []
 
-    async def run(self) -> list[str]:
+    def first_wave_tokens(self) -> list[int]:
+        """What each rating call of the first wave counts against a tokens-per-minute cap
+        (a call per repeat; what a resumed run had asked is not asked again): the calls
+        any run of this selection sends before its Map."""
+        if not self.nodes:
+            return []
+        repeats = [None] * self.options.rate_repeats
+        return [request_tokens(self._request(cid)) for cid in self.by_level[min(self.by_level)] if cid not in self.known
+                for vote in self.known_votes.get(cid, repeats) if vote is None]
+
+    async def run(self, caller: ModelCaller) -> list[str]:
+        self.caller = caller
         if not self.nodes:
             return []
         level = min(self.by_level)
@@ -140,13 +154,16 @@ class DynamicSelection:
             log.info("rating community %s failed unexpectedly: %s", cid, for_log(error))
             return Vote(rating=FAILED_VOTE, reason="", error=f"internal error: {internal_error(error)}")
 
-    async def _ask(self, cid: str, worker: int) -> Vote:
+    def _request(self, cid: str) -> ChatRequest:
         text = self._rated_text(self.nodes[cid].text)
         messages = rate_messages(self.query, text, self.prompts)
-        request = ChatRequest(
+        return ChatRequest(
             stage="rate", messages=messages, query=self.query, content=text, max_tokens=RATE_MAX_TOKENS,
             json_schema=RATE_REPLY_SCHEMA, prompt_tokens=TextSize.of(prompt_text(messages)).tokens,
         )
+
+    async def _ask(self, cid: str, worker: int) -> Vote:
+        request = self._request(cid)
         record: list[Attempt] = []
         parsed = await call_with_retry(
             self.caller, request, parse_rate_reply, record=record, batch_index=None, worker=worker, community_id=cid

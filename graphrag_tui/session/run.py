@@ -220,22 +220,26 @@ class RunSession:
         return self.result
 
     def _note_pacing(self, limits: RateLimits) -> None:
-        """Caps that hold the run's Map calls apart for a minute or more are said before the
-        first is sent: `--tpm 1` otherwise looks like a run that hangs (dynamic selection's
-        calls are not planned yet, and go unsaid)."""
+        """Caps that hold the run's Map calls (or dynamic selection's first rating calls,
+        the ones sure to be sent) apart for a minute or more are said before the first is
+        sent: `--tpm 1` otherwise looks like a run that hangs."""
         assert self.search is not None and self.plan is not None
-        if self.dynamic:
-            return
-        reserve = self.plan.options.map_reserve
-        sent = [b.prompt_tokens + reserve for b in self.search.batches if b.index not in self.prior]
+        selector = self.search.selector
+        if selector is not None:
+            sent = selector.first_wave_tokens()
+            calls = f"dynamic selection's first {len(sent)} rating call{'s' * (len(sent) != 1)}"
+        else:
+            reserve = self.plan.options.map_reserve
+            sent = [b.prompt_tokens + reserve for b in self.search.batches if b.index not in self.prior]
+            calls = f"this run's {len(sent)} Map call{'s' * (len(sent) != 1)}"
         least = least_spacing(limits, sent)
         if least >= PACING_NOTE_FROM:
             rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
             caps = " and ".join(cap for cap in (
                 None if rpm is None else f"{rpm} request{'s' * (rpm != 1)}",
                 None if tpm is None else f"{tpm} token{'s' * (tpm != 1)}") if cap)
-            self.on_warning(f"note: the rate caps (at most {caps} a minute) space this run's {len(sent)} Map "
-                            f"call{'s' * (len(sent) != 1)} over at least {duration_text(least)}")
+            self.on_warning(f"note: the rate caps (at most {caps} a minute) space {calls} over at least "
+                            f"{duration_text(least)}")
 
     def _start_recording(self, model: ChatModel, settings: ModelSettings | None) -> None:
         if self.history is None:

@@ -499,7 +499,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     request = search_request(args, resolved, seed)
     with open_store(args.store) as store:  # open while the run goes: dynamic selection plans again
         run = _prepared(args, request, resolved.history.recording, store)
-        events = EventsFile.open(args.events, inputs=input_files(args))
+        events = EventsFile.open(args.events, inputs=input_files(args, resolved.history.path))
         return run_and_print(args, run, resolved.model, resolved.user_defaults, max_cost, events, resolved.environ)
 
 
@@ -586,12 +586,13 @@ class AnswerPrinter:
             self.failed = True
 
 
-def input_files(args: argparse.Namespace) -> list[Path]:
-    """What an output file must never be: the store with its SQLite companions (a WAL holds
-    committed rows) and the config file."""
+def input_files(args: argparse.Namespace, history: Path) -> list[Path]:
+    """What an output file must never be: the store and the run history with their SQLite
+    companions (a WAL holds committed rows) and the config file."""
+    from .output_paths import sqlite_files
     from .store.location import store_files
 
-    return [*store_files(args.store), args.config or default_config_path()]
+    return [*store_files(args.store), *sqlite_files(history), args.config or default_config_path()]
 
 
 class EventsFile:
@@ -1027,6 +1028,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                  f"finished {stored.summary.finished_at or '-'}")
         return 0
     from .export import existing_files, export_paths, write_export
+    from .output_paths import sqlite_files
     from .session.recording import recorded_store
     from .store.location import store_files
     from .store.opening import open_store
@@ -1037,8 +1039,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                          f"exist{'s' * (len(existing) == 1)}; nothing is written (--overwrite replaces them)")
     store_location = recorded_store(stored)
     with open_store(store_location) as store:
-        inputs = [*store_files(store_location), history.path,
-                  *(history.path.with_name(history.path.name + x) for x in ("-wal", "-shm"))]
+        inputs = [*store_files(store_location), *sqlite_files(history.path)]
         json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
     _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")
     return 0

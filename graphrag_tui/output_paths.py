@@ -17,8 +17,20 @@ def is_same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def names_input(path: Path, source: Path) -> bool:
+    """True when `path` is `source`: the same file, or, while neither exists, the same
+    path once links are resolved (an SQLite companion such as a `-wal` comes and goes)."""
+    return is_same_file(path, source) or os.path.realpath(path) == os.path.realpath(source)
+
+
 def check_not_input(path: Path, inputs: Iterable[Path], label: str) -> None:
     """InputError when `path` resolves to one of `inputs` (same path, symlink or hard link)."""
     for source in inputs:
-        if is_same_file(path, source):
+        if names_input(path, source):
             raise InputError(f"{label}: {path} is the input file {source}; choose another file")
+
+
+def sqlite_files(path: Path) -> list[Path]:
+    """An SQLite file with its journal companions, which hold committed rows (a WAL) or
+    an unfinished transaction (a journal)."""
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]

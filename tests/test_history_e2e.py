@@ -853,3 +853,38 @@ def test_a_resumed_run_counts_the_usage_paid_before_it_stopped(store: Path, hist
     whole = {"prompt_tokens": 850, "completion_tokens": 85, "cached_tokens": 0, "total_tokens": 935}
     assert resumed.json["usage_total"] == whole
     assert cli(history, "runs", "--json").json["runs"][0]["usage_total"] == whole
+
+
+@pytest.mark.parametrize("target", ["", "-wal"])
+def test_events_written_over_the_run_history_or_its_wal_is_refused(store: Path, history: Path, target: str) -> None:
+    """`--events HISTORY` replaced the recorded runs with its event lines, and `--events
+    HISTORY-wal` (a file that exists only while a connection is open) made the history
+    "malformed": both lost every run. The history's files are inputs, as the store's are."""
+    with ScriptedChatServer(Server()) as server:
+        first = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                    "--json")
+        events = Path(f"{history}{target}")
+        again = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                    "--json", "--events", str(events))
+    assert (again.code, again.stdout) == (2, "")
+    assert again.stderr == (f"graphrag-tui: error: --events: {events} is the input file {events}; choose another "
+                            "file\n")
+    assert [r["run_id"] for r in cli(history, "runs", "--json").json["runs"]] == [first.json["run_id"]]
+
+
+@pytest.mark.parametrize("companion", ["", "-journal", "-wal"])
+def test_a_history_that_is_the_store_or_one_of_its_sqlite_files_records_nothing(
+        store: Path, companion: str) -> None:
+    """A history at the store's `-journal` made SQLite take the recorded runs for the
+    store's unfinished transaction: the store could no longer be opened, and recovering it
+    deleted the history. Such a run happens, unrecorded, and leaves nothing beside the store."""
+    history = Path(f"{store}{companion}")
+    before, files = sha256(store), sorted(os.listdir(store.parent))
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    assert run.code == 0 and run.json["run_id"] is None and run.json["status"] == "completed"
+    assert run.stderr.splitlines()[0] == (f"warning: run history {history} is the store's file {history}; this run "
+                                          "is not recorded")
+    assert (sha256(store), sorted(os.listdir(store.parent))) == (before, files)
+    assert run_cli("info", str(store), "--json").code == 0

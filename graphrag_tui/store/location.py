@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from graphrag_tui.errors import InputError
+from graphrag_tui.output_paths import sqlite_files
 from graphrag_tui.url_mask import MASK, SECRET_PARAMETERS, mask_url_secrets, mask_urls
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -125,4 +126,4 @@ def store_files(location: StoreLocation) -> list[Path]:
     what an output file must never be."""
     if isinstance(location, PostgresLocation):
         return []
-    return [location, *(location.with_name(location.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+    return sqlite_files(location)

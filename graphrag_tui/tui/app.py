@@ -45,6 +45,7 @@ from ..errors import InputError
 from ..export import RunInfo, check_output_files, existing_files, export_paths, write_export
 from ..models import local_llm
 from ..models.factory import ModelSettings, model_name, open_model
+from ..output_paths import sqlite_files
 from ..session import ModelSession, ModelState, RunSession, SearchRequest, Setting
 from ..session.explore import ExploreSession
 from ..session.options import form_defaults, prices_for, resolve_retrieval
@@ -731,8 +732,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         )
 
     def input_files(self) -> tuple[Path, ...]:
-        """Files no output may overwrite."""
-        return tuple(store_files(self.settings.store_path))
+        """Files no output may overwrite: the store's and the run history's."""
+        history = self.history_path
+        return (*store_files(self.settings.store_path), *(sqlite_files(history) if history is not None else ()))
 
     def run_info(self) -> RunInfo | None:
         """The run's metadata for the export (None before a plan was made)."""

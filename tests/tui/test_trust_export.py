@@ -156,6 +156,23 @@ async def test_export_refuses_the_store_through_a_symlink_or_a_hard_link(store: 
             assert app.run_state.result.status == "completed"
 
 
+async def test_export_refuses_the_run_history(store: Path, tmp_path: Path) -> None:
+    """A history named `runs.json` was replaced by the export `runs`: every recorded run lost."""
+    history = tmp_path / "runs.json"
+    with ScriptedChatServer(Scripted(SCRIPT)) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            before = sha256(history)
+            await open_export(pilot, str(tmp_path / "runs"))
+            assert isinstance(app.screen, ExportScreen)
+            assert dialog_error(app) == f"Cannot export: {history} is the input file {history}; choose another file"
+            await pilot.press("escape")
+            await pilot.pause()
+            assert sha256(history) == before and not (tmp_path / "runs.md").exists()
+
+
 async def test_export_bad_names_are_one_line_in_the_dialog_and_the_run_stays(store: Path, tmp_path: Path) -> None:
     (tmp_path / "taken.json").mkdir()
     os.mkfifo(tmp_path / "pipe.json")

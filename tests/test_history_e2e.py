@@ -888,3 +888,51 @@ def test_a_history_that_is_the_store_or_one_of_its_sqlite_files_records_nothing(
                                           "is not recorded")
     assert (sha256(store), sorted(os.listdir(store.parent))) == (before, files)
     assert run_cli("info", str(store), "--json").code == 0
+
+
+class ReduceFails(Server):
+    """Map answers; Reduce gets HTTP 500 (both attempts)."""
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            return Reply({"error": "reduce is down"}, status=500)
+        return super().__call__(request)
+
+
+def test_a_run_whose_reduce_failed_is_reduced_again_by_rerun_without_paying_for_map_again(
+        store: Path, history: Path) -> None:
+    """Every batch answered and Reduce failed: `rerun` said "no failed or cancelled batch"
+    and `resume` refused a failed run, so the answer cost all eight Map calls again."""
+    with ScriptedChatServer(ReduceFails()) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        assert (parent.code, parent.json["status"], parent.json["failed_batch_count"]) == (1, "failed", 0)
+        server.script = Server()
+        sent_before = len(server.chat_requests())
+        child = cli(history, "rerun", parent.json["run_id"], "--json")
+        sent = [r.stage for r in server.chat_requests()[sent_before:]]
+    assert child.code == 0, child.stderr
+    assert sent == ["reduce"]
+    assert (child.json["status"], child.json["answer"]) == ("completed", "The port authority funds it.")
+    assert child.json["batches"] == parent.json["batches"] and child.json["parent_run_id"] == parent.json["run_id"]
+
+
+def test_rerun_of_a_run_still_running_in_another_process_is_refused(store: Path, history: Path) -> None:
+    """Its batches in flight and those it had yet to send were paid for twice (`resume`
+    refused it already)."""
+    script = Server(hold=set(COMMUNITIES))  # with --concurrency 1: one call in flight, held
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            running = wait_for(lambda: history.exists() and rows(history, "SELECT run_id FROM runs WHERE status = 'running'"))
+            wait_for(lambda: maps(server))
+            sent = len(server.chat_requests())
+            rerun = cli(history, "rerun", running[0][0], "--all")
+            assert (rerun.code, rerun.stdout) == (2, "")
+            assert rerun.stderr == (f"graphrag-tui: error: run {running[0][0]} is running in another process: "
+                                    "re-run it once it has ended\n")
+            assert len(server.chat_requests()) == sent
+        finally:
+            script.release.set()
+            process.communicate(timeout=30)
+    assert process.returncode == 0

@@ -88,7 +88,10 @@ def prepare_rerun(
 ) -> RunSession:
     """A prepared child run of `stored`: with mode `failed` the succeeded batches are kept
     (with the model that answered them) and the others sent again; with `all` every batch
-    is sent. `session`: RunSession's other arguments (on_event, on_warning, clock...)."""
+    is sent; a run whose batches all succeeded but whose Reduce failed is Reduced again,
+    nothing sent to Map. `session`: RunSession's other arguments (on_event, on_warning, clock...)."""
+    if stored.status == "running":  # its batches in flight, and those it has yet to send, would be paid twice
+        raise InputError(f"run {stored.run_id} is running in another process: re-run it once it has ended")
     run = RunSession(store, history=history, **session)
     plan = run.prepare(request_of(stored))
     if not replan:
@@ -99,7 +102,7 @@ def prepare_rerun(
             if recorded.status == "succeeded" and recorded.index < len(plan.batches) \
                     and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
                 kept[recorded.index] = (recorded.result, recorded.model)
-    if plan.batches and len(kept) == len(plan.batches):
+    if plan.batches and len(kept) == len(plan.batches) and stored.status != "failed":
         raise InputError(
             f"run {stored.run_id} has no failed or cancelled batch: nothing to send again (--all sends every batch)"
         )

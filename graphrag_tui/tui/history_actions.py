@@ -150,7 +150,7 @@ class RunHistoryActions:
 
     def _ask_rerun(self: GraphRAGApp, stored: StoredRun) -> None:  # type: ignore[misc]
         again = [b for b in stored.batches if b.status != "succeeded"]
-        if not again:
+        if not again and stored.status != "failed":  # (failed: its Reduce, which a re-run does again)
             self.notify(f"Run {stored.run_id} has no failed or unfinished batch: nothing to re-run.",
                         severity="warning")
             return
@@ -163,7 +163,9 @@ class RunHistoryActions:
         choices += self.model_choices()
         question = (f"Re-run {len(again)} of the {len(stored.batches)} batches of run {stored.run_id} "
                     f"(the failed and unfinished ones, with the prompts they were sent); the "
-                    f"{len(stored.batches) - len(again)} that succeeded are kept. A new run is recorded.")
+                    f"{len(stored.batches) - len(again)} that succeeded are kept. A new run is recorded.") if again \
+            else (f"Reduce run {stored.run_id} again from the answers of its {len(stored.batches)} batches (they all "
+                  "succeeded; its Reduce failed), sending no batch again. A new run is recorded.")
 
         def chosen(choice: str | None) -> None:
             if choice is None:

@@ -272,6 +272,36 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             assert "Re-run failed" not in footer_text(app)
 
 
+async def test_a_run_whose_reduce_failed_is_reduced_again_from_the_runs_screen(store: Path, history: Path) -> None:
+    """Every batch answered, Reduce failed: the re-run sends Reduce only (the app said there
+    was nothing to re-run)."""
+    script = Scripted({c: map_reply(f"{c} answers.", 50) for c in ("ns/1", "ns/2", "ns/3")},
+                      reduce=Reply("reduce is down", status=500))
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            assert app.run_state.result is not None and app.run_state.result.status == "failed"
+            (parent,) = run_ids(history)
+            first = len(server.chat_requests())
+            script.reduce = reduce_reply("The port authority funds it.")
+            await open_runs(pilot)
+            await pilot.press("f")
+            await wait_until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the re-run dialog")
+            assert text_of(pilot, "#rerun-question") == (
+                f"Reduce run {parent} again from the answers of its 3 batches (they all succeeded; its Reduce failed), "
+                "sending no batch again. A new run is recorded."
+            )
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.run_state.phase == "finished" and app.run_session is not None
+                             and app.run_session.parent_run_id == parent, what="the re-run")
+            await wait_finished(pilot)
+            assert [r.stage for r in server.chat_requests()[first:]] == ["reduce"]
+            result = app.run_state.result
+            assert result is not None and (result.status, result.answer) == ("completed", "The port authority funds it.")
+
+
 async def test_rerun_failed_on_another_model_from_the_finished_runs_screen(store: Path, history: Path) -> None:
     with ScriptedChatServer(partial_script()) as server:
         app = make_app(store, server.base_url, history=history)

@@ -264,7 +264,9 @@ def test_a_busy_event_loop_still_has_a_finished_batch_committed_within_a_second(
     watching gives the writer no GIL."""
     history = tmp_path / "h.db"
     model = TimedExtractiveModel()
-    rows = [{"id": f"ns/{i:05d}", "summary_content": f"Community {i} keeps the harbour ledger."} for i in range(12_000)]
+    # Long enough that some batches are more than a second old while the Map goes (12,000 Map
+    # calls took 1.2 s here, which a slow start of the watcher could miss whole).
+    rows = [{"id": f"ns/{i:05d}", "summary_content": f"Community {i} keeps the harbour ledger."} for i in range(30_000)]
     options = SearchOptions(map_budget=estimate_tokens(map_skeleton(QUESTION) + "\n") + 32, map_reserve=0, concurrency=4)
     with CommunityStore.open(build_store(tmp_path / "big.db", rows)) as store:
         run = RunSession(store, history=history)
@@ -275,7 +277,7 @@ def test_a_busy_event_loop_still_has_a_finished_batch_committed_within_a_second(
             result = asyncio.run(run.run(model, timeout=60))
         finally:
             seen, _ = watcher.communicate("", timeout=10)
-    assert result.batch_count == 12_000 and len(model.finished) == 12_000
+    assert result.batch_count == 30_000 and len(model.finished) == 30_000
     samples = [(float(at), int(count)) for at, count in map(str.split, seen.splitlines())]
     due = [(bisect.bisect(model.finished, at - 1.0), count) for at, count in samples if at < model.finished[-1]]
     assert [(d, c) for d, c in due if c < d] == [] and max(d for d, _ in due) >= 3, due

@@ -936,3 +936,51 @@ def test_rerun_of_a_run_still_running_in_another_process_is_refused(store: Path,
             script.release.set()
             process.communicate(timeout=30)
     assert process.returncode == 0
+
+
+class FirstAttemptUnusable(UsageServer):
+    """As UsageServer, but the first Map call gets a reply that is not JSON (its usage
+    reported: 1,500 prompt tokens), and its second attempt waits for `release`."""
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "map" and len(self.sent) < 2:
+            self.sent.append(community_of(request))
+            if len(self.sent) == 1:
+                return Reply(completion("not JSON at all", usage=usage(1500, 60)))
+            return Reply(super().__call__(request).body, gate=self.release)
+        return super().__call__(request)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGKILL"])
+def test_a_resume_keeps_the_paid_attempts_of_a_batch_that_was_retrying_when_the_run_stopped(
+        store: Path, history: Path, stop: str) -> None:
+    """A batch's first attempt was paid for and unusable, its second in flight when the run
+    stopped: the resume sent the batch again and dropped that attempt, its usage with it
+    (the run's total went down, and --max-cost undercounted)."""
+    script = FirstAttemptUnusable()
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: len(script.sent) == 2)  # the retry is in flight
+            run_id = wait_for(lambda: history.exists() and rows(history, "SELECT run_id FROM runs"))[0][0]
+            wait_for(lambda: rows(history, "SELECT count(*) FROM batch_records")[0][0])  # the failed attempt
+            process.send_signal(getattr(signal, stop))
+            process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    retried = script.sent[0]
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert len(maps(server)) == 8  # every batch: none had finished
+    batch = next(b for b in resumed.json["batches"] if b["community_ids"] == [retried])
+    assert [(a["attempt"], a["error_kind"]) for a in batch["attempts"]][:1] == [(1, "invalid_json")]
+    assert batch["attempts"][0]["usage"]["prompt_tokens"] == 1500 and batch["status"] == "succeeded"
+    whole = {"prompt_tokens": 1500 + 8 * 100 + 50, "completion_tokens": 60 + 8 * 10 + 5, "cached_tokens": 0,
+             "total_tokens": 1560 + 8 * 110 + 55}
+    assert resumed.json["usage_total"] == whole
+    assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == whole

@@ -20,7 +20,7 @@ from .ports import ChatModel
 from .rate_limits import RateLimits
 from .reduce_stage import ReduceStage
 from .replies import js_number
-from .result import BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
+from .result import Attempt, BatchResult, ReduceReport, SearchResult, SelectedAnswer, Status
 from .retry import LongResponseHook, ModelCaller
 from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, Vote, at_least_rank
 from .selection_stage import DynamicSelection
@@ -54,7 +54,9 @@ class GlobalSearch:
     finished before): they are kept as given, only the others are sent, and Reduce ranks
     them all together. `prior_paid`: the prior batches were paid for in this same run (a
     resume), so their usage counts toward its totals and its cost limit; a re-run's parent
-    paid for them, so they do not.
+    paid for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
+    it sends again (each went on after them when the run stopped): they stay first in the
+    batch's attempts, and count as paid with `prior_paid`.
 
     `selection`: how the plan's communities were chosen (recorded in the result). With
     `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
@@ -80,6 +82,7 @@ class GlobalSearch:
         max_cost: float | None = None,
         prior: Mapping[int, BatchResult] | None = None,
         prior_paid: bool = False,
+        earlier_attempts: Mapping[int, Sequence[Attempt]] | None = None,
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
         known_ratings: Sequence[Rating] = (),
@@ -110,7 +113,11 @@ class GlobalSearch:
         self._set_batches(plan)
         for index, batch in (prior or {}).items():
             self.batches[index] = batch.model_copy(deep=True)
-            for attempt in batch.attempts if prior_paid else ():
+        for index, attempts in (earlier_attempts or {}).items():
+            if index < len(self.batches) and index not in (prior or {}):
+                self.batches[index].attempts = [attempt.model_copy(deep=True) for attempt in attempts]
+        for batch in self.batches if prior_paid else ():
+            for attempt in batch.attempts:
                 if attempt.usage is not None:
                     self.meter.add(attempt.usage, batch.prompt_tokens)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]

@@ -115,7 +115,8 @@ def prepare_rerun(
 
 def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, **session: Any) -> RunSession:
     """The same run, prepared to go on: the batches that finished (succeeded or failed) are
-    kept, the others sent. Only an interrupted or cancelled run can be resumed."""
+    kept, the others sent (after any attempts they had made, which stay in their records).
+    Only an interrupted or cancelled run can be resumed."""
     if stored.status not in RESUMABLE:
         raise InputError(
             f"run {stored.run_id} is {stored.status}: only an interrupted or cancelled run can be resumed "
@@ -125,6 +126,8 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     plan = run.prepare(request_of(stored))
     _check_store(stored, plan, replan_hint=False)
     run.prior = {b.index: (b.result, b.model) for b in stored.batches if b.status != "pending"}
+    run.earlier_attempts = {b.index: b.result.attempts for b in stored.batches if b.status == "pending"
+                            and b.result.attempts}
     _check_prompts(history, stored, plan)
     run.resume_run_id = stored.run_id
     run.parent_run_id = stored.summary.parent_run_id

@@ -42,7 +42,7 @@ from ..engine import (
 from ..engine.events import CommunityRated, Event, Planned
 from ..engine.options import SearchOptions
 from ..engine.rate_limits import RateLimits
-from ..engine.result import BatchResult, Level, SearchResult
+from ..engine.result import Attempt, BatchResult, Level, SearchResult
 from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from ..engine.throttle import least_spacing
 from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
@@ -112,6 +112,8 @@ class RunSession:
         self.resume_run_id: str | None = None
         #: Batches kept from before (index -> (result, the model that answered it)).
         self.prior: dict[int, tuple[BatchResult, str | None]] = {}
+        #: A resume's attempts of batches it sends again (index -> attempts, paid for before).
+        self.earlier_attempts: dict[int, list[Attempt]] = {}
         self.started_at: str | None = None
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
@@ -196,6 +198,7 @@ class RunSession:
             max_cost=max_cost,
             prior={index: batch for index, (batch, _) in self.prior.items()},
             prior_paid=self.resume_run_id is not None,
+            earlier_attempts=self.earlier_attempts,
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,

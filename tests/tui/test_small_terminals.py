@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, TabbedContent
 
+from graphrag_tui.tui.screens.main import MainScreen
 from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import ScriptedChatServer, map_reply
 from tests.stores import three_leaves
@@ -102,3 +103,26 @@ async def test_an_option_to_fix_expands_the_collapsed_form(store: Path) -> None:
         assert " Concurrency     0  " in screen_text(app)
         assert " must be a positive integer, got '0'" in screen_text(app)
         assert app.run_state.phase == "idle"
+
+
+@pytest.mark.parametrize("key", ["h", "x"])
+async def test_narrowing_the_terminal_under_another_screen_keeps_the_app(store: Path, tmp_path: Path, key: str) -> None:
+    """The Runs (or Explore) screen open over a finished run that lists the communities its
+    answer rests on, the terminal narrowed to 40 columns: laying out the main screen under it
+    measured that list at no width, and Textual's wrap raised (ValueError: range() arg 3
+    must not be zero), which ended the app."""
+    with ScriptedChatServer(answered()) as server:
+        app = make_app(store, server.base_url, history=tmp_path / "history.db")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert app.screen.query_one("#citations").display
+            app.screen.query_one(BatchGrid).focus()
+            await pilot.press(key)
+            await pilot.pause()
+            for size in ((40, 24), (20, 5), (120, 40)):
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.is_running and app.return_code is None and isinstance(app.screen, MainScreen)

@@ -31,6 +31,7 @@ from ..provenance_text import chunk_passages, claim_facts, claim_line, highlight
 from ..safe_text import clean, one_line, safe
 from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
+from ..widgets.option_list import RoomyOptionList
 
 #: What Enter on the subject or the object opens (explore's entity view, `screens/record.py`).
 ENTITY_HINT = "   Enter: its communities and claims"
@@ -117,7 +118,7 @@ class ClaimScreen(Findable, Screen):
         if claim.object is not None:
             entities.append(Option(Text.assemble(("Object   ", "dim"), (one_line(claim.object), "bold"),
                                                  (ENTITY_HINT, "dim")), id="object"))
-        yield OptionList(*entities, id="claim-entities")
+        yield RoomyOptionList(*entities, id="claim-entities")
         with VerticalScroll(id="claim-description-scroll"):
             description = safe(claim.description) if claim.description.strip() \
                 else Text("(no description)", style="dim italic")
@@ -137,7 +138,7 @@ class ClaimScreen(Findable, Screen):
             listed: dict[str, ClaimDetail] = {}
             for other in provenance.same_chunk:  # a claim id twice (a store without its key): its first row
                 listed.setdefault(other.id, other)
-            yield OptionList(*[
+            yield RoomyOptionList(*[
                 Option(claim_line(other.subject, other.object, other.description), id=other.id)
                 for other in listed.values()
             ], id="claim-siblings")

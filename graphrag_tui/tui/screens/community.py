@@ -38,6 +38,7 @@ from ..provenance_text import (
 from ..safe_text import one_line, safe_cut, safe_line
 from ..widgets.find_bar import Findable, FindBar, MarkableStatic, scroll_to_line
 from ..widgets.footer import KeyFooter
+from ..widgets.option_list import RoomyOptionList
 from .tabbed import TabbedScreen
 
 #: The Sources tab shows at most this many chunks (one widget each); every chunk stays
@@ -211,7 +212,7 @@ class CommunityScreen(Findable, TabbedScreen):
         with TabbedContent(id="community-tabs"):
             with TabPane("Overview", id="tab-overview"):
                 with Horizontal():
-                    yield OptionList(*self._hierarchy_options(detail), id="hierarchy")
+                    yield RoomyOptionList(*self._hierarchy_options(detail), id="hierarchy")
                     with VerticalScroll(id="overview-text"):
                         yield Static(Text("Summary"), classes="section-title")
                         yield MarkableStatic(

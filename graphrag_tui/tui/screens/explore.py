@@ -32,6 +32,7 @@ from ..messages import OpenCommunity, OpenRecord
 from ..safe_text import one_line
 from ..widgets.footer import KeyFooter
 from ..widgets.lazy_tree import LazyTree
+from ..widgets.option_list import RoomyOptionList
 
 #: Seconds of quiet typing before a search runs.
 SEARCH_DEBOUNCE = 0.25
@@ -167,7 +168,7 @@ class ExploreScreen(Screen):
         tree.show_root = False
         tree.auto_expand = False
         yield tree
-        yield OptionList(id="search-results")
+        yield RoomyOptionList(id="search-results")
         yield KeyFooter()
 
     def on_mount(self) -> None:

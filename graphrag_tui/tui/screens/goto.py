@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 from ...session.run_failure import failure_words
 from ...store import CommunityRef, GoToMatch
 from ..safe_text import one_line
+from ..widgets.option_list import RoomyOptionList
 from .input_dialog import InputDialog
 
 
@@ -131,7 +132,7 @@ class GoToCommunityScreen(InputDialog[str]):
             listing = found.first(OptionList)
             listing.clear_options()
         else:
-            listing = OptionList(id="goto-matches")
+            listing = RoomyOptionList(id="goto-matches")
             await self.query_one("#goto-dialog").mount(listing, after="#goto-error")
         listing.add_options([community_option(m.community, f"  (member {one_line(m.entity)})" if m.entity else "")
                              for m in self.matches])

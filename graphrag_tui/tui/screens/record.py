@@ -28,6 +28,7 @@ from ..messages import OpenCommunity, OpenRecord
 from ..provenance_text import claim_line
 from ..safe_text import clean, one_line
 from ..widgets.footer import KeyFooter
+from ..widgets.option_list import RoomyOptionList
 
 RecordKind = Literal["entity", "chunk", "members"]
 #: Links listed at most (an entity named in thousands of claims): the heading says so.
@@ -64,7 +65,7 @@ class RecordScreen(Screen):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="record-text-scroll"):
             yield Static(Text(f"Reading {self.kind} {one_line(self.record_id)}…", style="dim"), id="record-text")
-        yield OptionList(id="record-links")
+        yield RoomyOptionList(id="record-links")
         yield KeyFooter()
 
     def on_mount(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..safe_text import clean
+from ..widgets.option_list import RoomyOptionList
 
 #: The choice that means "the model the run used" (its recorded endpoint settings).
 RECORDED = "recorded"
@@ -32,7 +33,7 @@ class RerunScreen(ModalScreen[str | None]):
         with Vertical(id="rerun-dialog"):
             yield Static(Text(clean(self.question)), id="rerun-question")
             yield Static(Text("Send them to (Enter sends, Esc cancels):", style="dim"))
-            yield OptionList(*(Option(label, id=value) for label, value in self.choices), id="rerun-models")
+            yield RoomyOptionList(*(Option(label, id=value) for label, value in self.choices), id="rerun-models")
 
     def on_mount(self) -> None:
         models = self.query_one("#rerun-models", OptionList)

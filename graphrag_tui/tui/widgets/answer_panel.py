@@ -26,6 +26,7 @@ from ..messages import OpenCommunity
 from ..run_state import RunState
 from ..safe_text import clean, markdown_cut, one_line
 from ..screens.input_dialog import NO_CONTROLS
+from .option_list import RoomyOptionList
 from .setup_form import in_form_terms
 
 STATUS_STYLES = {
@@ -86,7 +87,7 @@ class AnswerPanel(VerticalScroll):
         yield Markdown("", open_links=False, id="answer-text")
         yield Static(Text("Rests on communities (Enter opens one):", style="bold"), id="citations-title")
         yield Input(placeholder="filter by id or name", id="citations-filter", restrict=NO_CONTROLS)
-        yield OptionList(id="citations")
+        yield RoomyOptionList(id="citations")
 
     def update_from(self, state: RunState) -> None:
         result = state.result

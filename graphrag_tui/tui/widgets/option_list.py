@@ -1,0 +1,17 @@
+"""Textual's OptionList, measured safely in a narrow place."""
+
+from __future__ import annotations
+
+from textual.geometry import Size
+from textual.widgets import OptionList
+
+
+class RoomyOptionList(OptionList):
+    """An OptionList that never measures its options at a width with no room for their
+    text: Textual's wraps them to width 0 there, and rich's wrap raises (ValueError:
+    range() arg 3 must not be zero), which ended the app when a terminal narrowed to 40
+    columns laid out the main screen under another screen."""
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        padding = self.get_component_styles("option-list--option").padding.width
+        return super().get_content_height(container, viewport, max(width, padding + 1))

@@ -204,7 +204,8 @@ class RunHistoryActions:
             return
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        self.run_state = RunState(phase="planning", dirty=False)
+        selection = stored.selection.options.mode if stored.selection is not None else None
+        self.run_state = RunState(phase="planning", dirty=False, selection_mode=selection)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -217,8 +218,9 @@ class RunHistoryActions:
         ends as a rejected run (nothing sent) or a `failed` result that keeps what finished."""
         history = self.history_path
         assert history is not None
+        poster = self._event_poster()
         session: dict[str, Any] = dict(
-            on_event=self._event_poster(), on_long_response=self.spill.add, cancel=self.cancel_event,
+            on_event=poster, on_long_response=self.spill.add, cancel=self.cancel_event,
             clock=self.clock, wall_clock=self.wall_clock, on_warning=self._history_warning,
         )
         run: RunSession | None = None
@@ -228,6 +230,7 @@ class RunHistoryActions:
                                               **session)
             else:
                 run = await asyncio.to_thread(prepare_resume, stored, self.store, history=history, **session)
+            run.on_plan = poster  # dynamic selection's plan, in order with the events around it
             self.post_message(RunContinued(run))
             model = await self.models.open(settings)
         except InputError as error:
@@ -254,6 +257,7 @@ class RunHistoryActions:
             return
         self.run_session = message.run
         assert message.run.plan is not None
+        self.run_state.kept = [batch for batch, _ in message.run.prior.values()]
         self.on_run_planned(RunPlanned(message.run.plan))
 
     # -- the finished run of the main screen ----------------------------------------------------

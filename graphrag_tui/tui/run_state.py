@@ -13,6 +13,7 @@ from ..engine import (
     AnswerDelta,
     AttemptFailed,
     BatchFailed,
+    BatchResult,
     BatchStarted,
     BatchSucceeded,
     CommunityRated,
@@ -107,6 +108,8 @@ class RunState:
     selection_mode: str | None = None
     #: Dynamic selection's ratings, as they come in (then the result's).
     ratings: list[RatingRow] = field(default_factory=list)
+    #: Batches a re-run or a resume keeps from before (no event comes for them): shown as they ended.
+    kept: list[BatchResult] = field(default_factory=list)
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
 
@@ -125,6 +128,11 @@ class RunState:
         self.plan = plan
         self.map_started_at = now
         self.cells = [BatchCell() for _ in plan.batches]
+        for batch in self.kept:
+            if batch.index < len(self.cells) and batch.status in ("succeeded", "failed"):
+                self.cells[batch.index] = BatchCell(batch.status, usefulness=batch.usefulness)
+                if batch.status == "succeeded" and batch.usefulness is not None:
+                    self.scores.append((batch.index, batch.usefulness))
         # As the engine's Planned event will say; known now, the workers table is laid out
         # with the grid, in the same frame.
         self.worker_count = min(plan.options.concurrency, len(plan.batches))

@@ -18,6 +18,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
+from graphrag_tui.engine.selection import SelectionOptions
 from graphrag_tui.history import RunHistory
 from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.screens.batch import BatchScreen
@@ -263,6 +264,9 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             assert result is not None and result.status == "completed"
             assert [b.status for b in result.batches] == ["succeeded"] * 3
             assert text_of(pilot, "#answer-status") == "COMPLETED"
+            # the kept batches show as they ended (no event comes for them), not as queued
+            assert [cell.state for cell in app.run_state.cells] == ["succeeded"] * 3
+            assert sorted(app.run_state.scores) == [(0, 90), (1, 20), (2, 60)]
             child = app.run_session.run_id  # type: ignore[union-attr]
             assert run_ids(history) == [child, parent]
             stored = RunHistory(history).load(child)  # type: ignore[arg-type]
@@ -300,6 +304,44 @@ async def test_a_run_whose_reduce_failed_is_reduced_again_from_the_runs_screen(s
             assert [r.stage for r in server.chat_requests()[first:]] == ["reduce"]
             result = app.run_state.result
             assert result is not None and (result.status, result.answer) == ("completed", "The port authority funds it.")
+
+
+async def test_a_dynamic_run_cancelled_while_the_model_rated_resumes_in_the_app(store: Path, history: Path) -> None:
+    """The plan dynamic selection makes once it has rated never reached the app's panels in
+    a resume: the first batch's event broke the run (IndexError), which was then recorded
+    `failed` and could not be resumed again."""
+    rate_delay = [5.0]
+
+    def script(request: Received) -> Reply:
+        if request.stage == "rate":
+            return Reply(completion(json.dumps({"reason": "yes", "rating": 5})), delay=rate_delay[0])
+        if request.stage == "reduce":
+            return reduce_reply("The port authority funds it.")
+        return map_reply("It answers.", 50)
+
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history, selection=SelectionOptions(mode="dynamic"))
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await ask(pilot)
+            await wait_until(pilot, lambda: bool(server.chat_requests()), what="the first rating call")
+            app.screen.query_one("#batch-grid").focus()
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.run_state.phase == "finished", what="the cancelled run")
+            (run_id,) = run_ids(history)
+            assert RunHistory(history).load(run_id).status == "cancelled"
+            rate_delay[0] = 0
+            await open_runs(pilot)
+            await pilot.press("u")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the resume question")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: app.run_state.phase == "finished" and app.run_session is not None
+                             and app.run_session.resume_run_id == run_id, what="the resumed run")
+            await wait_finished(pilot)
+            result = app.run_state.result
+            assert result is not None and result.status == "completed" and result.error is None
+            assert [cell.state for cell in app.run_state.cells] == ["succeeded"] * 3
+    assert RunHistory(history).load(run_id).status == "completed"
 
 
 async def test_rerun_failed_on_another_model_from_the_finished_runs_screen(store: Path, history: Path) -> None:

@@ -319,6 +319,19 @@ def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:
     assert history.list_runs(text="ships") == []
     assert RunHistory(tmp_path / "none.db").list_runs() == []
     assert not (tmp_path / "none.db").exists()  # reading never creates a history
+    # any case of any script (SQLite's lower() folds only ASCII: `école` missed `ÉCOLE`)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET question = 'Où est l''ÉCOLE? Straße'")
+    db.commit()
+    for text in ("école", "ÉCOLE", "oÙ", "STRASSE"):
+        assert [r.run_id for r in history.list_runs(text=text)] == ["aaaaaaaa0001"], text
+    assert history.list_runs(text="ecole") == []  # case, not accents
+    # an edited row's text that is not UTF-8 made every read an error: it reads with U+FFFD
+    db.execute("UPDATE runs SET namespace = 'n' || CAST(x'c3ff' AS TEXT)")
+    db.commit()
+    db.close()
+    assert [(r.run_id, r.namespace) for r in history.list_runs(text="école")] == [("aaaaaaaa0001", "n\ufffd\ufffd")]
+    assert history.load("aaaaaaaa0001").summary.namespace == "n\ufffd\ufffd"
 
 
 def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path) -> None:

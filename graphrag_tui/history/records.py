@@ -108,6 +108,15 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"a recorded usage holds {constant}, which JSON does not have")
 
 
+def _utf8_or_replaced(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _casefolded(data: bytes | None) -> str | None:
+    """A row's text for the filter, any case of any script alike."""
+    return None if data is None else _utf8_or_replaced(data).casefold()
+
+
 def _level(text: str) -> str | int:
     """A recorded level: `"leaf"` or a number, as JSON (parsed here without json for speed)."""
     return text[1:-1] if text.startswith('"') else int(text)
@@ -120,7 +129,11 @@ class RunHistory:
         self.path = path
 
     def _connect(self) -> sqlite3.Connection:
-        return connect(self.path, create=False)
+        connection = connect(self.path, create=False)
+        # A text that is not UTF-8 (an edited row) made every read of the history an error,
+        # `runs list` included: it reads with U+FFFD for its bad bytes.
+        connection.text_factory = _utf8_or_replaced
+        return connection
 
     def _exists(self) -> bool:
         with errors_named(self.path):
@@ -145,10 +158,10 @@ class RunHistory:
         elif status is not None:
             where.append("status = ?")
             args.append(status)
-        if text:
-            where.append("(instr(lower(question || ' ' || namespace || ' ' || ifnull(model_name, '') || ' ' || "
-                         "status || ' ' || run_id), lower(?)) > 0)")
-            args.append(text)
+        if text:  # (SQLite's lower() knows only ASCII letters: `école` did not find `ÉCOLE`)
+            where.append("(instr(casefolded(CAST(question || ' ' || namespace || ' ' || ifnull(model_name, '') || ' ' "
+                         "|| status || ' ' || run_id AS BLOB)), ?) > 0)")
+            args.append(text.casefold())
         sql = f"SELECT {SUMMARY_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -156,6 +169,7 @@ class RunHistory:
         found: list[RunSummary] = []
         with errors_named(self.path), unreadable(self.path, "a run"):
             connection = self._connect()
+            connection.create_function("casefolded", 1, _casefolded, deterministic=True)
             try:
                 for row in connection.execute(sql, args):
                     try:

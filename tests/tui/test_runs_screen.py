@@ -437,7 +437,11 @@ async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> 
 # -- compare --------------------------------------------------------------------------------------
 
 
-async def test_compare_two_runs(store: Path, history: Path) -> None:
+@pytest.mark.parametrize("chunk", [1, 500])
+async def test_compare_two_runs(store: Path, history: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(With chunks of one row the tables fill over several turns of the event loop, as a
+    20,000-batch comparison's do.)"""
+    monkeypatch.setattr("graphrag_tui.tui.screens.compare.FILL_CHUNK", chunk)
     script = partial_script()
     with ScriptedChatServer(script) as server:
         app = make_app(store, server.base_url, history=history)

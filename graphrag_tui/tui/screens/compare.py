@@ -8,6 +8,8 @@ communities tell more."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +84,39 @@ def community_rows(comparison: RunComparison) -> list[CommunityRow]:
     return [CommunityRow(c, c not in only_b, c not in only_a) for c in ordered]
 
 
+def _batch_row(row: BatchDiff) -> tuple[list[Text], str]:
+    style = DIFFERS if row.differences else ""
+    return [
+        Text("≠" if row.differences else "", style=DIFFERS), Text(str(row.index), justify="right"),
+        Text(row.a_status or "—", style=style if "status" in row.differences else ""),
+        Text(row.a_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
+        Text(row.b_status or "—", style=style if "status" in row.differences else ""),
+        Text(row.b_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
+        Text(", ".join(row.differences), style=style),
+    ], str(row.index)
+
+
+def _community_row(row: CommunityRow) -> tuple[list[Text], str]:
+    where = "both" if row.in_a and row.in_b else ("only A" if row.in_a else "only B")
+    return [
+        Text("" if where == "both" else "≠", style=DIFFERS), Text(one_line(row.community_id)),
+        Text("✓" if row.in_a else ""), Text("✓" if row.in_b else ""),
+        Text(where, style="" if where == "both" else DIFFERS),
+    ], row.community_id
+
+
+#: Rows added to a table between two turns of the event loop: 20,000 at once held every key
+#: (Esc included) for 2.3 s.
+FILL_CHUNK = 500
+
+
+async def _add_rows(table: DataTable, rows: Iterable[tuple[list[Text], str]]) -> None:
+    for count, (cells, key) in enumerate(rows, 1):
+        table.add_row(*cells, key=key)
+        if count % FILL_CHUNK == 0:
+            await asyncio.sleep(0)
+
+
 def batches_summary(rows: list[BatchDiff]) -> Text:
     differing = [r for r in rows if r.differences]
     text = Text(f"{len(rows)} batches: ")
@@ -152,9 +187,10 @@ class CompareScreen(TabbedScreen):
             return
         self.runs, self.at_hand, self.error = message.runs, message.at_hand, message.error
         await self.recompose()
-        if self.runs is not None:
-            self._fill_tables(*self.runs)
-        self.loaded = True
+        if self.runs is None:
+            self.loaded = True
+        else:  # a task of its own, so that the screen's keys (Esc) are handled between the chunks
+            self.run_worker(self._fill_tables(*self.runs), group="compare-fill", exit_on_error=False)
 
     def on_unmount(self) -> None:
         close_store(self.at_hand)
@@ -186,35 +222,21 @@ class CompareScreen(TabbedScreen):
                 yield DataTable(id="compare-communities", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()
 
-    def _fill_tables(self, a: StoredRun, b: StoredRun) -> None:
+    async def _fill_tables(self, a: StoredRun, b: StoredRun) -> None:
         comparison = compare_runs(a, b)
         diffs = batch_diffs(comparison)
         self.query_one("#batches-summary", Static).update(batches_summary(diffs))
         table = self.query_one("#compare-batches", DataTable)
         for label in ("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in"):
             table.add_column(Text(label))
-        for row in diffs:
-            style = DIFFERS if row.differences else ""
-            table.add_row(
-                Text("≠" if row.differences else "", style=DIFFERS), Text(str(row.index), justify="right"),
-                Text(row.a_status or "—", style=style if "status" in row.differences else ""),
-                Text(row.a_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
-                Text(row.b_status or "—", style=style if "status" in row.differences else ""),
-                Text(row.b_usefulness, justify="right", style=style if "usefulness" in row.differences else ""),
-                Text(", ".join(row.differences), style=style), key=str(row.index),
-            )
         rows = community_rows(comparison)
         self.query_one("#communities-summary", Static).update(communities_summary(a, b, rows))
         communities = self.query_one("#compare-communities", DataTable)
         for label in ("", "Community", "A", "B", "In"):
             communities.add_column(Text(label))
-        for row in rows:
-            where = "both" if row.in_a and row.in_b else ("only A" if row.in_a else "only B")
-            communities.add_row(
-                Text("" if where == "both" else "≠", style=DIFFERS), Text(one_line(row.community_id)),
-                Text("✓" if row.in_a else ""), Text("✓" if row.in_b else ""),
-                Text(where, style="" if where == "both" else DIFFERS), key=row.community_id,
-            )
+        await _add_rows(table, (_batch_row(row) for row in diffs))
+        await _add_rows(communities, (_community_row(row) for row in rows))
+        self.loaded = True
 
     @on(DataTable.RowSelected, "#compare-communities")
     def _open_community(self, event: DataTable.RowSelected) -> None:

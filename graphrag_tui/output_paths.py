@@ -32,5 +32,7 @@ def check_not_input(path: Path, inputs: Iterable[Path], label: str) -> None:
 
 def sqlite_files(path: Path) -> list[Path]:
     """An SQLite file with its journal companions, which hold committed rows (a WAL) or
-    an unfinished transaction (a journal)."""
-    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+    an unfinished transaction (a journal); named also after the file a link leads to, as
+    SQLite names them."""
+    named = [path, Path(os.path.realpath(path))] if os.path.islink(path) else [path]
+    return [f.with_name(f.name + suffix) for f in named for suffix in ("", "-wal", "-shm", "-journal")]

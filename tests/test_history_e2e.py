@@ -984,3 +984,67 @@ def test_a_resume_keeps_the_paid_attempts_of_a_batch_that_was_retrying_when_the_
              "total_tokens": 1560 + 8 * 110 + 55}
     assert resumed.json["usage_total"] == whole
     assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == whole
+
+
+def test_a_store_or_history_given_through_a_link_has_its_sqlite_files_named_after_the_target(
+        store: Path, tmp_path: Path) -> None:
+    """SQLite names a file's journal after the file a link leads to: a history at the real
+    store's `-journal`, the store given as a link, was recorded into (and the store could no
+    longer be opened); `--events` at the real history's `-wal`, the history given as a link,
+    was written while SQLite used it as the WAL, then deleted."""
+    link = tmp_path / "link.db"
+    link.symlink_to(store)
+    journal = Path(f"{store}-journal")
+    with ScriptedChatServer(Server()) as server:
+        run = cli(journal, "query", str(link), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+        assert (run.code, run.json["run_id"]) == (0, None)
+        assert run.stderr.splitlines()[0] == (f"warning: run history {journal} is the store's file {journal}; this run "
+                                              "is not recorded")
+        assert not journal.exists() and run_cli("info", str(store), "--json").code == 0
+        history = tmp_path / "data" / "history.db"
+        history_link = tmp_path / "history-link.db"
+        history_link.symlink_to(history)
+        wal = Path(f"{history}-wal")
+        events = cli(history_link, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                     *ONE_EACH, "--json", "--events", str(wal))
+    assert (events.code, events.stdout) == (2, "")
+    assert events.stderr == f"graphrag-tui: error: --events: {wal} is the input file {wal}; choose another file\n"
+
+
+class ReduceFirstAttemptUnusable(UsageServer):
+    """As UsageServer, but Reduce's first attempt gets a reply that is not JSON (its usage
+    reported: 5,000 prompt tokens), and its second waits for `release`."""
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            self.reduces += 1
+            if self.reduces == 1:
+                return Reply(completion("not JSON at all", usage=usage(5000, 20)))
+            return Reply(super().__call__(request).body, gate=self.release)
+        return super().__call__(request)
+
+    reduces = 0
+
+
+def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_cancelled_while_it_reduced(
+        store: Path, history: Path) -> None:
+    script = ReduceFirstAttemptUnusable()
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: script.reduces == 2)  # the second Reduce attempt is in flight
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    cancelled = json.loads(out)
+    assert (process.returncode, cancelled["status"], cancelled["usage_total"]["prompt_tokens"]) == (130, "cancelled",
+                                                                                                    5800), err
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", cancelled["run_id"], "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert [r.stage for r in server.chat_requests()] == ["reduce"]
+    assert [a["error_kind"] for a in resumed.json["reduce"]["attempts"]][0] == "invalid_json"
+    assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
+    assert cli(history, "runs", "show", cancelled["run_id"], "--json").json["usage_total"] == resumed.json["usage_total"]

@@ -56,7 +56,8 @@ class GlobalSearch:
     resume), so their usage counts toward its totals and its cost limit; a re-run's parent
     paid for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
     it sends again (each went on after them when the run stopped): they stay first in the
-    batch's attempts, and count as paid with `prior_paid`.
+    batch's attempts, and count as paid with `prior_paid`; `earlier_reduce_attempts` the
+    same for its Reduce call.
 
     `selection`: how the plan's communities were chosen (recorded in the result). With
     `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
@@ -83,6 +84,7 @@ class GlobalSearch:
         prior: Mapping[int, BatchResult] | None = None,
         prior_paid: bool = False,
         earlier_attempts: Mapping[int, Sequence[Attempt]] | None = None,
+        earlier_reduce_attempts: Sequence[Attempt] = (),
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
         known_ratings: Sequence[Rating] = (),
@@ -116,12 +118,13 @@ class GlobalSearch:
         for index, attempts in (earlier_attempts or {}).items():
             if index < len(self.batches) and index not in (prior or {}):
                 self.batches[index].attempts = [attempt.model_copy(deep=True) for attempt in attempts]
-        for batch in self.batches if prior_paid else ():
-            for attempt in batch.attempts:
-                if attempt.usage is not None:
-                    self.meter.add(attempt.usage, batch.prompt_tokens)
+        self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget,
+                                   attempts=[attempt.model_copy(deep=True) for attempt in earlier_reduce_attempts])
+        paid = [(attempt, batch.prompt_tokens) for batch in self.batches for attempt in batch.attempts]
+        for attempt, prompt_tokens in paid + [(a, None) for a in self.reduce.attempts] if prior_paid else ():
+            if attempt.usage is not None:
+                self.meter.add(attempt.usage, prompt_tokens)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
-        self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget)
         self.selected: list[SelectedAnswer] = []
 
     def _set_batches(self, plan: SearchPlan) -> None:

@@ -128,6 +128,7 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     run.prior = {b.index: (b.result, b.model) for b in stored.batches if b.status != "pending"}
     run.earlier_attempts = {b.index: b.result.attempts for b in stored.batches if b.status == "pending"
                             and b.result.attempts}
+    run.earlier_reduce_attempts = list(stored.result.reduce.attempts)  # (a run cancelled while it Reduced)
     _check_prompts(history, stored, plan)
     run.resume_run_id = stored.run_id
     run.parent_run_id = stored.summary.parent_run_id

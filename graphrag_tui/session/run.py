@@ -114,6 +114,7 @@ class RunSession:
         self.prior: dict[int, tuple[BatchResult, str | None]] = {}
         #: A resume's attempts of batches it sends again (index -> attempts, paid for before).
         self.earlier_attempts: dict[int, list[Attempt]] = {}
+        self.earlier_reduce_attempts: list[Attempt] = []
         self.started_at: str | None = None
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
@@ -199,6 +200,7 @@ class RunSession:
             prior={index: batch for index, (batch, _) in self.prior.items()},
             prior_paid=self.resume_run_id is not None,
             earlier_attempts=self.earlier_attempts,
+            earlier_reduce_attempts=self.earlier_reduce_attempts,
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,

@@ -9,25 +9,30 @@ from pathlib import Path
 from .errors import InputError
 
 
-def is_same_file(a: Path, b: Path) -> bool:
-    """True when `a` and `b` name one file: the same path, a symlink to it, or a hard link."""
+def input_named(path: Path, inputs: Iterable[Path]) -> Path | None:
+    """The first of `inputs` that `path` is: the same file (the same path, a symlink or a
+    hard link to it), or, while either does not exist, the same path once links are
+    resolved (an SQLite companion such as a `-wal` comes and goes)."""
+    own, real = _file_identity(path), os.path.realpath(path)
+    for source in inputs:
+        if (own is not None and own == _file_identity(source)) or real == os.path.realpath(source):
+            return source
+    return None
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
     try:
-        return os.path.samefile(a, b)
-    except OSError:  # either does not exist (yet)
-        return False
-
-
-def names_input(path: Path, source: Path) -> bool:
-    """True when `path` is `source`: the same file, or, while neither exists, the same
-    path once links are resolved (an SQLite companion such as a `-wal` comes and goes)."""
-    return is_same_file(path, source) or os.path.realpath(path) == os.path.realpath(source)
+        found = os.stat(path)
+    except OSError:  # it does not exist (yet)
+        return None
+    return found.st_dev, found.st_ino
 
 
 def check_not_input(path: Path, inputs: Iterable[Path], label: str) -> None:
     """InputError when `path` resolves to one of `inputs` (same path, symlink or hard link)."""
-    for source in inputs:
-        if names_input(path, source):
-            raise InputError(f"{label}: {path} is the input file {source}; choose another file")
+    source = input_named(path, inputs)
+    if source is not None:
+        raise InputError(f"{label}: {path} is the input file {source}; choose another file")
 
 
 def sqlite_files(path: Path) -> list[Path]:

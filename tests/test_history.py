@@ -101,6 +101,36 @@ def test_every_history_connection_commits_to_disk_before_it_returns(tmp_path: Pa
         connection.close()
 
 
+def test_a_recorders_commits_after_its_first_are_synced(tmp_path: Path) -> None:
+    """A run's first commit (its row, or a resume's claim) is not waited onto the disk: the
+    next commit's sync carries it there. Every later commit must then be synced (FULL), on a
+    new run and on a resumed one, while the run goes."""
+    from graphrag_tui.session.continuation import prepare_resume
+
+    store, history = _store(tmp_path), tmp_path / "h.db"
+    seen: list[int] = []
+
+    async def go(run: RunSession) -> SearchResult:
+        task = asyncio.ensure_future(run.run(SlowModel(0.05), timeout=10))
+        while run.run_id is None:
+            await asyncio.sleep(0.005)
+        recorder = run._recorder
+        assert recorder is not None
+        seen.append(recorder._connection.execute("PRAGMA synchronous").fetchone()[0])
+        run.cancel_event.set()
+        return await task
+
+    with CommunityStore.open(store) as opened:
+        run = RunSession(opened, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+        assert asyncio.run(go(run)).status == "cancelled"
+        stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+        assert stored.status == "cancelled"
+        assert asyncio.run(go(prepare_resume(stored, opened, history=history))).status == "cancelled"
+    assert seen == [2, 2]  # FULL
+
+
 def test_a_run_recorded_with_full_batch_rows_and_a_list_plan_reads_back(tmp_path: Path) -> None:
     """Earlier version-2 recorders wrote each row's whole BatchResult and the plan as a list of
     [ids, [[id, part]], tokens, hash]; rows now hold only what the run added, the plan the rest."""

@@ -31,7 +31,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
 from operator import attrgetter
@@ -166,7 +166,7 @@ class RunRecorder:
         answered); `selection`: formats.selection_json."""
         connection = connect(path, check_same_thread=False)
         try:
-            with errors_named(path), transaction(connection):
+            with errors_named(path), _first_commit(connection):
                 # the plan with the row: the run's end writes only what the run added
                 packed = None if planned is None else _plan_columns(plan, planned)
                 run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
@@ -187,7 +187,7 @@ class RunRecorder:
         None: by dynamic selection, later)."""
         connection = connect(path, check_same_thread=False)
         try:
-            with errors_named(path), transaction(connection):
+            with errors_named(path), _first_commit(connection):
                 _claim(connection, run_id)
                 connection.execute(
                     "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE run_id = ?",
@@ -450,6 +450,20 @@ class RunRecorder:
         self._add_unwritten((b, self._model) for b in batches if b.status != "cancelled")
         self._flush_group(connection)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
+
+
+@contextlib.contextmanager
+def _first_commit(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A run's first transaction (its row, or a resume's claim), which need not wait for the
+    disk: the WAL is appended in order, so the next commit's sync (every later commit is
+    synced) takes it to the disk too. A power cut before then loses a row whose run had
+    nothing finished, and each run is spared one sync (0.5-0.7 ms here)."""
+    connection.execute("PRAGMA synchronous = NORMAL")
+    try:
+        with transaction(connection):
+            yield connection
+    finally:
+        connection.execute("PRAGMA synchronous = FULL")
 
 
 #: Threads that close a history connection (closing copies the WAL into the file), which the

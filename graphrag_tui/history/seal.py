@@ -35,7 +35,8 @@ def seal_key(*, create: bool) -> bytes | None:
     """This user's key (made on first use when `create`); None when there is none or it
     cannot be read (nothing is then trusted)."""
     path = _key_path()
-    if create:
+    key = _read_key(path)
+    if key is None and create:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -43,6 +44,11 @@ def seal_key(*, create: bool) -> bytes | None:
                 os.write(descriptor, secrets.token_bytes(KEY_BYTES))
             finally:
                 os.close(descriptor)
+        key = _read_key(path)
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
     for _ in range(3):  # (another process may have made it and not yet written it)
         try:
             descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)

@@ -47,7 +47,7 @@ from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from ..engine.throttle import least_spacing
 from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
 from ..models.factory import ModelSettings
-from ..output_paths import names_input
+from ..output_paths import input_named
 from ..planning import Selected, prepare_plan, prepare_selected_plan
 from ..store import CommunityStore
 from ..store.location import store_files
@@ -252,7 +252,7 @@ class RunSession:
         if self.history is None:
             return
         assert self.plan is not None and self.search is not None
-        store_file = next((f for f in store_files(self.store.path) if names_input(self.history, f)), None)
+        store_file = input_named(self.history, store_files(self.store.path))
         if store_file is not None:  # its journal holds the store's unfinished transaction, to SQLite
             self.on_warning(f"warning: run history {self.history} is the store's file {store_file}; this run is not "
                             "recorded")

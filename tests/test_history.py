@@ -72,7 +72,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -129,6 +129,44 @@ def test_a_recorders_commits_after_its_first_are_synced(tmp_path: Path) -> None:
         assert stored.status == "cancelled"
         assert asyncio.run(go(prepare_resume(stored, opened, history=history))).status == "cancelled"
     assert seen == [2, 2]  # FULL
+
+
+def test_a_runs_later_commits_do_not_write_its_contents_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite writes a whole row again when any of its columns changes, and every commit of
+    a run updates its row (its counts of batches): with the contents in that row, each commit
+    wrote them all again (1.2 MB a commit for 0.6 MB of contents). Another connection reads
+    the history from before the run to its end, so no checkpoint copies or resets the WAL:
+    what the run's commits wrote is all in it."""
+    import random
+    import string
+
+    from graphrag_tui.history.database import connect
+
+    monkeypatch.setattr("graphrag_tui.session.run.FLUSH_INTERVAL", 0.05)
+    rng = random.Random(7)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(3000)]
+    rows = [{"id": f"ns/{i:03d}", "summary_content": " ".join(rng.choices(words, k=300))} for i in range(150)]
+    history = tmp_path / "h.db"
+    with CommunityStore.open(build_store(tmp_path / "store.db", rows)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=2500, concurrency=1), 1))
+        connect(history).close()
+        reader = sqlite3.connect(history, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+            result = asyncio.run(run.run(SlowModel(0.03), timeout=30))
+            wal = (tmp_path / "h.db-wal").stat().st_size
+            reader.execute("ROLLBACK")
+            (packed,) = reader.execute("SELECT length(contents) FROM run_plans").fetchone()
+            (groups,) = reader.execute("SELECT count(*) FROM batch_records").fetchone()
+        finally:
+            reader.close()
+    assert result.status == "completed" and result.batch_count >= 10
+    assert packed > 100_000 and groups >= 4, (packed, groups)
+    # the contents once (at the run's start), and each commit's records and counts
+    assert packed < wal < packed + 40_000 * groups, (wal, packed, groups)
+    assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
 
 
 def test_a_run_recorded_with_full_batch_rows_and_a_list_plan_reads_back(tmp_path: Path) -> None:
@@ -669,6 +707,7 @@ def as_version_4(history: Path, result: SearchResult) -> None:
         starts = [sum(counts[:i]) for i in range(len(counts))]
         group["attempts"] = [attempts[start:start + count] for start, count in zip(starts, counts, strict=True)]
         db.execute("UPDATE batch_records SET records = ? WHERE seq = ?", (packed(json.dumps(group)), seq))
+    plans_into_runs(db)
     contents, map_prompt, plan, summary = db.execute("SELECT contents, map_prompt, plan, result FROM runs").fetchone()
     plan = json.loads(unpack_text(plan))
     fields = json.loads(unpack_text(summary))
@@ -683,6 +722,14 @@ def as_version_4(history: Path, result: SearchResult) -> None:
     db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()
+
+
+def plans_into_runs(db: sqlite3.Connection) -> None:
+    """The file as version 8 and earlier wrote it: each run's plan, contents and Map prompt
+    in its row."""
+    db.execute("UPDATE runs SET (plan, contents, map_prompt) = "
+               "(SELECT plan, contents, map_prompt FROM run_plans WHERE run_plans.run_id = runs.run_id)")
+    db.execute("DROP TABLE run_plans")
 
 
 def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> None:
@@ -708,7 +755,7 @@ def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> Non
     as_version_4(history, result)
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     db.close()
 
 
@@ -727,6 +774,7 @@ def test_a_long_plan_and_summary_are_compressed_and_version_5s_plain_json_reads_
         result = asyncio.run(run.run(SlowModel(0), timeout=30))
     assert result.batch_count == 300 and result.status == "completed"
     db = sqlite3.connect(history)
+    plans_into_runs(db)
     plan, summary = db.execute("SELECT plan, result FROM runs").fetchone()
     assert plan[:1] == RAW_DEFLATE and summary[:1] == RAW_DEFLATE
     assert len(unpack_text(plan)) > 2048 and len(unpack_text(summary)) > 2048
@@ -820,7 +868,8 @@ def test_a_runs_compressed_texts_unpack_to_at_most_its_limit_in_all(tmp_path: Pa
 
     history, run = _six_batch_run(tmp_path)
     db = sqlite3.connect(history)
-    (plan, contents, result), groups = db.execute("SELECT plan, contents, result FROM runs").fetchone(), db.execute(
+    (plan, contents, result), groups = db.execute(
+        "SELECT run_plans.plan, run_plans.contents, result FROM runs JOIN run_plans USING (run_id)").fetchone(), db.execute(
         "SELECT records FROM batch_records").fetchall()
     db.close()
     assert isinstance(contents, bytes)  # compressed

@@ -53,6 +53,7 @@ from .formats import (
 )
 from .ids import new_run_id
 from .owner import is_alive, this_process
+from .schema import RUNS_WITH_PLANS, plan_column
 from .seal import seal, seal_key
 from .texts import pack_text
 
@@ -213,20 +214,23 @@ class RunRecorder:
                 connection.execute(
                     "INSERT INTO runs (run_id, parent_run_id, started_at, status, question, store_path, store_size, "
                     "store_mtime_ns, namespace, level, seed, shuffle, options, model_settings, model_name, "
-                    "summary_count, batch_count, owner, prompts, selection, plan, contents, map_prompt, seal) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "summary_count, batch_count, owner, prompts, selection, seal) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(), settings,
                         metadata.model_name, plan.summary_count, len(plan.batches), this_process(),
-                        plan.prompts.model_dump_json(), selection, *(packed or (None, None, None)),
+                        plan.prompts.model_dump_json(), selection,
                         None if key is None else seal(key, run_id, metadata.store_path, settings),
                     ),
                 )
-                return run_id
             except sqlite3.IntegrityError:
                 time.sleep(0.001)
+                continue
+            if packed is not None:
+                _write_plan_columns(connection, run_id, packed)
+            return run_id
         raise sqlite3.IntegrityError("no free run id")
 
     # -- what the run reports (from the run's thread): a queue put, no copy, no JSON ------------
@@ -388,12 +392,12 @@ class RunRecorder:
             self._finished.update(i for i, r in read_records(groups).items() if r.status != "pending")
             # A run recorded by an earlier version (a row per batch, each with its content) gets
             # its plan again (its contents' hashes were checked), now with every content.
-            if connection.execute("SELECT contents FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()[0] is not None:
+            if connection.execute(f"SELECT {plan_column('contents')} FROM {RUNS_WITH_PLANS} WHERE run_id = ?",
+                                  (self.run_id,)).fetchone()[0] is not None:
                 return
-        connection.execute(
-            "UPDATE runs SET plan = ?, contents = ?, map_prompt = ?, summary_count = ?, batch_count = ? WHERE run_id = ?",
-            (*_plan_columns(plan, planned), plan.summary_count, len(plan.batches), self.run_id),
-        )
+        _write_plan_columns(connection, self.run_id, _plan_columns(plan, planned))
+        connection.execute("UPDATE runs SET summary_count = ?, batch_count = ? WHERE run_id = ?",
+                           (plan.summary_count, len(plan.batches), self.run_id))
         self._add_unwritten(self._kept.values())
 
     def _add_rating(self, connection: sqlite3.Connection, rating: Rating) -> None:
@@ -499,6 +503,11 @@ def _plan_columns(plan: SearchPlan, planned: Sequence[BatchResult]) -> tuple[str
     contents = list(map("".join, map(attrgetter("pieces"), plan.batches)))  # each batch's content, joined once
     first = contents[0] if contents else ""
     return plan_packed(planned, contents), pack_contents(contents), pack_text(messages_json(plan.query, first, plan.prompts))
+
+
+def _write_plan_columns(connection: sqlite3.Connection, run_id: str, packed: tuple[str | bytes, ...]) -> None:
+    connection.execute("INSERT OR REPLACE INTO run_plans (run_id, plan, contents, map_prompt) VALUES (?, ?, ?, ?)",
+                       (run_id, *packed))
 
 
 class RunNotResumable(InputError):

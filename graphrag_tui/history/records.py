@@ -21,6 +21,7 @@ from ..url_mask import mask_urls
 from .database import HistoryError, connect, errors_named, transaction
 from .ids import RUN_ID_PATTERN
 from .owner import is_alive
+from .schema import RUNS_WITH_PLANS, plan_column
 from .texts import unpack_text
 
 if TYPE_CHECKING:
@@ -241,7 +242,8 @@ class RunHistory:
             connection = self._connect()
             try:
                 row = connection.execute(
-                    "SELECT question, prompts, plan, contents FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                    f"SELECT question, prompts, {plan_column('plan')}, {plan_column('contents')} FROM {RUNS_WITH_PLANS} "
+                    "WHERE run_id = ?", (run_id,)).fetchone()
                 if row is None:  # deleted since it was opened (`runs delete` elsewhere)
                     raise UnknownRun(f"no run {run_id!r} in the run history {self.path}")
                 question, prompts_text, plan, contents = row
@@ -267,7 +269,8 @@ class RunHistory:
         with errors_named(self.path):
             connection = self._connect()
             try:
-                row = connection.execute("SELECT map_prompt FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                row = connection.execute(f"SELECT {plan_column('map_prompt')} FROM {RUNS_WITH_PLANS} WHERE run_id = ?",
+                                         (run_id,)).fetchone()
             finally:
                 connection.close()
         with unreadable(self.path, f"run {run_id}'s Map prompt"):
@@ -284,6 +287,7 @@ class RunHistory:
                     run_id = self.resolve(connection, run)
                     connection.execute("DELETE FROM batches WHERE run_id = ?", (run_id,))
                     connection.execute("DELETE FROM batch_records WHERE run_id = ?", (run_id,))
+                    connection.execute("DELETE FROM run_plans WHERE run_id = ?", (run_id,))
                     connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
                 return run_id
             finally:

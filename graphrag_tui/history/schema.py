@@ -6,8 +6,9 @@ from __future__ import annotations
 #: The version this code writes. Version 1 had no `usage_total` column and no per-batch model;
 #: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
 #: objects and zlib streams; version 5 wrote the plan and the result's summary as plain JSON
-#: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`.
-SCHEMA_VERSION = 8
+#: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`;
+#: version 8 kept a run's plan, contents and Map prompt in its row.
+SCHEMA_VERSION = 9
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -100,4 +101,25 @@ ALTER TABLE runs ADD COLUMN selection TEXT;
     7: """
 ALTER TABLE runs ADD COLUMN seal TEXT;
 """,
+    # A run's plan, contents and Map prompt, written once, in a table of their own: SQLite
+    # writes a whole row again when any of its columns changes, and every commit of a run
+    # changes its row (its counts of batches), so each commit wrote the run's contents again
+    # (1.2 MB a commit for 0.6 MB of contents). Runs recorded before keep theirs in `runs`
+    # (moving them would write the whole history once): plan_column reads either.
+    8: """
+CREATE TABLE run_plans (
+    run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+    plan TEXT,
+    contents BLOB,
+    map_prompt BLOB
+);
+""",
 }
+
+#: The runs with their plans, wherever their version wrote them (plan_column).
+RUNS_WITH_PLANS = "runs LEFT JOIN run_plans USING (run_id)"
+
+
+def plan_column(column: str) -> str:
+    """A run's `plan`, `contents` or `map_prompt`, read from RUNS_WITH_PLANS."""
+    return f"coalesce(run_plans.{column}, runs.{column})"

@@ -21,6 +21,7 @@ from .formats import (
     result_from_summary,
 )
 from .records import SUMMARY_COLUMNS, RunSummary, UnknownRun, summary_of
+from .schema import RUNS_WITH_PLANS, plan_column
 from .seal import is_sealed
 from .texts import run_unpack_limit
 
@@ -79,8 +80,9 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
 
 def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
-        f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, "
-        "summary_count, plan, contents, result, prompts, selection, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, summary_count, "
+        f"{plan_column('plan')}, {plan_column('contents')}, result, prompts, selection, seal FROM {RUNS_WITH_PLANS} "
+        "WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])

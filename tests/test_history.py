@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -934,6 +935,57 @@ def test_a_run_abandoned_after_failures_were_committed_counts_each_failure_once(
     assert stored.status == "interrupted"
     assert [b.status for b in stored.batches] == ["failed", "failed", "pending", "pending", "pending", "pending"]
     assert committed_failures() == 2 and stored.summary.failed_batch_count == 2
+
+
+def test_a_run_abandoned_while_it_reduced_keeps_its_reduce_attempts(tmp_path: Path) -> None:
+    """The app quits while Reduce retries: its failed attempt is written (at once, as a
+    batch's failed attempt is) and so is the one cancelled in flight, and the interrupted
+    run shows both."""
+    history = tmp_path / "h.db"
+    reduces: list[int] = []
+
+    class ReduceFailsThenHangs:
+        description = "Reduce fails then hangs"
+
+        async def complete(self, request: ChatRequest) -> str:
+            if request.stage != "reduce":
+                return json.dumps({"answer": "Part.", "usefulness": 40})
+            reduces.append(1)
+            if len(reduces) == 1:
+                return "not a reply"
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
+
+    def committed() -> list[Any]:
+        db = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT reduce_attempts FROM runs WHERE reduce_attempts IS NOT NULL").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            db.close()
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(ReduceFailsThenHangs(), timeout=60))
+            deadline = time.monotonic() + 10
+            while not (len(reduces) == 2 and history.exists() and committed()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert len(reduces) == 2 and not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(go())
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "interrupted" and [b.status for b in stored.batches] == ["succeeded"] * 6
+    assert [(a.attempt, a.error_kind, a.error) for a in stored.result.reduce.attempts] == [
+        (1, "invalid_json", stored.result.reduce.attempts[0].error), (2, None, "cancelled")]
+    assert stored.result.reduce.attempts[0].raw_response == "not a reply"
 
 
 def test_a_plan_of_repeated_values_that_claims_a_million_batches_is_refused() -> None:

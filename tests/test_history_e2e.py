@@ -1048,3 +1048,26 @@ def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_cancelled_while_it_red
     assert [a["error_kind"] for a in resumed.json["reduce"]["attempts"]][0] == "invalid_json"
     assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
     assert cli(history, "runs", "show", cancelled["run_id"], "--json").json["usage_total"] == resumed.json["usage_total"]
+
+
+def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_killed_while_it_reduced(store: Path, history: Path) -> None:
+    """Reduce's first attempt was paid for and unusable, its second in flight at a kill -9:
+    the failed attempt was recorded only at the run's end, so the resume dropped it, its usage
+    with it. A failed attempt that will be retried is committed as a batch's is."""
+    script = ReduceFirstAttemptUnusable()
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        with killed_with_9(process, script):
+            wait_for(lambda: script.reduces == 2)  # the second Reduce attempt is in flight
+            run_id = wait_for(lambda: only_run(history))
+            wait_for(lambda: rows(history, "SELECT reduce_attempts FROM runs WHERE reduce_attempts IS NOT NULL"))
+    shown = cli(history, "runs", "show", run_id, "--json")
+    assert (shown.json["status"], [a["error_kind"] for a in shown.json["reduce"]["attempts"]]) == (
+        "interrupted", ["invalid_json"])
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert [r.stage for r in server.chat_requests()] == ["reduce"]
+    assert [a["error_kind"] for a in resumed.json["reduce"]["attempts"]] == ["invalid_json", None]
+    assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
+    assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == resumed.json["usage_total"]

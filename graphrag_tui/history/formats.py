@@ -38,6 +38,7 @@ from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
+from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
@@ -339,6 +340,18 @@ def planned_batch(index: int, planned: PlannedBatch) -> BatchResult:
 
 
 # -- the result ------------------------------------------------------------------------------
+
+_ATTEMPTS = TypeAdapter(list[Attempt])
+
+
+def attempts_packed(attempts: Sequence[Attempt]) -> str | bytes:
+    """Reduce's attempts so far, as a run's row holds them until its result does."""
+    return pack_utf8(_ATTEMPTS.dump_json(list(attempts)))
+
+
+def read_attempts(text: str | bytes) -> list[Attempt]:
+    return _ATTEMPTS.validate_python(recorded_json(unpack_text(text)))
+
 
 #: A Reduce candidate's columns. Its usefulness and communities are its batch's, and the
 #: selected Map answers are the selected candidates' batches' answers (engine/reduce.py makes

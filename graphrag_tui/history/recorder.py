@@ -43,6 +43,7 @@ from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .formats import (
+    attempts_packed,
     batch_with_attempts,
     pack_contents,
     plan_packed,
@@ -254,15 +255,19 @@ class RunRecorder:
         does not change any more; the list does, so it is copied, not its attempts)."""
         self._queue.put(("attempt", batch.index, list(batch.attempts)))
 
+    def reduce_attempt_failed(self, attempts: Sequence[Attempt]) -> None:
+        """A Reduce attempt failed and Reduce goes on: its attempts so far (copied, as a batch's)."""
+        self._queue.put(("reduce", list(attempts)))
+
     def finish(self, result: SearchResult, finished_at: str) -> None:
         """The run's end; waits until everything is written."""
         self._queue.put(("finish", result, finished_at))
         self._close()
 
-    def abandon(self, batches: Sequence[BatchResult]) -> None:
+    def abandon(self, batches: Sequence[BatchResult], reduce_attempts: Sequence[Attempt] = ()) -> None:
         """The process ends without a result (the app quits mid-run): what finished is
-        written, and the run is `interrupted`."""
-        self._queue.put(("abandon", list(batches)))
+        written, Reduce's attempts so far, and the run is `interrupted`."""
+        self._queue.put(("abandon", list(batches), list(reduce_attempts)))
         self._close()
 
     def _close(self) -> None:
@@ -333,7 +338,8 @@ class RunRecorder:
             return
         try:
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
-                       "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes}
+                       "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes,
+                       "reduce": self._write_reduce_attempts}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
@@ -423,6 +429,10 @@ class RunRecorder:
             self._group.append(batch_with_attempts(index, attempts))
             self._models.append(None)
 
+    def _write_reduce_attempts(self, connection: sqlite3.Connection, attempts: list[Attempt]) -> None:
+        connection.execute("UPDATE runs SET reduce_attempts = ? WHERE run_id = ?",
+                           (attempts_packed(attempts), self.run_id))
+
     def _add_unwritten(self, batches: Iterable[tuple[BatchResult, str | None]]) -> None:
         """Finished batches, each with the model that answered it, whose record may be
         written already (or is in the group), but once each: a finished batch does not change."""
@@ -445,14 +455,18 @@ class RunRecorder:
             self._flush_group(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
-            "owner = NULL WHERE run_id = ?",
+            "owner = NULL, reduce_attempts = NULL WHERE run_id = ?",
             (result.status, finished_at, result.failed_batch_count, result_summary(result), usage_total(result),
              self.run_id),
         )
 
-    def _write_abandon(self, connection: sqlite3.Connection, batches: list[BatchResult]) -> None:
+    def _write_abandon(
+        self, connection: sqlite3.Connection, batches: list[BatchResult], reduce_attempts: list[Attempt]
+    ) -> None:
         self._add_unwritten((b, self._model) for b in batches if b.status != "cancelled")
         self._flush_group(connection)
+        if reduce_attempts:
+            self._write_reduce_attempts(connection, reduce_attempts)
         connection.execute("UPDATE runs SET status = 'interrupted', owner = NULL WHERE run_id = ?", (self.run_id,))
 
 

@@ -106,6 +106,8 @@ ALTER TABLE runs ADD COLUMN seal TEXT;
     # changes its row (its counts of batches), so each commit wrote the run's contents again
     # (1.2 MB a commit for 0.6 MB of contents). Runs recorded before keep theirs in `runs`
     # (moving them would write the whole history once): plan_column reads either.
+    # And Reduce's attempts while it goes (NULL once the run has its result, which holds them):
+    # a failed attempt was written only at the run's end, so a kill lost it and its usage.
     8: """
 CREATE TABLE run_plans (
     run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
@@ -113,6 +115,7 @@ CREATE TABLE run_plans (
     contents BLOB,
     map_prompt BLOB
 );
+ALTER TABLE runs ADD COLUMN reduce_attempts TEXT;
 """,
 }
 

@@ -14,6 +14,7 @@ from .formats import (
     RecordedSelection,
     batch_from_record,
     planned_batch,
+    read_attempts,
     read_plan,
     read_records,
     read_selection,
@@ -81,13 +82,13 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
 def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, summary_count, "
-        f"{plan_column('plan')}, {plan_column('contents')}, result, prompts, selection, seal FROM {RUNS_WITH_PLANS} "
-        "WHERE run_id = ?", (run_id,)).fetchone()
+        f"{plan_column('plan')}, {plan_column('contents')}, result, prompts, selection, seal, reduce_attempts "
+        f"FROM {RUNS_WITH_PLANS} WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
     (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
-     result_text, prompts_text, selection_text, recorded_seal) = row[14:]
+     result_text, prompts_text, selection_text, recorded_seal, reduce_attempts) = row[14:]
     if not all(v is None or type(v) is int for v in (store_size, store_mtime_ns, seed, summary_count)):
         raise TypeError(f"run {run_id} has a store size, time, seed or count that is not a whole number")
     options = SearchOptions.model_validate_json(options_text)
@@ -113,7 +114,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             else "the run is still going",
             summary_count=summary_count, batch_count=summary.batch_count,
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
-            reduce=ReduceReport(budget=options.reduce_prompt_budget),
+            reduce=ReduceReport(budget=options.reduce_prompt_budget,
+                                attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else []),
             selection=selection.report if selection is not None else None,
         )
     prompts = recorded_prompts(prompts_text)

@@ -307,8 +307,11 @@ class RunSession:
             if recorder is not None:
                 recorder.batch_finished(search.batches[index])
         elif recorder is not None and search is not None and type(event) is AttemptFailed \
-                and event.batch_index is not None and event.will_retry:  # (`type`: isinstance costs a run 0.3 %)
-            recorder.attempt_failed(search.batches[event.batch_index])
+                and event.will_retry:  # (`type`: isinstance costs a run 0.3 %)
+            if event.batch_index is not None:
+                recorder.attempt_failed(search.batches[event.batch_index])
+            elif event.community_id is None:  # Reduce's (a rating's names its community)
+                recorder.reduce_attempt_failed(search.reduce.attempts)
         if self.on_event is not None:
             self.on_event(event)
 
@@ -337,7 +340,7 @@ class RunSession:
     def _abandon(self) -> None:
         recorder = self._take_recorder()
         if recorder is not None and self.search is not None:
-            recorder.abandon(self.search.batches)
+            recorder.abandon(self.search.batches, self.search.reduce.attempts)
 
     def document(self) -> dict[str, Any]:
         """The run's JSON: `query --json`, and what `runs show` gives for it later."""

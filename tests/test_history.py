@@ -727,10 +727,11 @@ def as_version_4(history: Path, result: SearchResult) -> None:
 
 def plans_into_runs(db: sqlite3.Connection) -> None:
     """The file as version 8 and earlier wrote it: each run's plan, contents and Map prompt
-    in its row."""
+    in its row, and no Reduce attempts of their own."""
     db.execute("UPDATE runs SET (plan, contents, map_prompt) = "
                "(SELECT plan, contents, map_prompt FROM run_plans WHERE run_plans.run_id = runs.run_id)")
     db.execute("DROP TABLE run_plans")
+    db.execute("ALTER TABLE runs DROP COLUMN reduce_attempts")
 
 
 def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> None:

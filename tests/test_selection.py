@@ -516,7 +516,7 @@ def test_a_selection_run_killed_during_map_resumes_its_own_communities(
     store = walk_store(tmp_path / "s.db") if "dynamic" in flags else rollup_store(tmp_path / "s.db")
     history = tmp_path / "history.db"
     run_id, requests = killed_run(store, history, lambda r: r.stage == "map",
-                                  lambda: rows(history, "SELECT plan IS NOT NULL FROM runs") == [(1,)], *flags)
+                                  lambda: rows(history, "SELECT count(*) FROM run_plans") == [(1,)], *flags)
     rated_first = sum(r.stage == "rate" for r in requests)
     assert rated_first == (6 if "dynamic" in flags else 0)
     shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json

@@ -1050,6 +1050,52 @@ def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_cancelled_while_it_red
     assert cli(history, "runs", "show", cancelled["run_id"], "--json").json["usage_total"] == resumed.json["usage_total"]
 
 
+class ReduceHeld(UsageServer):
+    """As UsageServer, but Reduce's answer waits for `release`."""
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "reduce":
+            self.reduces += 1
+            return Reply(super().__call__(request).body, gate=self.release)
+        return super().__call__(request)
+
+    reduces = 0
+
+
+def test_a_resume_killed_before_its_reduce_failed_keeps_the_attempts_from_before_it(
+        store: Path, history: Path) -> None:
+    """A run cancelled while Reduce retried has those attempts in its result, which a run
+    that goes on does not read: a resume killed -9 before its own Reduce attempt failed
+    read as a run with no Reduce attempt, and the 5,000 paid tokens were gone from it and
+    from every later resume."""
+    script = ReduceFirstAttemptUnusable()
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: script.reduces == 2)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    run_id = json.loads(out)["run_id"]
+    held = ReduceHeld()
+    with ScriptedChatServer(held) as server:
+        resume = subprocess.Popen(
+            [EXECUTABLE, "resume", run_id, "--json", "--history", str(history), "--base-url", server.base_url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+        with killed_with_9(resume, held):
+            wait_for(lambda: held.reduces == 1)  # the resume's Reduce call is in flight
+    before = [("invalid_json", "reply is not valid JSON: 'not JSON at all'"), (None, "cancelled")]
+    shown = cli(history, "runs", "show", run_id, "--json")
+    assert (shown.json["status"], [(a["error_kind"], a["error"]) for a in shown.json["reduce"]["attempts"]]) == (
+        "interrupted", before)
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert [(a["error_kind"], a["error"]) for a in resumed.json["reduce"]["attempts"]] == [*before, (None, None)]
+    assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
+
+
 def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_killed_while_it_reduced(store: Path, history: Path) -> None:
     """Reduce's first attempt was paid for and unusable, its second in flight at a kill -9:
     the failed attempt was recorded only at the run's end, so the resume dropped it, its usage

@@ -182,18 +182,22 @@ class RunRecorder:
 
     @classmethod
     def resume(
-        cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None
+        cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
+        reduce_attempts: Sequence[Attempt] = (),
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
-        None: by dynamic selection, later)."""
+        None: by dynamic selection, later). `reduce_attempts`: Reduce's attempts before
+        (a run cancelled while it Reduced has them in its result, which a run that goes on
+        does not read): they stay recorded if this process dies before Reduce adds one."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection):
                 _claim(connection, run_id)
                 connection.execute(
-                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE run_id = ?",
-                    (this_process(), run_id),
+                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, reduce_attempts = ? "
+                    "WHERE run_id = ?",
+                    (this_process(), attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
                 )
         except BaseException:
             connection.close()

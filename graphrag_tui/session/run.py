@@ -261,8 +261,8 @@ class RunSession:
         planned = None if dynamic else self.search.batches  # dynamic: once the model has rated
         try:
             if self.resume_run_id is not None:
-                self._recorder = RunRecorder.resume(
-                    self.history, self.resume_run_id, self.plan, planned, self._model_name)
+                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan, planned,
+                                                    self._model_name, self.earlier_reduce_attempts)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(

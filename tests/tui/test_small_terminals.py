@@ -14,7 +14,7 @@ from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import ScriptedChatServer, map_reply
 from tests.stores import three_leaves
 
-from .conftest import Scripted, ask, make_app, screen_text, wait_finished
+from .conftest import Scripted, ask, make_app, screen_text, wait_finished, wait_until
 
 
 @pytest.fixture
@@ -97,10 +97,10 @@ async def test_an_option_to_fix_expands_the_collapsed_form(store: Path) -> None:
         await pilot.pause()
         app.screen.query_one("#opt-concurrency", Input).value = "0"
         await ask(pilot)
-        await pilot.pause()
+        # (under load, the form is laid out and scrolled a few frames later)
+        await wait_until(pilot, lambda: " Concurrency     0  " in screen_text(app), what="the option in sight")
         assert not app.screen.has_class("-setup-collapsed")
-        assert app.focused is app.screen.query_one("#opt-concurrency")  # scrolled into sight
-        assert " Concurrency     0  " in screen_text(app)
+        assert app.focused is app.screen.query_one("#opt-concurrency")
         assert " must be a positive integer, got '0'" in screen_text(app)
         assert app.run_state.phase == "idle"
 

@@ -131,6 +131,7 @@ def test_a_server_without_usage_gives_null_usage_and_no_cost(store: Path, tmp_pa
         {"prompt_tokens": True, "completion_tokens": 2},
         {"prompt_tokens": 1.5, "completion_tokens": 2},
         {"prompt_tokens": 10**30, "completion_tokens": 2},
+        {"prompt_tokens": 2**53, "completion_tokens": 2**53},  # no total given: theirs would be past any call's
         {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": "x"}},
         "lots",
     ],

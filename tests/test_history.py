@@ -554,6 +554,29 @@ def test_a_record_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
         RunHistory(path).list_runs()
 
 
+@pytest.mark.parametrize("usage", ['{"prompt_tokens": -5000}', '{"prompt_tokens": 1e300}',
+                                   '{"completion_tokens": 9007199254740993}', '{"total_tokens": "12"}'])
+def test_a_recorded_usage_past_what_a_call_can_have_is_one_line(tmp_path: Path, usage: str) -> None:
+    """A recorded attempt's usage is read as a server's is (a count from 0 to 2**53): a
+    negative one was summed into the run's usage, and so into what --max-cost counts."""
+    path = old_file(tmp_path / "history.db")
+    attempt = {"attempt": 1, "started_at": "2026-01-01T00:00:00+00:00", "duration_s": 0.5}
+    db = sqlite3.connect(path)
+    db.execute("UPDATE batches SET result = json_set(result, '$.attempts', json(?)) WHERE batch_index = 1",
+               (json.dumps([{**attempt, "usage": json.loads(usage)}]),))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: [^\n]+$"):
+        RunHistory(path).load("aaaaaaaa0001")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE batches SET result = json_set(result, '$.attempts', json(?)) WHERE batch_index = 1",
+               (json.dumps([{**attempt, "usage": {"prompt_tokens": 2**53}}]),))
+    db.commit()
+    db.close()
+    (batch, *_) = [b for b in RunHistory(path).load("aaaaaaaa0001").result.batches if b.index == 1]
+    assert batch.attempts[0].usage is not None and batch.attempts[0].usage.prompt_tokens == 2**53
+
+
 @pytest.mark.parametrize("selection", [
     "not json", "[1]", '{"report": null}', '{"options": {"mode": "bogus"}, "report": null}',
     '{"options": {}, "report": {"mode": "dynamic", "selected": "ns/0"}}',

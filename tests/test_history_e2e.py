@@ -680,6 +680,21 @@ def test_a_history_with_views_or_triggers_is_refused_before_its_sql_runs(store: 
     assert again.stderr.splitlines()[0] == f"warning: {refusal}; this run is not recorded"
 
 
+def test_columns_a_file_added_to_run_plans_do_not_hide_the_runs_own(store: Path, history: Path) -> None:
+    """A `status` column added to run_plans made `status` ambiguous where runs are read with
+    their plans: `runs show` and `resume` of every run were an error."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    db.executescript("ALTER TABLE run_plans ADD COLUMN status TEXT; ALTER TABLE run_plans ADD COLUMN question TEXT; "
+                     "UPDATE run_plans SET status = 'failed', question = 'planted'")
+    db.close()
+    shown = cli(history, "runs", "show", run.json["run_id"], "--json")
+    assert shown.code == 0, shown.stderr
+    assert shown.json == run.json
+
+
 def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:
     history.parent.mkdir(parents=True)
     with sqlite3.connect(history) as db:

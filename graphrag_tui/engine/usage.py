@@ -13,20 +13,26 @@ from pydantic import BaseModel, ConfigDict, Field
 PRICE_UNIT = 1_000_000
 
 
+#: The most tokens one call's count is believed to be (a server's, or one a history recorded).
+MAX_COUNT = 2**53
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+
+
 class Usage(BaseModel):
     """Token counts as the server gave them. `cached_tokens` are part of `prompt_tokens`
     (OpenAI's `prompt_tokens_details.cached_tokens`); `total_tokens` is the server's own
-    total (prompt + completion when it gave none)."""
+    total (prompt + completion when it gave none). A call's counts are whole numbers from 0
+    to MAX_COUNT; a sum of them may go past it."""
 
     model_config = ConfigDict(frozen=True)
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    total_tokens: int = 0
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    cached_tokens: Count = 0
+    total_tokens: Count = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
+        return Usage.model_construct(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,

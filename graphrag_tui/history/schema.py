@@ -120,7 +120,8 @@ ALTER TABLE runs ADD COLUMN reduce_attempts TEXT;
 }
 
 #: The runs with their plans, wherever their version wrote them (plan_column).
-RUNS_WITH_PLANS = "runs LEFT JOIN run_plans USING (run_id)"
+#: (Its own columns only: a column a file added to `run_plans` made the runs' names ambiguous.)
+RUNS_WITH_PLANS = "runs LEFT JOIN (SELECT run_id, plan, contents, map_prompt FROM run_plans) AS run_plans USING (run_id)"
 
 
 def plan_column(column: str) -> str:

@@ -7,11 +7,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..engine import Usage
+from ..engine.usage import MAX_COUNT, Usage
 
 log = logging.getLogger("graphrag_tui.models")
-
-_MAX_COUNT = 2**53
 
 
 def _count(data: dict[str, Any], name: str) -> int | None:
@@ -19,7 +17,7 @@ def _count(data: dict[str, Any], name: str) -> int | None:
     value = data.get(name, 0)
     if value is None:
         return 0
-    if type(value) is int and 0 <= value <= _MAX_COUNT:
+    if type(value) is int and 0 <= value <= MAX_COUNT:
         return value
     return None
 
@@ -36,4 +34,7 @@ def parse_usage(data: Any) -> Usage | None:
         return None
     if "total_tokens" not in data or data["total_tokens"] is None:
         total = prompt + completion
+        if total > MAX_COUNT:
+            log.info("the server's usage counts add up to more tokens than a call can have; usage not recorded")
+            return None
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=min(cached, prompt), total_tokens=total)

@@ -1104,6 +1104,10 @@ def test_a_resume_killed_before_its_reduce_failed_keeps_the_attempts_from_before
     shown = cli(history, "runs", "show", run_id, "--json")
     assert (shown.json["status"], [(a["error_kind"], a["error"]) for a in shown.json["reduce"]["attempts"]]) == (
         "interrupted", before)
+    # an unfinished run's usage so far: what its recorded attempts reported
+    assert (shown.json["usage_total"], shown.json["estimated_prompt_tokens"]) == (
+        {"prompt_tokens": 5000 + 8 * 100, "completion_tokens": 20 + 8 * 10, "cached_tokens": 0,
+         "total_tokens": 5020 + 8 * 110}, sum(b["prompt_tokens"] for b in shown.json["batches"]))
     with ScriptedChatServer(UsageServer()) as server:
         resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
     assert resumed.code == 0, resumed.stderr

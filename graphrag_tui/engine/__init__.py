@@ -77,12 +77,13 @@ from .result import (
     Status,
 )
 from .retry import LongResponseHook
-from .search import GlobalSearch, utc_now
+from .search import GlobalSearch, count_paid, utc_now
 from .usage import Cost, Prices, Usage, UsageMeter, cost_of, estimated_input_cost
 
 __all__ = [
     # the run
     "GlobalSearch",
+    "count_paid",
     "LongResponseHook",
     "SearchPlan",
     "draw_seed",

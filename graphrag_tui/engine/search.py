@@ -34,6 +34,18 @@ T = TypeVar("T")
 Replan = Callable[[list[str]], Awaitable[SearchPlan]]
 
 
+def count_paid(meter: UsageMeter, batches: Sequence[BatchResult], reduce_attempts: Sequence[Attempt]) -> None:
+    """Adds to `meter` the usage the attempts reported: a run resumed (its calls before were
+    paid for), or one read back before it ended."""
+    for batch in batches:
+        for attempt in batch.attempts:
+            if attempt.usage is not None:
+                meter.add(attempt.usage, batch.prompt_tokens)
+    for attempt in reduce_attempts:
+        if attempt.usage is not None:
+            meter.add(attempt.usage, None)
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -120,10 +132,8 @@ class GlobalSearch:
                 self.batches[index].attempts = [attempt.model_copy(deep=True) for attempt in attempts]
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget,
                                    attempts=[attempt.model_copy(deep=True) for attempt in earlier_reduce_attempts])
-        paid = [(attempt, batch.prompt_tokens) for batch in self.batches for attempt in batch.attempts]
-        for attempt, prompt_tokens in paid + [(a, None) for a in self.reduce.attempts] if prior_paid else ():
-            if attempt.usage is not None:
-                self.meter.add(attempt.usage, prompt_tokens)
+        if prior_paid:
+            count_paid(self.meter, self.batches, self.reduce.attempts)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.selected: list[SelectedAnswer] = []
 

@@ -8,7 +8,17 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import DEFAULT_PROMPTS, BatchResult, Prompts, ReduceReport, SearchOptions, SearchResult, check_prompts
+from ..engine import (
+    DEFAULT_PROMPTS,
+    BatchResult,
+    Prompts,
+    ReduceReport,
+    SearchOptions,
+    SearchResult,
+    UsageMeter,
+    check_prompts,
+    count_paid,
+)
 from .formats import (
     BatchRecord,
     RecordedSelection,
@@ -107,16 +117,19 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     selection = read_selection(selection_text)
     if result_text is not None and summary.status not in ("running", "interrupted"):
         result = result_from_summary(result_text, results)
-    else:
+    else:  # its usage so far: what its recorded attempts reported (a resume counts the same)
+        reduce = ReduceReport(budget=options.reduce_prompt_budget,
+                              attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else [])
+        meter = UsageMeter()
+        count_paid(meter, results, reduce.attempts)
         result = SearchResult(
             query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
             detail="the run did not finish: its process ended first" if summary.status == "interrupted"
             else "the run is still going",
             summary_count=summary_count, batch_count=summary.batch_count,
-            failed_batch_count=sum(b.status == "failed" for b in results), batches=results,
-            reduce=ReduceReport(budget=options.reduce_prompt_budget,
-                                attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else []),
-            selection=selection.report if selection is not None else None,
+            failed_batch_count=sum(b.status == "failed" for b in results), batches=results, reduce=reduce,
+            selection=selection.report if selection is not None else None, usage_total=meter.total,
+            estimated_prompt_tokens=meter.estimated_prompt_tokens if meter.total is not None else None,
         )
     prompts = recorded_prompts(prompts_text)
     if result.prompts is None and prompts_text is not None:

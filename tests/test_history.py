@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult
+from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult, Usage
 from graphrag_tui.engine.ports import ChatRequest
 from graphrag_tui.engine.prompts import map_skeleton
 from graphrag_tui.engine.tokens import estimate_tokens
@@ -575,6 +575,32 @@ def test_a_recorded_usage_past_what_a_call_can_have_is_one_line(tmp_path: Path, 
     db.close()
     (batch, *_) = [b for b in RunHistory(path).load("aaaaaaaa0001").result.batches if b.index == 1]
     assert batch.attempts[0].usage is not None and batch.attempts[0].usage.prompt_tokens == 2**53
+
+
+def test_a_runs_usage_total_may_pass_what_one_call_can_have(tmp_path: Path) -> None:
+    """Calls of 2**52 tokens each are allowed, so their sum passes 2**53: such a run was
+    recorded and then could not be read (show, export, rerun, resume)."""
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET result = json_set(result, '$.usage_total', json(?))",
+               (json.dumps({"prompt_tokens": 2**54, "total_tokens": 2**54}),))
+    db.commit()
+    db.close()
+    assert RunHistory(path).load("aaaaaaaa0001").result.usage_total == Usage(prompt_tokens=2**54, total_tokens=2**54)
+
+
+@pytest.mark.parametrize("edit", [
+    ("$.usage_total", {"prompt_tokens": -1}), ("$.cost", {"input": -1e300, "output": 0, "cached": 0, "total": 0}),
+    ("$.estimated_prompt_tokens", -5), ("$.failed_batch_count", -3), ("$.batch_count", -1),
+])
+def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: Path, edit: tuple[str, Any]) -> None:
+    path = old_file(tmp_path / "history.db")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET result = json_set(result, ?, json(?))", (edit[0], json.dumps(edit[1])))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: [^\n]+$"):
+        RunHistory(path).load("aaaaaaaa0001")
 
 
 @pytest.mark.parametrize("selection", [

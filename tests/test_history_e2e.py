@@ -582,6 +582,10 @@ def damaged_result() -> str:
     # `runs list --json` printed NaN and Infinity, which JSON does not have
     pytest.param("UPDATE runs SET usage_total = '{\"prompt_tokens\": NaN, \"cost\": Infinity}'",
                  [("runs", "--json"), ("runs", "show", "{id}", "--json")], id="nan-usage"),
+    # one past a float printed Infinity; a text, a negative or a boolean count was listed as it was
+    *(pytest.param(f"UPDATE runs SET usage_total = '{{\"prompt_tokens\": {count}}}'",
+                   [("runs", "--json"), ("runs", "show", "{id}", "--json")], id=f"usage-{name}")
+      for name, count in (("1e400", "1e400"), ("text", '\"abc\"'), ("negative", "-5"), ("boolean", "true"))),
     # SQL of the file's own that runs as it is read or written: 2.2 GB to list the runs
     pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS (hex(zeroblob(1000)))", [("runs",), ("runs", "delete", "{id}")],
                  id="generated-column"),

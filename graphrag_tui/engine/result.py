@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeInt
 
 from .batcher import PartRef
 from .ports import ErrorKind
 from .prompts import Prompts
 from .selection import SelectionReport
-from .usage import Cost, Usage
+from .usage import CallUsage, Cost, Usage
 
 Status = Literal["completed", "partial", "no_results", "failed", "cancelled"]
 Decision = Literal["selected", "over_budget", "zero_usefulness"]
@@ -40,7 +40,7 @@ class Attempt(BaseModel):
     #: 64 KiB of it (RAW_RESPONSE_CAP), cut at a character boundary.
     raw_response_bytes: int | None = None
     #: What the server said this call used (None: it did not say).
-    usage: Usage | None = None
+    usage: CallUsage | None = None
 
 
 class BatchResult(BaseModel):
@@ -85,9 +85,9 @@ class SearchResult(BaseModel):
     error: str | None = None
     #: Why a run ended without an answer (no_results, cancelled), in words.
     detail: str | None = None
-    summary_count: int
-    batch_count: int
-    failed_batch_count: int = 0
+    summary_count: NonNegativeInt
+    batch_count: NonNegativeInt
+    failed_batch_count: NonNegativeInt = 0
     batches: list[BatchResult] = []
     reduce: ReduceReport
     selected_map_answers: list[SelectedAnswer] = []
@@ -95,7 +95,7 @@ class SearchResult(BaseModel):
     #: no server reported usage.
     usage_total: Usage | None = None
     #: The estimated prompt tokens of the same calls, to set beside usage_total.prompt_tokens.
-    estimated_prompt_tokens: int | None = None
+    estimated_prompt_tokens: NonNegativeInt | None = None
     #: usage_total priced by the `[prices."model"]` table; None without one.
     cost: Cost | None = None
     #: The prompts the run was sent: the templates and the answer's form (None: a run

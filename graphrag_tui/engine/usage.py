@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 #: Prices are given in dollars per this many tokens.
 PRICE_UNIT = 1_000_000
@@ -15,14 +15,14 @@ PRICE_UNIT = 1_000_000
 
 #: The most tokens one call's count is believed to be (a server's, or one a history recorded).
 MAX_COUNT = 2**53
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+Count = Annotated[int, Field(ge=0, strict=True)]
 
 
 class Usage(BaseModel):
     """Token counts as the server gave them. `cached_tokens` are part of `prompt_tokens`
     (OpenAI's `prompt_tokens_details.cached_tokens`); `total_tokens` is the server's own
-    total (prompt + completion when it gave none). A call's counts are whole numbers from 0
-    to MAX_COUNT; a sum of them may go past it."""
+    total (prompt + completion when it gave none). Counts are whole numbers from 0, a
+    call's at most MAX_COUNT (`CallUsage`); a sum of them may go past it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -39,6 +39,16 @@ class Usage(BaseModel):
             total_tokens=self.total_tokens + other.total_tokens,
         )
 
+
+def _one_call(usage: Usage) -> Usage:
+    if max(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, usage.total_tokens) > MAX_COUNT:
+        raise ValueError(f"a call's usage counts more than {MAX_COUNT} tokens")
+    return usage
+
+
+#: One call's usage, checked as it is read (a history's record of it).
+CallUsage = Annotated[Usage, AfterValidator(_one_call)]
+Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 #: Dollars per million tokens no model costs: a larger price (1e300) made a run's cost infinite,
 #: which its JSON cannot hold.
@@ -63,10 +73,10 @@ class Cost(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    input: float
-    output: float
-    cached: float
-    total: float
+    input: Dollars
+    output: Dollars
+    cached: Dollars
+    total: Dollars
     currency: str = "USD"
 
 

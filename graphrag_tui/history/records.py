@@ -8,13 +8,13 @@ run's result again, or its prompts, is imported when a run is read whole."""
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..engine import Usage
 from ..errors import InputError
 from ..safe_text import one_line
 from ..url_mask import mask_urls
@@ -101,12 +101,8 @@ def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     return RunSummary(
         # a recorded URL is masked as it is recorded; one written otherwise is masked here
         run_id, parent, started, finished, question, mask_urls(store), namespace, _level(level), model, status,
-        batch_count, failed, json.loads(usage, parse_constant=_not_json) if usage else None,
+        batch_count, failed, Usage.model_validate_json(usage).model_dump() if usage else None,
     )
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"a recorded usage holds {constant}, which JSON does not have")
 
 
 def _utf8_or_replaced(data: bytes) -> str:

@@ -268,6 +268,52 @@ def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(
                               "nothing to send again (--all sends every batch)\n")
 
 
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_a_stopped_rerun_keeps_what_it_kept_and_its_resume_counts_only_its_own_calls(
+        store: Path, history: Path, stop: signal.Signals) -> None:
+    """The kept batches were committed only with the next batch to finish: a rerun killed
+    -9 while its one call was in flight had lost them, and its resume paid for all 8 again.
+    A resume of a rerun (killed or cancelled) also counted the kept batches' usage (paid by
+    the parent) as its own, toward --max-cost too; and a resumed run kept listing the usage
+    of its first end."""
+    with ScriptedChatServer(UsageServer(fail={"ns/3"})) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+    assert (parent.json["status"], parent.json["usage_total"]["prompt_tokens"]) == ("partial", 7 * 100 + 50)
+    held = UsageServer(hold={"ns/3"})
+    with ScriptedChatServer(held) as server:
+        rerun = subprocess.Popen(
+            [EXECUTABLE, "rerun", parent.json["run_id"], "--json", "--history", str(history), "--base-url", server.base_url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: len(maps(server)) == 1)  # ns/3, in flight
+            rerun.send_signal(stop)
+            rerun.communicate(timeout=20)
+        finally:
+            held.release.set()
+            if rerun.poll() is None:
+                rerun.kill()
+    (child_id,) = [r for (r,) in rows(history, "SELECT run_id FROM runs WHERE parent_run_id IS NOT NULL")]
+    shown = cli(history, "runs", "show", child_id, "--json").json
+    failed = [i for i, b in enumerate(parent.json["batches"]) if b["status"] == "failed"]
+    assert [b["status"] for b in shown["batches"]] == [
+        "cancelled" if i in failed else b["status"] for i, b in enumerate(parent.json["batches"])]
+    assert [b for i, b in enumerate(shown["batches"]) if i not in failed] == [
+        b for i, b in enumerate(parent.json["batches"]) if i not in failed]
+    assert (shown["status"], shown["usage_total"]) == (  # it paid for nothing that ended
+        "interrupted" if stop == signal.SIGKILL else "cancelled", None)
+    config = history.parent / "prices.toml"
+    config.write_text('[prices."m1"]\ninput = 1000.0\noutput = 0.0\n', encoding="utf-8")
+    with ScriptedChatServer(UsageServer()) as server:  # 0.1 $ its Map call, 0.05 $ its Reduce
+        resumed = cli(history, "resume", child_id, "--json", "--base-url", server.base_url, "--config", str(config),
+                      "--max-cost", "0.3")
+        assert [community_of(r) for r in maps(server)] == ["ns/3"]
+    assert (resumed.code, resumed.json["status"]) == (0, "completed"), resumed.stderr
+    assert resumed.json["usage_total"]["prompt_tokens"] == 100 + 50
+    listed = {r["run_id"]: r["usage_total"] for r in cli(history, "runs", "--json").json["runs"]}
+    assert listed[child_id] == resumed.json["usage_total"]
+
+
 def test_rerun_on_another_model_records_which_model_answered_each_batch(store: Path, history: Path) -> None:
     """The key comes from the recorded variable's name, read again; no key is ever stored."""
     failing = {"ns/3"}

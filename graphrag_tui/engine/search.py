@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -65,8 +65,9 @@ class GlobalSearch:
     `prior`: batches already finished (a re-run keeps its parent's answers, a resume what
     finished before): they are kept as given, only the others are sent, and Reduce ranks
     them all together. `prior_paid`: the prior batches were paid for in this same run (a
-    resume), so their usage counts toward its totals and its cost limit; a re-run's parent
-    paid for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
+    resume), so their usage counts toward its totals and its cost limit, but for
+    `prior_unpaid` (a resumed re-run's batches kept from its parent); a re-run's parent paid
+    for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
     it sends again (each went on after them when the run stopped): they stay first in the
     batch's attempts, and count as paid with `prior_paid`; `earlier_reduce_attempts` the
     same for its Reduce call.
@@ -95,6 +96,7 @@ class GlobalSearch:
         max_cost: float | None = None,
         prior: Mapping[int, BatchResult] | None = None,
         prior_paid: bool = False,
+        prior_unpaid: Collection[int] = (),
         earlier_attempts: Mapping[int, Sequence[Attempt]] | None = None,
         earlier_reduce_attempts: Sequence[Attempt] = (),
         selection: SelectionReport | None = None,
@@ -133,7 +135,7 @@ class GlobalSearch:
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget,
                                    attempts=[attempt.model_copy(deep=True) for attempt in earlier_reduce_attempts])
         if prior_paid:
-            count_paid(self.meter, self.batches, self.reduce.attempts)
+            count_paid(self.meter, [b for b in self.batches if b.index not in prior_unpaid], self.reduce.attempts)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.selected: list[SelectedAnswer] = []
 

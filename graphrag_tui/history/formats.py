@@ -247,17 +247,19 @@ _ATTEMPT_FIELDS = tuple(Attempt.model_fields)
 
 
 def records_packed(
-    batches: Sequence[BatchResult], models: Sequence[str | None]
+    batches: Sequence[BatchResult], models: Sequence[str | None], *, kept: bool = False
 ) -> tuple[str | bytes, list[int], list[str]]:
     """A group of batch records, with its batches' indexes and statuses: each batch's
     answer, usefulness, status and attempts, and the model that answered it (an index into
     the group's model names). A batch that goes on after failed attempts is recorded with
-    those attempts and status `cancelled`."""
+    those attempts and status `cancelled`. `kept`: batches a re-run keeps from its parent,
+    which paid for them (the group says so)."""
     recorded = _fields(batches, (*_RECORDED, "attempts"))
     attempts = recorded.pop("attempts")
     names = {name: position for position, name in enumerate(dict.fromkeys(models))}
     flat = list(chain.from_iterable(attempts))
     packed = pack_utf8(columns_json({
+        **({"kept": True} if kept else {}),
         "model_names": list(names),
         **_table({"models": list(map(names.__getitem__, models)), **recorded,
                   "attempt_counts": list(map(len, attempts))}, len(batches)),
@@ -288,6 +290,8 @@ class BatchRecord(NamedTuple):
     fields: dict[str, Any]
     #: The hash an earlier version's row recorded (None: the plan's).
     content_sha256: str | None = None
+    #: Kept by a re-run from its parent, which paid for it.
+    kept: bool = False
 
 
 def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
@@ -296,7 +300,7 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     _column = _Columns()
     for packed in groups:
         group = recorded_json(unpack_text(packed))
-        names, rows = group["model_names"], group.get("count")
+        names, rows, kept = group["model_names"], group.get("count"), group.get("kept") is True
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
         for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row
@@ -304,7 +308,8 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
                 raise ValueError(f"a batch record names model {position!r}, which its group does not have")
             model = names[position]
             fields = {"index": index, "status": status, "answer": answer, "usefulness": usefulness, "attempts": attempts}
-            found[index] = BatchRecord(status if status in ("succeeded", "failed") else "pending", model, fields)
+            found[index] = BatchRecord(status if status in ("succeeded", "failed") else "pending", model, fields,
+                                       kept=kept)
     return found
 
 

@@ -168,16 +168,17 @@ class RunRecorder:
         answered); `selection`: formats.selection_json."""
         connection = connect(path, check_same_thread=False)
         try:
+            recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept)
             with errors_named(path), _first_commit(connection):
-                # the plan with the row: the run's end writes only what the run added
+                # the plan with the row, and the batches a re-run keeps: the run's end writes
+                # only what the run added, and a kill -9 before then loses none of them
                 packed = None if planned is None else _plan_columns(plan, planned)
-                run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
+                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
+                if planned is not None:
+                    recorder._write_kept(connection)
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, metadata.model_name, resumed=False, kept=kept)
-        if planned is not None:
-            recorder._add_unwritten(recorder._kept.values())
         return recorder
 
     @classmethod
@@ -195,8 +196,9 @@ class RunRecorder:
             with errors_named(path), _first_commit(connection):
                 _claim(connection, run_id)
                 connection.execute(
-                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, reduce_attempts = ? "
-                    "WHERE run_id = ?",
+                    # (its usage is listed again once it ends: the list does not read records)
+                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = NULL, "
+                    "reduce_attempts = ? WHERE run_id = ?",
                     (this_process(), attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
                 )
         except BaseException:
@@ -365,11 +367,17 @@ class RunRecorder:
         except Exception as error:  # a bug here must cost the record, never the run
             self.error = f"run history {self.path}: internal error: {type(error).__name__}: {error}"
 
-    def _flush_group(self, connection: sqlite3.Connection) -> None:
+    def _write_kept(self, connection: sqlite3.Connection) -> None:
+        """The batches a re-run keeps, in a group of their own that says so (their parent
+        paid for them: a resume of the re-run does not count them)."""
+        self._add_unwritten(self._kept.values())
+        self._flush_group(connection, kept=True)
+
+    def _flush_group(self, connection: sqlite3.Connection, *, kept: bool = False) -> None:
         group, models = self._group, self._models
         if not group:
             return
-        records, indexes, statuses = records_packed(group, models)
+        records, indexes, statuses = records_packed(group, models, kept=kept)
         group.clear()  # in place: `_write` holds them
         models.clear()
         if "cancelled" in statuses:  # a batch that goes on after failed attempts is not finished
@@ -408,7 +416,7 @@ class RunRecorder:
         _write_plan_columns(connection, self.run_id, _plan_columns(plan, planned))
         connection.execute("UPDATE runs SET summary_count = ?, batch_count = ? WHERE run_id = ?",
                            (plan.summary_count, len(plan.batches), self.run_id))
-        self._add_unwritten(self._kept.values())
+        self._write_kept(connection)
 
     def _add_rating(self, connection: sqlite3.Connection, rating: Rating) -> None:
         self._ratings.append(rating)

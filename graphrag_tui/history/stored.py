@@ -46,6 +46,8 @@ class RecordedBatch:
     #: The model that answered it (None: never sent).
     model: str | None
     result: BatchResult
+    #: Kept by a re-run from its parent, which paid for it.
+    kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         if record is None:  # never finished: as planned
             return RecordedBatch(index, planned[index].content_sha256, "pending", None, planned_batch(index, planned[index]))
         digest = record.content_sha256 or planned[index].content_sha256
-        return RecordedBatch(index, digest, record.status, record.model, batch_from_record(index, record, planned))
+        return RecordedBatch(index, digest, record.status, record.model, batch_from_record(index, record, planned),
+                             record.kept)
 
     batches = tuple(batch(index) for index in range(len(planned) if planned else len(records)))
     results = [b.result for b in batches]
@@ -121,7 +124,7 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         reduce = ReduceReport(budget=options.reduce_prompt_budget,
                               attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else [])
         meter = UsageMeter()
-        count_paid(meter, results, reduce.attempts)
+        count_paid(meter, [b.result for b in batches if not b.kept], reduce.attempts)
         result = SearchResult(
             query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
             detail="the run did not finish: its process ended first" if summary.status == "interrupted"

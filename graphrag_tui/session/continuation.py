@@ -126,6 +126,7 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     plan = run.prepare(request_of(stored))
     _check_store(stored, plan, replan_hint=False)
     run.prior = {b.index: (b.result, b.model) for b in stored.batches if b.status != "pending"}
+    run.prior_unpaid = {b.index for b in stored.batches if b.kept}
     run.earlier_attempts = {b.index: b.result.attempts for b in stored.batches if b.status == "pending"
                             and b.result.attempts}
     run.earlier_reduce_attempts = list(stored.result.reduce.attempts)  # (a run cancelled while it Reduced)

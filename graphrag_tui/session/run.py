@@ -112,6 +112,8 @@ class RunSession:
         self.resume_run_id: str | None = None
         #: Batches kept from before (index -> (result, the model that answered it)).
         self.prior: dict[int, tuple[BatchResult, str | None]] = {}
+        #: A resumed re-run's batches kept from its parent (paid for by the parent, not this run).
+        self.prior_unpaid: set[int] = set()
         #: A resume's attempts of batches it sends again (index -> attempts, paid for before).
         self.earlier_attempts: dict[int, list[Attempt]] = {}
         self.earlier_reduce_attempts: list[Attempt] = []
@@ -199,6 +201,7 @@ class RunSession:
             max_cost=max_cost,
             prior={index: batch for index, (batch, _) in self.prior.items()},
             prior_paid=self.resume_run_id is not None,
+            prior_unpaid=self.prior_unpaid,
             earlier_attempts=self.earlier_attempts,
             earlier_reduce_attempts=self.earlier_reduce_attempts,
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,

@@ -590,13 +590,15 @@ def test_a_runs_usage_total_may_pass_what_one_call_can_have(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("edit", [
-    ("$.usage_total", {"prompt_tokens": -1}), ("$.cost", {"input": -1e300, "output": 0, "cached": 0, "total": 0}),
-    ("$.estimated_prompt_tokens", -5), ("$.failed_batch_count", -3), ("$.batch_count", -1),
+    ("runs", "$.usage_total", {"prompt_tokens": -1}),
+    ("runs", "$.cost", {"input": -1e300, "output": 0, "cached": 0, "total": 0}),
+    ("runs", "$.estimated_prompt_tokens", -5), ("runs", "$.failed_batch_count", -3), ("runs", "$.batch_count", -1),
+    ("runs", "$.reduce.prompt_tokens", -10**12), ("batches", "$.prompt_tokens", -10**12),
 ])
-def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: Path, edit: tuple[str, Any]) -> None:
+def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: Path, edit: tuple[str, str, Any]) -> None:
     path = old_file(tmp_path / "history.db")
     db = sqlite3.connect(path)
-    db.execute("UPDATE runs SET result = json_set(result, ?, json(?))", (edit[0], json.dumps(edit[1])))
+    db.execute(f"UPDATE {edit[0]} SET result = json_set(result, ?, json(?))", (edit[1], json.dumps(edit[2])))
     db.commit()
     db.close()
     with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: [^\n]+$"):

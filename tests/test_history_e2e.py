@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from graphrag_tui.history import SCHEMA_VERSION
+from graphrag_tui.history.texts import pack_utf8, unpack_text
 from tests.chat_server import (
     Received,
     Reply,
@@ -632,6 +633,10 @@ def damaged_result() -> str:
     *(pytest.param(f"UPDATE runs SET usage_total = '{{\"prompt_tokens\": {count}}}'",
                    [("runs", "--json"), ("runs", "show", "{id}", "--json")], id=f"usage-{name}")
       for name, count in (("1e400", "1e400"), ("text", '\"abc\"'), ("negative", "-5"), ("boolean", "true"))),
+    # an object without the counts was listed as zeros
+    *(pytest.param(f"UPDATE runs SET usage_total = '{usage}'", [("runs", "--json")], id=f"usage-{name}")
+      for name, usage in (("empty", "{}"), ("extra", '{"prompt_tokens": 5, "completion_tokens": 0, "cached_tokens": 0, '
+                                                      '"total_tokens": 5, "bogus": 1}'))),
     # SQL of the file's own that runs as it is read or written: 2.2 GB to list the runs
     pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS (hex(zeroblob(1000)))", [("runs",), ("runs", "delete", "{id}")],
                  id="generated-column"),
@@ -743,6 +748,28 @@ def test_columns_a_file_added_to_run_plans_do_not_hide_the_runs_own(store: Path,
     shown = cli(history, "runs", "show", run.json["run_id"], "--json")
     assert shown.code == 0, shown.stderr
     assert shown.json == run.json
+
+
+@pytest.mark.parametrize("kept", [True, 1, "yes", None])
+def test_a_kept_mark_on_a_run_that_kept_nothing_is_one_line(store: Path, history: Path, kept: Any) -> None:
+    """Batches marked kept (from a re-run's parent) are not counted as the run's spending: on
+    a run with no parent, the mark would hide what it paid, from --max-cost too."""
+    with ScriptedChatServer(UsageServer()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    for seq, records in db.execute("SELECT seq, records FROM batch_records").fetchall():
+        group = json.loads(unpack_text(records))
+        db.execute("UPDATE batch_records SET records = ? WHERE seq = ?",
+                   (pack_utf8(json.dumps({"kept": kept, **group}).encode()), seq))
+    db.commit()
+    db.close()
+    shown = cli(history, "runs", "show", run.json["run_id"], "--json")
+    assert (shown.code, shown.stdout) == (2, "")
+    why = (f"run {run.json['run_id']} has batches kept from a parent run, and no parent run" if kept is True else
+           f"a group of batch records says it was kept with {str(kept)!r}, not true or false")
+    assert shown.stderr == (f"graphrag-tui: error: run history {history}: run {run.json['run_id']} cannot be read: "
+                            f"{why}\n")
 
 
 def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:

@@ -47,7 +47,7 @@ class BatchResult(BaseModel):
     index: int
     community_ids: tuple[str, ...]
     parts: tuple[PartRef, ...]
-    prompt_tokens: int
+    prompt_tokens: NonNegativeInt
     attempts: list[Attempt] = []
     usefulness: int | float | None = None
     answer: str | None = None
@@ -64,7 +64,7 @@ class ReduceCandidate(BaseModel):
 
 class ReduceReport(BaseModel):
     candidates: list[ReduceCandidate] = []
-    prompt_tokens: int | None = None
+    prompt_tokens: NonNegativeInt | None = None
     budget: int
     attempts: list[Attempt] = []
 

@@ -300,7 +300,9 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     _column = _Columns()
     for packed in groups:
         group = recorded_json(unpack_text(packed))
-        names, rows, kept = group["model_names"], group.get("count"), group.get("kept") is True
+        names, rows, kept = group["model_names"], group.get("count"), group.get("kept", False)
+        if type(kept) is not bool:
+            raise ValueError(f"a group of batch records says it was kept with {str(kept)[:40]!r}, not true or false")
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
         for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row

@@ -8,13 +8,13 @@ run's result again, or its prompts, is imported when a run is read whole."""
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..engine import Usage
 from ..errors import InputError
 from ..safe_text import one_line
 from ..url_mask import mask_urls
@@ -101,8 +101,21 @@ def summary_of(row: sqlite3.Row | tuple[Any, ...]) -> RunSummary:
     return RunSummary(
         # a recorded URL is masked as it is recorded; one written otherwise is masked here
         run_id, parent, started, finished, question, mask_urls(store), namespace, _level(level), model, status,
-        batch_count, failed, Usage.model_validate_json(usage).model_dump() if usage else None,
+        batch_count, failed, _usage(usage) if usage else None,
     )
+
+
+_USAGE_KEYS = {"prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens"}
+
+
+def _usage(text: str) -> dict[str, int]:
+    """A finished run's recorded usage: its four counts, whole numbers from 0 (read without
+    the engine's models, which `runs list` does not load)."""
+    found = json.loads(text)
+    if not (isinstance(found, dict) and found.keys() == _USAGE_KEYS
+            and all(type(count) is int and count >= 0 for count in found.values())):
+        raise ValueError(f"a recorded usage is not its four counts of tokens: {text[:80]!r}")
+    return found
 
 
 def _utf8_or_replaced(data: bytes) -> str:

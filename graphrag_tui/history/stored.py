@@ -116,6 +116,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
                              record.kept)
 
     batches = tuple(batch(index) for index in range(len(planned) if planned else len(records)))
+    if summary.parent_run_id is None and any(b.kept for b in batches):  # (its usage would not be counted)
+        raise ValueError(f"run {run_id} has batches kept from a parent run, and no parent run")
     results = [b.result for b in batches]
     selection = read_selection(selection_text)
     if result_text is not None and summary.status not in ("running", "interrupted"):

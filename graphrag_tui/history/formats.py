@@ -381,7 +381,7 @@ def result_from_summary(text: str | bytes, batches: Sequence[BatchResult]) -> Se
     """The result again. A summary from version 4 has its candidates' usefulness and the
     selected answers; one from an earlier version has its candidates whole."""
     fields = recorded_json(unpack_text(text))
-    # (models already: taken as they are; dumping them to validate again held the GIL 0.8 s for 20,000)
+    # (models already, taken as they are: dumping them to validate them again doubled the read of 20,000)
     fields["batches"] = list(batches)
     columns = fields.pop("reduce_candidates", None)
     if columns is not None:

@@ -168,7 +168,7 @@ class RunRecorder:
         answered); `selection`: formats.selection_json."""
         connection = connect(path, check_same_thread=False)
         try:
-            recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept)
+            recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept)  # (its id below)
             with errors_named(path), _first_commit(connection):
                 # the plan with the row, and the batches a re-run keeps: the run's end writes
                 # only what the run added, and a kill -9 before then loses none of them

@@ -22,6 +22,7 @@ from .engine import (
     plan_search,
 )
 from .engine.selection import SelectionNode, SelectionOptions, SelectionReport, at_least_rank, rollup
+from .engine.selection_stage import check_rating_room
 from .errors import InputError
 from .store import CommunityStore
 
@@ -137,5 +138,7 @@ def prepare_selected_plan(
     query = normalize_query(query)
     chosen, chosen_levels = _scope(store, namespace, level)
     selected = select_communities(store, chosen, level, chosen_levels, selection)
+    if selected.nodes is not None:
+        check_rating_room(query, prompts, options.map_budget)
     plan = _plan(store, query, chosen, selected.level, options, seed, shuffle, prompts, selected.ids)
     return plan, selected

@@ -306,6 +306,15 @@ def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
     assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: --level does not apply to --select "
                                                   "dynamic: it rates from the shallowest level down (--max-level bounds "
                                                   "how deep it rates a whole level)\n")
+    # a budget whose rating prompt cannot carry one character of a community: every rating
+    # call was paid for with the community's text cut to nothing
+    with ScriptedChatServer(RatingServer()) as server:
+        run = run_cli("query", str(store), QUESTION, "--no-config", "--no-history", "--select", "dynamic",
+                      "--base-url", server.base_url, "--model", "m", "--map-budget", "150", "--map-reserve", "0")
+        assert server.chat_requests() == []
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", "graphrag-tui: error: the map prompt budget (150 tokens) cannot fit dynamic selection's rating prompt "
+               "with even one character of a community (156 tokens without one): raise --map-budget\n")
 
 
 def test_selection_from_the_config_file_and_the_environment(tmp_path: Path) -> None:

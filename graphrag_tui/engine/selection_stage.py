@@ -17,6 +17,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
+from ..errors import InputError
 from .events import CommunityRated
 from .failures import for_log, internal_error
 from .ports import ChatRequest
@@ -34,6 +35,23 @@ log = logging.getLogger("graphrag_tui.engine")
 RATE_MAX_TOKENS = 256
 #: What a vote counts as when its reply could not be used.
 FAILED_VOTE = 1
+
+
+def _rating_prompt_sizes(query: str, prompts: Prompts) -> tuple[TextSize, int]:
+    """A rating prompt's size without the community's text, and how many times it holds it."""
+    empty = TextSize.of(prompt_text(rate_messages(query, "", prompts)))
+    return empty, TextSize.of(prompt_text(rate_messages(query, "x", prompts))).ascii - empty.ascii
+
+
+def check_rating_room(query: str, prompts: Prompts, budget: int) -> None:
+    """A budget whose rating prompt cannot carry one character of a community is refused
+    before any call: each rating would be paid for with the community's text cut to nothing."""
+    empty, uses = _rating_prompt_sizes(query, prompts)
+    if tokens_of(empty.ascii + uses, empty.other) > budget:
+        raise InputError(
+            f"the map prompt budget ({budget} tokens) cannot fit dynamic selection's rating prompt with even one "
+            f"character of a community ({tokens_of(empty.ascii, empty.other)} tokens without one): raise --map-budget"
+        )
 
 
 class DynamicSelection:
@@ -182,8 +200,7 @@ class DynamicSelection:
         budget = self.budget
         if budget is None:
             return text
-        empty = TextSize.of(prompt_text(rate_messages(self.query, "", self.prompts)))
-        uses = TextSize.of(prompt_text(rate_messages(self.query, "x", self.prompts))).ascii - empty.ascii
+        empty, uses = _rating_prompt_sizes(self.query, self.prompts)
 
         def fits(length: int) -> bool:
             size = TextSize.of(text[:length])

@@ -437,11 +437,11 @@ async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> 
 # -- compare --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("chunk", [1, 500])
-async def test_compare_two_runs(store: Path, history: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(With chunks of one row the tables fill over several turns of the event loop, as a
-    20,000-batch comparison's do.)"""
-    monkeypatch.setattr("graphrag_tui.tui.screens.compare.FILL_CHUNK", chunk)
+@pytest.mark.parametrize("fill_slice", [0.0, 0.05])
+async def test_compare_two_runs(store: Path, history: Path, fill_slice: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(With no time for rows between turns the tables fill over several turns of the event
+    loop, a row each, as a 20,000-batch comparison's do.)"""
+    monkeypatch.setattr("graphrag_tui.tui.screens.compare.FILL_SLICE", fill_slice)
     script = partial_script()
     with ScriptedChatServer(script) as server:
         app = make_app(store, server.base_url, history=history)

@@ -111,12 +111,17 @@ def batch_rows(history: Path, run_id: str) -> dict[int, str]:
     return {i: r.status for i, r in sorted(read_records(groups).items()) if r.status != "pending"}
 
 
-def start_query(store: Path, history: Path, base_url: str, *extra: str) -> subprocess.Popen[str]:
+def start_cli(history: Path, *args: str) -> subprocess.Popen[str]:
+    """The CLI started on `history`, left running (to be stopped by a signal)."""
     return subprocess.Popen(
-        [EXECUTABLE, "query", str(store), QUESTION, "--base-url", base_url, "--model", "m1", *ONE_EACH, "--json",
-         "--concurrency", "1", "--history", str(history), *extra],
+        [EXECUTABLE, *args, "--history", str(history)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL,
     )
+
+
+def start_query(store: Path, history: Path, base_url: str, *extra: str) -> subprocess.Popen[str]:
+    return start_cli(history, "query", str(store), QUESTION, "--base-url", base_url, "--model", "m1", *ONE_EACH,
+                     "--json", "--concurrency", "1", *extra)
 
 
 def wait_for(check: Any, timeout: float = 30.0) -> Any:
@@ -283,9 +288,7 @@ def test_a_stopped_rerun_keeps_what_it_kept_and_its_resume_counts_only_its_own_c
     assert (parent.json["status"], parent.json["usage_total"]["prompt_tokens"]) == ("partial", 7 * 100 + 50)
     held = UsageServer(hold={"ns/3"})
     with ScriptedChatServer(held) as server:
-        rerun = subprocess.Popen(
-            [EXECUTABLE, "rerun", parent.json["run_id"], "--json", "--history", str(history), "--base-url", server.base_url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+        rerun = start_cli(history, "rerun", parent.json["run_id"], "--json", "--base-url", server.base_url)
         try:
             wait_for(lambda: len(maps(server)) == 1)  # ns/3, in flight
             rerun.send_signal(stop)
@@ -1172,9 +1175,7 @@ def test_a_resume_killed_before_its_reduce_failed_keeps_the_attempts_from_before
     run_id = json.loads(out)["run_id"]
     held = ReduceHeld()
     with ScriptedChatServer(held) as server:
-        resume = subprocess.Popen(
-            [EXECUTABLE, "resume", run_id, "--json", "--history", str(history), "--base-url", server.base_url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+        resume = start_cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
         with killed_with_9(resume, held):
             wait_for(lambda: held.reduces == 1)  # the resume's Reduce call is in flight
     before = [("invalid_json", "reply is not valid JSON: 'not JSON at all'"), (None, "cancelled")]

@@ -132,6 +132,47 @@ def test_a_recorders_commits_after_its_first_are_synced(tmp_path: Path) -> None:
     assert seen == [2, 2]  # FULL
 
 
+def test_the_last_commit_of_a_short_run_is_synced_by_the_thread_that_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ends within the flush interval commits its records without waiting for the
+    disk; the thread that closes its connection syncs the WAL. With another connection open
+    on the history (the app and a CLI at once), closing leaves the WAL unsynced and in place,
+    so that thread syncs it itself; alone, closing checkpoints (syncing) and deletes it."""
+    from graphrag_tui.history import recorder
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    store, history = _store(tmp_path), tmp_path / "h.db"
+
+    def six_batch_run() -> RunSession:
+        with CommunityStore.open(store) as opened:
+            run = RunSession(opened, history=history)
+            run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0,
+                                                                            concurrency=1), None, shuffle=False))
+            asyncio.run(run.run(SlowModel(0), timeout=10))
+        recorder._wait_for_closing()
+        return run
+
+    six_batch_run()  # (the history made)
+    other = sqlite3.connect(history)
+    other.execute("SELECT count(*) FROM runs").fetchone()  # (its read opens the WAL)
+    run = six_batch_run()
+    assert synced == [f"{history.resolve()}-wal"]
+    assert other.execute("SELECT status, succeeded_batch_count FROM runs WHERE run_id = ?",
+                         (run.run_id,)).fetchone() == ("completed", 6)
+    other.close()
+    synced.clear()
+    six_batch_run()
+    assert (synced, Path(f"{history}-wal").exists()) == ([], False)
+
+
 def test_a_runs_later_commits_do_not_write_its_contents_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SQLite writes a whole row again when any of its columns changes, and every commit of
     a run updates its row (its counts of batches): with the contents in that row, each commit

@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import os
 import queue
 import sqlite3
 import threading
@@ -283,9 +284,9 @@ class RunRecorder:
             self._done = True
             if self._thread is None:  # a run that ended within an interval: written here, now
                 try:
-                    self._write(self._arrived())
-                finally:  # closing checkpoints the WAL, which the run need not wait for
-                    _close_in_background(self._connection)
+                    self._write(self._arrived(), synced=False)
+                finally:  # closing checkpoints the WAL, and syncs it, which the run need not wait for
+                    _close_in_background(self._connection, os.path.realpath(self.path) + "-wal")
                 return
         self._closing.set()
         self._wake.set()
@@ -338,11 +339,14 @@ class RunRecorder:
             self._written.set()
             _close_quietly(self._connection)
 
-    def _write(self, items: list[BatchResult | tuple[Any, ...]]) -> None:
-        """One transaction: the items in order, their batches in one group of records."""
+    def _write(self, items: list[BatchResult | tuple[Any, ...]], *, synced: bool = True) -> None:
+        """One transaction: the items in order, their batches in one group of records.
+        `synced` False: its commit does not wait for the disk (the connection's closing syncs it)."""
         if self.error is not None:
             return
         try:
+            if not synced:
+                self._connection.execute("PRAGMA synchronous = NORMAL")
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
                        "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes,
                        "reduce": self._write_reduce_attempts}
@@ -502,17 +506,27 @@ def _first_commit(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection
 _CLOSING: set[threading.Thread] = set()
 
 
-def _close_in_background(connection: sqlite3.Connection) -> None:
-    thread = threading.Thread(target=_close_quietly, args=(connection,), daemon=True)
+def _close_in_background(connection: sqlite3.Connection, wal: str) -> None:
+    thread = threading.Thread(target=_close_quietly, args=(connection, wal), daemon=True)
     _CLOSING.add(thread)
     thread.start()
 
 
-def _close_quietly(connection: sqlite3.Connection) -> None:
-    """Closes a connection on a thread of its own, where an error would print a traceback."""
+def _close_quietly(connection: sqlite3.Connection, wal: str | None = None) -> None:
+    """Closes a connection on a thread of its own, where an error would print a traceback;
+    then syncs its WAL file `wal`, whose last commit did not wait for the disk, if the close
+    left it there (the last connection's close checkpoints the WAL, syncing it, and deletes
+    it; with others open, it stays unsynced)."""
     try:
         with contextlib.suppress(sqlite3.Error):
             connection.close()
+        if wal is not None:
+            with contextlib.suppress(OSError):
+                descriptor = os.open(wal, os.O_RDONLY)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
     finally:
         _CLOSING.discard(threading.current_thread())
 

@@ -56,9 +56,9 @@ def recorder_cpu() -> list[float]:
     spent: list[float] = []
     write, start = RunRecorder._write, RunRecorder.start.__func__
 
-    def timed_write(self: RunRecorder, items: list) -> None:
+    def timed_write(self: RunRecorder, items: list, **kwargs: bool) -> None:
         begun = time.thread_time()
-        write(self, items)
+        write(self, items, **kwargs)
         spent.append(time.thread_time() - begun)
 
     def timed_start(cls: type[RunRecorder], *args: object, **kwargs: object) -> RunRecorder:

@@ -775,6 +775,32 @@ def test_a_kept_mark_on_a_run_that_kept_nothing_is_one_line(store: Path, history
                             f"{why}\n")
 
 
+def test_a_kept_mark_on_a_reruns_own_group_is_one_line(store: Path, history: Path) -> None:
+    """A re-run's kept batches are its first group, written as it starts; a later group is
+    what it paid for, and a kept mark there would hide that from a resume's --max-cost."""
+    with ScriptedChatServer(Server(fail={"ns/2", "ns/5"})) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        server.script = Server()
+        child = cli(history, "rerun", parent.json["run_id"], "--failed", "--json")
+    assert child.code == 0, child.stderr
+    child_id = child.json["run_id"]
+    groups = rows(history, "SELECT seq, records FROM batch_records WHERE run_id = ? ORDER BY seq", child_id)
+    assert [json.loads(unpack_text(records)).get("kept") for _, records in groups] == [True, None]
+    db = sqlite3.connect(history)
+    seq, records = groups[1]
+    db.execute("UPDATE batch_records SET records = ? WHERE run_id = ? AND seq = ?",
+               (pack_utf8(json.dumps({"kept": True, **json.loads(unpack_text(records))}).encode()), child_id, seq))
+    db.commit()
+    db.close()
+    for command in (["runs", "show", child_id, "--json"], ["resume", child_id, "--json"]):
+        refused = cli(history, *command)
+        assert (refused.code, refused.stdout) == (2, ""), refused.stderr
+        assert refused.stderr == (
+            f"graphrag-tui: error: run history {history}: run {child_id} cannot be read: a group of batch records after "
+            "the run's first says it was kept from a parent run: only the first, written as the run started, can be\n")
+
+
 def test_a_history_of_a_negative_version_is_a_warning_and_the_run_goes_on(store: Path, history: Path) -> None:
     history.parent.mkdir(parents=True)
     with sqlite3.connect(history) as db:

@@ -295,14 +295,18 @@ class BatchRecord(NamedTuple):
 
 
 def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
-    """Each batch's latest record, from the groups in the order they were written."""
+    """Each batch's latest record, from the groups in the order they were written (a re-run's
+    batches kept from its parent are its first group, marked so)."""
     found: dict[int, BatchRecord] = {}
     _column = _Columns()
-    for packed in groups:
+    for position, packed in enumerate(groups):
         group = recorded_json(unpack_text(packed))
         names, rows, kept = group["model_names"], group.get("count"), group.get("kept", False)
         if type(kept) is not bool:
             raise ValueError(f"a group of batch records says it was kept with {str(kept)[:40]!r}, not true or false")
+        if kept and position:  # (a later group is what the run paid for: the mark would hide it)
+            raise ValueError("a group of batch records after the run's first says it was kept from a parent run: "
+                             "only the first, written as the run started, can be")
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
         for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row

@@ -138,7 +138,8 @@ def test_the_last_commit_of_a_short_run_is_synced_by_the_thread_that_closes_it(
     """A run that ends within the flush interval commits its records without waiting for the
     disk; the thread that closes its connection syncs the WAL. With another connection open
     on the history (the app and a CLI at once), closing leaves the WAL unsynced and in place,
-    so that thread syncs it itself; alone, closing checkpoints (syncing) and deletes it."""
+    so that thread syncs it itself (named after the file a link to the history leads to, as
+    SQLite names it); alone, closing checkpoints (syncing) and deletes it."""
     from graphrag_tui.history import recorder
 
     synced: list[str] = []
@@ -149,27 +150,28 @@ def test_the_last_commit_of_a_short_run_is_synced_by_the_thread_that_closes_it(
         real_fsync(descriptor)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    store, history = _store(tmp_path), tmp_path / "h.db"
+    store, history, link = _store(tmp_path), tmp_path / "h.db", tmp_path / "link.db"
 
-    def six_batch_run() -> RunSession:
+    def six_batch_run(path: Path) -> RunSession:
         with CommunityStore.open(store) as opened:
-            run = RunSession(opened, history=history)
+            run = RunSession(opened, history=path)
             run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0,
                                                                             concurrency=1), None, shuffle=False))
             asyncio.run(run.run(SlowModel(0), timeout=10))
         recorder._wait_for_closing()
         return run
 
-    six_batch_run()  # (the history made)
+    six_batch_run(history)  # (the history made)
+    link.symlink_to(history)
     other = sqlite3.connect(history)
     other.execute("SELECT count(*) FROM runs").fetchone()  # (its read opens the WAL)
-    run = six_batch_run()
+    run = six_batch_run(link)
     assert synced == [f"{history.resolve()}-wal"]
     assert other.execute("SELECT status, succeeded_batch_count FROM runs WHERE run_id = ?",
                          (run.run_id,)).fetchone() == ("completed", 6)
     other.close()
     synced.clear()
-    six_batch_run()
+    six_batch_run(history)
     assert (synced, Path(f"{history}-wal").exists()) == ([], False)
 
 

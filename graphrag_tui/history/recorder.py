@@ -286,7 +286,7 @@ class RunRecorder:
                 try:
                     self._write(self._arrived(), synced=False)
                 finally:  # closing checkpoints the WAL, and syncs it, which the run need not wait for
-                    _close_in_background(self._connection, os.path.realpath(self.path) + "-wal")
+                    _close_in_background(self._connection, self.path)
                 return
         self._closing.set()
         self._wake.set()
@@ -506,23 +506,23 @@ def _first_commit(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection
 _CLOSING: set[threading.Thread] = set()
 
 
-def _close_in_background(connection: sqlite3.Connection, wal: str) -> None:
-    thread = threading.Thread(target=_close_quietly, args=(connection, wal), daemon=True)
+def _close_in_background(connection: sqlite3.Connection, unsynced: Path) -> None:
+    thread = threading.Thread(target=_close_quietly, args=(connection, unsynced), daemon=True)
     _CLOSING.add(thread)
     thread.start()
 
 
-def _close_quietly(connection: sqlite3.Connection, wal: str | None = None) -> None:
-    """Closes a connection on a thread of its own, where an error would print a traceback;
-    then syncs its WAL file `wal`, whose last commit did not wait for the disk, if the close
-    left it there (the last connection's close checkpoints the WAL, syncing it, and deletes
-    it; with others open, it stays unsynced)."""
+def _close_quietly(connection: sqlite3.Connection, unsynced: Path | None = None) -> None:
+    """Closes a connection on a thread of its own, where an error would print a traceback.
+    `unsynced`: its history, whose last commit did not wait for the disk: the WAL is synced
+    if the close left it there (the last connection's close checkpoints the WAL, syncing it,
+    and deletes it; with others open, it stays as it was)."""
     try:
         with contextlib.suppress(sqlite3.Error):
             connection.close()
-        if wal is not None:
-            with contextlib.suppress(OSError):
-                descriptor = os.open(wal, os.O_RDONLY)
+        if unsynced is not None:
+            with contextlib.suppress(OSError):  # (SQLite names the WAL after the file a link leads to)
+                descriptor = os.open(os.path.realpath(unsynced) + "-wal", os.O_RDONLY)
                 try:
                     os.fsync(descriptor)
                 finally:

@@ -906,6 +906,63 @@ class UsageServer(Server):
         return Reply(completion(body, usage=usage(100, 10)), gate=reply.gate)
 
 
+class FirstReplyUnusable(UsageServer):
+    """As UsageServer; the first Map reply for each of `retried` is not JSON (its usage is
+    still reported), so that batch is paid for twice."""
+
+    def __init__(self, retried: set[str], **script: Any) -> None:
+        super().__init__(**script)
+        self.retried = set(retried)
+
+    def __call__(self, request: Received) -> Reply:
+        if request.stage == "map" and community_of(request) in self.retried:
+            self.retried.discard(community_of(request))
+            return Reply(completion("not json", usage=usage(100, 10)))
+        return super().__call__(request)
+
+
+def tokens(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "cached_tokens": 0,
+            "total_tokens": prompt + completion}
+
+
+def test_a_run_lists_what_it_paid_for_while_it_goes_after_a_kill_and_across_resumes(store: Path, history: Path) -> None:
+    """The list showed a run's usage only once it ended: an interrupted run, and a resume
+    until it ended, listed none. Each commit now adds what its attempts reported (a retried
+    batch's first attempt once), a resume starts from what was paid before, and the run's end
+    lists the result's usage."""
+    _, order = uninterrupted(store)
+
+    def listed(run_id: str) -> tuple[str, Any]:
+        return {r["run_id"]: (r["status"], r["usage_total"]) for r in cli(history, "runs", "--json").json["runs"]}[run_id]
+
+    def killed_after(process: subprocess.Popen[str], script: Server, committed: int, calls: int) -> str:
+        """The run's id, killed -9 once `committed` batches are, `calls` Map calls paid for."""
+        with killed_with_9(process, script):
+            run_id = wait_for(lambda: only_run(history))
+            wait_for(lambda: len(batch_rows(history, run_id)) == committed)
+            assert listed(run_id) == ("running", tokens(100 * calls, 10 * calls))
+        return run_id
+
+    first = FirstReplyUnusable({order[0]}, hold={order[3]})
+    with ScriptedChatServer(first) as server:
+        run_id = killed_after(start_query(store, history, server.base_url), first, 3, 4)
+    assert listed(run_id) == ("interrupted", tokens(400, 40))
+    assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == tokens(400, 40)
+
+    second = FirstReplyUnusable({order[5]}, hold={order[6]})
+    with ScriptedChatServer(second) as server:
+        resume = start_cli(history, "resume", run_id, "--json", "--base-url", server.base_url)  # (one at a time)
+        assert killed_after(resume, second, 6, 4 + 4) == run_id  # four calls before it, four its own
+    assert listed(run_id) == ("interrupted", tokens(800, 80))
+    assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == tokens(800, 80)
+
+    with ScriptedChatServer(UsageServer()) as server:
+        resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
+    assert (resumed.code, resumed.json["usage_total"]) == (0, tokens(800 + 200 + 50, 80 + 20 + 5)), resumed.stderr
+    assert listed(run_id) == ("completed", resumed.json["usage_total"])
+
+
 def test_the_history_lists_the_runs_usage_and_a_rerun_takes_rate_limits_and_prices_as_query_does(
     store: Path, history: Path, tmp_path: Path
 ) -> None:

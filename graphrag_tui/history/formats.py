@@ -248,8 +248,9 @@ _ATTEMPT_FIELDS = tuple(Attempt.model_fields)
 
 def records_packed(
     batches: Sequence[BatchResult], models: Sequence[str | None], *, kept: bool = False
-) -> tuple[str | bytes, list[int], list[str]]:
-    """A group of batch records, with its batches' indexes and statuses: each batch's
+) -> tuple[str | bytes, list[int], list[str], list[Any]]:
+    """A group of batch records, with its batches' indexes and statuses and its attempts'
+    usage (None where a server reported none): each batch's
     answer, usefulness, status and attempts, and the model that answered it (an index into
     the group's model names). A batch that goes on after failed attempts is recorded with
     those attempts and status `cancelled`. `kept`: batches a re-run keeps from its parent,
@@ -258,14 +259,15 @@ def records_packed(
     attempts = recorded.pop("attempts")
     names = {name: position for position, name in enumerate(dict.fromkeys(models))}
     flat = list(chain.from_iterable(attempts))
+    attempt_fields = _fields(flat, _ATTEMPT_FIELDS)
     packed = pack_utf8(columns_json({
         **({"kept": True} if kept else {}),
         "model_names": list(names),
         **_table({"models": list(map(names.__getitem__, models)), **recorded,
                   "attempt_counts": list(map(len, attempts))}, len(batches)),
-        "attempts": _table(_fields(flat, _ATTEMPT_FIELDS), len(flat)),
+        "attempts": _table(attempt_fields, len(flat)),
     }))
-    return packed, recorded["index"], recorded["status"]
+    return packed, recorded["index"], recorded["status"], attempt_fields["usage"]
 
 
 def _fields(models: Sequence[Any], names: Sequence[str]) -> dict[str, list[Any]]:

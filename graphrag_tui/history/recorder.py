@@ -39,7 +39,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, map_messages
+from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, Usage, map_messages
 from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
@@ -95,6 +95,10 @@ def usage_total(result: SearchResult) -> str | None:
     return json.dumps(usage.model_dump(mode="json") if hasattr(usage, "model_dump") else usage)
 
 
+def _usage_json(usage: Usage | None) -> str | None:
+    return None if usage is None else json.dumps(usage.model_dump(mode="json"))
+
+
 class RunRecorder:
     """One run's recording. `start` (or `resume`) writes its row; `planned` (at once, or
     once dynamic selection has chosen), `batch_finished`, `attempt_failed` and `finish`
@@ -103,7 +107,8 @@ class RunRecorder:
 
     def __init__(
         self, path: Path, connection: sqlite3.Connection, run_id: str, model: str | None, *, resumed: bool,
-        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
+        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None, paid: Usage | None = None,
+        counted: Mapping[int, int] | None = None, reduce_counted: int = 0,
     ) -> None:
         self.path, self.run_id = path, run_id
         #: The model that answers this run's batches.
@@ -122,6 +127,12 @@ class RunRecorder:
         #: The votes so far of the communities being rated (each until its rating).
         self._votes: dict[str, list[Vote | None]] = {}
         self._ratings_unwritten = False
+        #: What the run's recorded attempts reported so far (listed while it goes), and how many
+        #: of each batch's attempts and of Reduce's are in it (a later record repeats a batch's
+        #: earlier attempts; a resume's, those paid for before it).
+        self._paid = paid
+        self._counted: dict[int, int] = dict(counted or {})
+        self._reduce_counted = reduce_counted
         self._seq = 0  # the next group's
         self._connection = connection
         # The records' reference to their run is checked once per transaction (`_write`).
@@ -185,27 +196,30 @@ class RunRecorder:
     @classmethod
     def resume(
         cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
-        reduce_attempts: Sequence[Attempt] = (),
+        reduce_attempts: Sequence[Attempt] = (), paid: Usage | None = None, counted: Mapping[int, int] | None = None,
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
         None: by dynamic selection, later). `reduce_attempts`: Reduce's attempts before
         (a run cancelled while it Reduced has them in its result, which a run that goes on
-        does not read): they stay recorded if this process dies before Reduce adds one."""
+        does not read): they stay recorded if this process dies before Reduce adds one.
+        `paid`: the run's usage before; `counted`: the attempts before of the batches it
+        sends again (index -> how many), which that usage holds."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection):
                 _claim(connection, run_id)
                 connection.execute(
-                    # (its usage is listed again once it ends: the list does not read records)
-                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = NULL, "
+                    "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = ?, "
                     "reduce_attempts = ? WHERE run_id = ?",
-                    (this_process(), attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
+                    (this_process(), _usage_json(paid), attempts_packed(reduce_attempts) if reduce_attempts else None,
+                     run_id),
                 )
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, model, resumed=True)
+        recorder = cls(path, connection, run_id, model, resumed=True, paid=paid, counted=counted,
+                       reduce_counted=len(reduce_attempts))
         if planned is not None:
             recorder.planned(plan, planned)
         return recorder
@@ -381,7 +395,9 @@ class RunRecorder:
         group, models = self._group, self._models
         if not group:
             return
-        records, indexes, statuses = records_packed(group, models, kept=kept)
+        records, indexes, statuses, usages = records_packed(group, models, kept=kept)
+        if not kept and usages.count(None) != len(usages):  # (its parent paid for what a re-run kept)
+            self._add_paid(connection, group)
         group.clear()  # in place: `_write` holds them
         models.clear()
         if "cancelled" in statuses:  # a batch that goes on after failed attempts is not finished
@@ -448,6 +464,25 @@ class RunRecorder:
     def _write_reduce_attempts(self, connection: sqlite3.Connection, attempts: list[Attempt]) -> None:
         connection.execute("UPDATE runs SET reduce_attempts = ? WHERE run_id = ?",
                            (attempts_packed(attempts), self.run_id))
+        added, self._reduce_counted = attempts[self._reduce_counted:], len(attempts)
+        self._count(connection, added)
+
+    def _add_paid(self, connection: sqlite3.Connection, batches: Sequence[BatchResult]) -> None:
+        """The usage of the batches' attempts not yet counted."""
+        added: list[Attempt] = []
+        for batch in batches:
+            added += batch.attempts[self._counted.get(batch.index, 0):]
+            self._counted[batch.index] = len(batch.attempts)
+        self._count(connection, added)
+
+    def _count(self, connection: sqlite3.Connection, attempts: Sequence[Attempt]) -> None:
+        """Adds the attempts' usage to the run's, listed while it goes (its end lists the result's)."""
+        paid = self._paid
+        for usage in (a.usage for a in attempts if a.usage is not None):
+            paid = usage if paid is None else paid + usage
+        if paid is not self._paid:
+            self._paid = paid
+            connection.execute("UPDATE runs SET usage_total = ? WHERE run_id = ?", (_usage_json(paid), self.run_id))
 
     def _add_unwritten(self, batches: Iterable[tuple[BatchResult, str | None]]) -> None:
         """Finished batches, each with the model that answered it, whose record may be

@@ -130,6 +130,7 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     run.earlier_attempts = {b.index: b.result.attempts for b in stored.batches if b.status == "pending"
                             and b.result.attempts}
     run.earlier_reduce_attempts = list(stored.result.reduce.attempts)  # (a run cancelled while it Reduced)
+    run.earlier_usage = stored.result.usage_total
     _check_prompts(history, stored, plan)
     run.resume_run_id = stored.run_id
     run.parent_run_id = stored.summary.parent_run_id

@@ -37,6 +37,7 @@ from ..engine import (
     Prices,
     Prompts,
     SearchPlan,
+    Usage,
     utc_now,
 )
 from ..engine.events import CommunityRated, Event, Planned
@@ -117,6 +118,8 @@ class RunSession:
         #: A resume's attempts of batches it sends again (index -> attempts, paid for before).
         self.earlier_attempts: dict[int, list[Attempt]] = {}
         self.earlier_reduce_attempts: list[Attempt] = []
+        #: A resume's usage before (what the run lists as paid for until its calls add to it).
+        self.earlier_usage: Usage | None = None
         self.started_at: str | None = None
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
@@ -264,8 +267,10 @@ class RunSession:
         planned = None if dynamic else self.search.batches  # dynamic: once the model has rated
         try:
             if self.resume_run_id is not None:
-                self._recorder = RunRecorder.resume(self.history, self.resume_run_id, self.plan, planned,
-                                                    self._model_name, self.earlier_reduce_attempts)
+                self._recorder = RunRecorder.resume(
+                    self.history, self.resume_run_id, self.plan, planned, self._model_name,
+                    self.earlier_reduce_attempts, self.earlier_usage,
+                    {index: len(attempts) for index, attempts in self.earlier_attempts.items()})
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(

@@ -88,13 +88,6 @@ def messages_json(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) 
     return json.dumps([m.model_dump() for m in map_messages(query, content, prompts)], ensure_ascii=False)
 
 
-def usage_total(result: SearchResult) -> str | None:
-    usage = getattr(result, "usage_total", None)
-    if usage is None:
-        return None
-    return json.dumps(usage.model_dump(mode="json") if hasattr(usage, "model_dump") else usage)
-
-
 def _usage_json(usage: Usage | None) -> str | None:
     return None if usage is None else json.dumps(usage.model_dump(mode="json"))
 
@@ -507,8 +500,8 @@ class RunRecorder:
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
             "owner = NULL, reduce_attempts = NULL WHERE run_id = ?",
-            (result.status, finished_at, result.failed_batch_count, result_summary(result), usage_total(result),
-             self.run_id),
+            (result.status, finished_at, result.failed_batch_count, result_summary(result),
+             _usage_json(result.usage_total), self.run_id),
         )
 
     def _write_abandon(

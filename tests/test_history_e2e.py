@@ -1274,6 +1274,9 @@ def test_a_resume_killed_before_its_reduce_failed_keeps_the_attempts_from_before
     assert resumed.code == 0, resumed.stderr
     assert [(a["error_kind"], a["error"]) for a in resumed.json["reduce"]["attempts"]] == [*before, (None, None)]
     assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
+    # the estimate of the same prompts: each batch's once, the Reduce prompt for its two paid attempts
+    assert resumed.json["estimated_prompt_tokens"] == (
+        sum(b["prompt_tokens"] for b in resumed.json["batches"]) + 2 * resumed.json["reduce"]["prompt_tokens"])
 
 
 def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_killed_while_it_reduced(store: Path, history: Path) -> None:
@@ -1296,4 +1299,6 @@ def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_killed_while_it_reduce
     assert [r.stage for r in server.chat_requests()] == ["reduce"]
     assert [a["error_kind"] for a in resumed.json["reduce"]["attempts"]] == ["invalid_json", None]
     assert resumed.json["usage_total"]["prompt_tokens"] == 5000 + 8 * 100 + 50
+    assert resumed.json["estimated_prompt_tokens"] == (
+        sum(b["prompt_tokens"] for b in resumed.json["batches"]) + 2 * resumed.json["reduce"]["prompt_tokens"])
     assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == resumed.json["usage_total"]

@@ -70,7 +70,8 @@ class GlobalSearch:
     for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
     it sends again (each went on after them when the run stopped): they stay first in the
     batch's attempts, and count as paid with `prior_paid`; `earlier_reduce_attempts` the
-    same for its Reduce call.
+    same for its Reduce call (their prompt was this run's Reduce prompt: Reduce starts only
+    once every batch has ended, and a resume sends none of them again).
 
     `selection`: how the plan's communities were chosen (recorded in the result). With
     `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
@@ -134,8 +135,11 @@ class GlobalSearch:
                 self.batches[index].attempts = [attempt.model_copy(deep=True) for attempt in attempts]
         self.reduce = ReduceReport(budget=plan.options.reduce_prompt_budget,
                                    attempts=[attempt.model_copy(deep=True) for attempt in earlier_reduce_attempts])
+        #: The earlier Reduce attempts counted as paid, whose prompt's estimate is known once Reduce's is.
+        self._unestimated_reduce_attempts = 0
         if prior_paid:
             count_paid(self.meter, [b for b in self.batches if b.index not in prior_unpaid], self.reduce.attempts)
+            self._unestimated_reduce_attempts = sum(a.usage is not None for a in self.reduce.attempts)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.selected: list[SelectedAnswer] = []
 
@@ -228,6 +232,8 @@ class GlobalSearch:
                 "no_results", detail=f"no Map answer fits the reduce prompt budget ({self.reduce.budget} tokens)"
             )
         request = stage.request(selected, content)
+        self.meter.estimated_prompt_tokens += request.prompt_tokens * self._unestimated_reduce_attempts
+        self._unestimated_reduce_attempts = 0
         try:
             answer = await self._unless_cancelled(stage.answer(request))
         except _Cancelled:

@@ -232,7 +232,7 @@ class GlobalSearch:
                 "no_results", detail=f"no Map answer fits the reduce prompt budget ({self.reduce.budget} tokens)"
             )
         request = stage.request(selected, content)
-        self.meter.estimated_prompt_tokens += request.prompt_tokens * self._unestimated_reduce_attempts
+        self.meter.estimated_prompt_tokens += (request.prompt_tokens or 0) * self._unestimated_reduce_attempts
         self._unestimated_reduce_attempts = 0
         try:
             answer = await self._unless_cancelled(stage.answer(request))

@@ -654,6 +654,16 @@ def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: P
     '{"options": {}, "report": null, "ratings": {"ns/0": 3}}', '{"options": {}, "report": null, "ratings": [{}]}',
     '{"options": {}, "report": null, "votes": ["ns/0"]}', '{"options": {}, "report": null, "votes": {"ns/0": 3}}',
     '{"options": {}, "report": null, "votes": {"ns/0": [{"rating": "five"}]}}',
+    *(f'{{"options": {{}}, "report": null, "ratings_paid": {paid}}}' for paid in (
+        "5", '{"usage": {"prompt_tokens": 1}}', '{"usage": {"prompt_tokens": 1}, "estimated_prompt_tokens": 0}',
+        '{"usage": {"prompt_tokens": -1, "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}, '
+        '"estimated_prompt_tokens": 0}',
+        '{"usage": {"prompt_tokens": 9223372036854775808, "completion_tokens": 0, "cached_tokens": 0, '
+        '"total_tokens": 0}, "estimated_prompt_tokens": 0}',
+        '{"usage": {"prompt_tokens": "1", "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}, '
+        '"estimated_prompt_tokens": 0}',
+        '{"usage": {"prompt_tokens": 1, "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}, '
+        '"estimated_prompt_tokens": true}')),
 ])
 def test_a_damaged_selection_is_one_line(tmp_path: Path, selection: str) -> None:
     path = old_file(tmp_path / "history.db")

@@ -49,16 +49,30 @@ def walk_store(path: Path) -> Path:
     ])
 
 
+#: What each call reports it used with `RatingServer(paid=True)`, by stage.
+PAID = {"rate": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+        "map": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
+        "reduce": {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}}
+
+
 class RatingServer:
     """Rates by the rule (or by `votes`: a community's replies in order, served call by call);
-    Map and Reduce answer plainly. Counts the rating calls per community text."""
+    Map and Reduce answer plainly. Counts the rating calls per community text. With `paid`,
+    each reply reports the usage PAID gives its stage."""
 
-    def __init__(self, votes: dict[str, list[Reply]] | None = None) -> None:
+    def __init__(self, votes: dict[str, list[Reply]] | None = None, *, paid: bool = False) -> None:
         self.votes = votes or {}
         self.calls: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.paid = paid
 
     def __call__(self, request: Received) -> Reply:
+        reply = self._reply(request)
+        if self.paid and isinstance(reply.body, dict):
+            return Reply({**reply.body, "usage": PAID[request.stage]}, gate=reply.gate)
+        return reply
+
+    def _reply(self, request: Received) -> Reply:
         if request.stage == "reduce":
             return reduce_reply("Marley's ghost.")
         if request.stage == "map":
@@ -394,21 +408,23 @@ WALK_RATINGS = [("ns/a", 3, [3]), ("ns/b", 0, [0]), ("ns/a1", 3, [3]), ("ns/a2",
 class HeldServer(RatingServer):
     """RatingServer, but the calls `held` picks wait for `release`."""
 
-    def __init__(self, held: Callable[[Received], bool], votes: dict[str, list[Reply]] | None = None) -> None:
-        super().__init__(votes)
+    def __init__(self, held: Callable[[Received], bool], votes: dict[str, list[Reply]] | None = None, *,
+                 paid: bool = False) -> None:
+        super().__init__(votes, paid=paid)
         self.held, self.release = held, threading.Event()
 
-    def __call__(self, request: Received) -> Reply:
+    def _reply(self, request: Received) -> Reply:
         if self.held(request):
             return Reply(completion(json.dumps({"answer": "late", "usefulness": 5})), gate=self.release)
-        return super().__call__(request)
+        return super()._reply(request)
 
 
 def killed_run(store: Path, history: Path, held: Callable[[Received], bool], ready: Callable[[], bool], *flags: str,
-               signal_number: int = signal.SIGKILL, votes: dict[str, list[Reply]] | None = None) -> tuple[str, Any]:
+               signal_number: int = signal.SIGKILL, votes: dict[str, list[Reply]] | None = None,
+               paid: bool = False) -> tuple[str, Any]:
     """A query stopped by `signal_number` once `ready()` (its held calls in flight); its run
     id, and the server's requests."""
-    script = HeldServer(held, votes)
+    script = HeldServer(held, votes, paid=paid)
     with ScriptedChatServer(script) as server:
         process = subprocess.Popen(
             [EXECUTABLE, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m", "--no-config",
@@ -446,8 +462,8 @@ def recorded_votes(history: Path) -> dict[str, list[int | None]]:
     return {cid: [None if v is None else v["rating"] for v in cast] for cid, cast in votes.items()}
 
 
-def resumed(history: Path, run_id: str) -> tuple[Any, list[Received]]:
-    with ScriptedChatServer(RatingServer()) as server:
+def resumed(history: Path, run_id: str, *, paid: bool = False) -> tuple[Any, list[Received]]:
+    with ScriptedChatServer(RatingServer(paid=paid)) as server:
         run = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url, "--json")
         requests = server.chat_requests()
     assert run.code == 0, run.stderr
@@ -536,6 +552,43 @@ def test_a_selection_run_killed_during_map_resumes_its_own_communities(
     assert [r.stage for r in sent] == ["map"] * result["batch_count"] + ["reduce"]  # nothing rated again
     assert (result["run_id"], result["status"]) == (run_id, "completed")
     assert result["selection"] == shown["selection"] and mapped(result) == sorted(selected)
+
+
+@pytest.mark.parametrize(("stop", "rated_before"), [("kill", 3), ("interrupt", 3), ("kill during map", 6)])
+def test_the_rating_calls_a_run_paid_for_count_in_its_usage_while_it_goes_and_across_a_resume(
+        tmp_path: Path, stop: str, rated_before: int) -> None:
+    """A rating call is paid for like a Map call: a run stopped while the model rates (or
+    after, during Map) lists what its ratings reported so far, and its resume, which does
+    not ask them again, counts them: its usage and its estimate are an uninterrupted run's."""
+    store, history = walk_store(tmp_path / "walk.db"), tmp_path / "history.db"
+    with ScriptedChatServer(RatingServer(paid=True)) as server:
+        whole, events = query(store, server, tmp_path, "--select", "dynamic")
+    estimates = [e["estimated_prompt_tokens"] for e in events if e["type"] == "usage"]
+    assert [e.get("community_id") for e in events if e["type"] == "usage"] == [
+        "ns/a", "ns/b", "ns/a1", "ns/a2", "ns/a1x", "ns/a1y", None, None]
+    assert whole["usage_total"] == {"prompt_tokens": 1160, "completion_tokens": 31, "cached_tokens": 0,
+                                    "total_tokens": 1191}
+    assert whole["estimated_prompt_tokens"] == sum(estimates)
+    if stop == "kill during map":
+        held, ready = (lambda r: r.stage == "map"), (lambda: rows(history, "SELECT count(*) FROM run_plans") == [(1,)])
+    else:
+        fog = "Fog fills the street."  # ns/a2, in flight when the run stops
+        held = lambda r: r.stage == "rate" and fog in r.rated_text  # noqa: E731
+        ready = lambda: recorded_ratings(history) == ["ns/a", "ns/b", "ns/a1"]  # noqa: E731
+    run_id, _ = killed_run(store, history, held, ready, "--select", "dynamic", paid=True,
+                           signal_number=signal.SIGINT if stop == "interrupt" else signal.SIGKILL)
+    paid_before = {"prompt_tokens": 10 * rated_before, "completion_tokens": rated_before, "cached_tokens": 0,
+                   "total_tokens": 11 * rated_before}
+    (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
+    shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json
+    assert listed["usage_total"] == shown["usage_total"] == paid_before
+    assert shown["estimated_prompt_tokens"] == sum(estimates[:rated_before])
+    result, sent = resumed(history, run_id, paid=True)
+    assert len(sent) == 6 - rated_before + 2  # the ratings not made before, Map, Reduce
+    assert (result["status"], result["usage_total"], result["estimated_prompt_tokens"]) == (
+        "completed", whole["usage_total"], whole["estimated_prompt_tokens"])
+    (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
+    assert listed["usage_total"] == whole["usage_total"]
 
 
 def sha256_of(path: Path) -> str:

@@ -25,7 +25,7 @@ from .retry import LongResponseHook, ModelCaller
 from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, Vote, at_least_rank
 from .selection_stage import DynamicSelection
 from .throttle import Throttle
-from .usage import Prices, UsageMeter
+from .usage import Prices, Usage, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -77,8 +77,9 @@ class GlobalSearch:
     `dynamic` (the communities of the namespace to rate, and `replan`, which plans the
     chosen ones), the run first rates communities with the model (selection_stage.py) and
     Maps what it kept: `plan` is then only the question, namespace and options.
-    `known_ratings`: ratings a resumed run made before it stopped, not asked again (their
-    usage was not recorded, so it is not counted again either); `known_votes` and
+    `known_ratings`: ratings a resumed run made before it stopped, not asked again (with
+    `prior_paid`, `earlier_ratings_paid` is what their calls used, and the estimate of
+    their prompts, counted as paid); `known_votes` and
     `on_vote`: the votes of a rating not complete (DynamicSelection)."""
 
     def __init__(
@@ -100,6 +101,7 @@ class GlobalSearch:
         prior_unpaid: Collection[int] = (),
         earlier_attempts: Mapping[int, Sequence[Attempt]] | None = None,
         earlier_reduce_attempts: Sequence[Attempt] = (),
+        earlier_ratings_paid: tuple[Usage, int] | None = None,
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
         known_ratings: Sequence[Rating] = (),
@@ -140,6 +142,8 @@ class GlobalSearch:
         if prior_paid:
             count_paid(self.meter, [b for b in self.batches if b.index not in prior_unpaid], self.reduce.attempts)
             self._unestimated_reduce_attempts = sum(a.usage is not None for a in self.reduce.attempts)
+            if earlier_ratings_paid is not None:
+                self.meter.add(*earlier_ratings_paid)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.selected: list[SelectedAnswer] = []
 

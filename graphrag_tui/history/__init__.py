@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .database import BUSY_TIMEOUT_S, HistoryError
-    from .formats import RecordedSelection, content_hash, selection_json
+    from .formats import RatingsPaid, RecordedSelection, content_hash, selection_json
     from .ids import new_run_id
     from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, messages_json
     from .records import RESUMABLE, RUN_STATUSES, RunHistory, RunSummary, UnknownRun
@@ -28,6 +28,7 @@ _MODULES = {
     "RunMetadata": "recorder",
     "RunRecorder": "recorder",
     "content_hash": "formats",
+    "RatingsPaid": "formats",
     "RecordedSelection": "formats",
     "selection_json": "formats",
     "messages_json": "recorder",
@@ -48,6 +49,7 @@ __all__ = [
     "RUN_STATUSES",
     "SCHEMA_VERSION",
     "HistoryError",
+    "RatingsPaid",
     "RecordedBatch",
     "RecordedSelection",
     "RunHistory",

@@ -21,7 +21,8 @@ object per batch; a column whose rows all hold the same object is written once, 
   and what they chose once its communities are planned (for dynamic selection, after the
   model rated them; until then the ratings so far, and the votes so far of the communities
   being rated), so an interrupted run, which has no result, plans them again as they were,
-  or asks only the ratings and votes it had not.
+  or asks only the ratings and votes it had not; and what its rating calls reported they
+  used (`ratings_paid`, none before this), which a resume counts as paid.
 
 Version 5 wrote the same, with the plan and the result as plain JSON. Version 4 wrote
 them so too, but every column whole, each attempt as an object, and the candidates'
@@ -41,7 +42,7 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
-from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult
+from ..engine import Attempt, BatchResult, MapBatch, PartRef, SearchResult, Usage
 from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from .texts import pack_text, pack_utf8, unpack_text
 
@@ -195,6 +196,14 @@ def read_plan(text: str | bytes | None, contents: str | bytes | None) -> list[Pl
 
 # -- the selection ---------------------------------------------------------------------------
 
+class RatingsPaid(NamedTuple):
+    """What a run's rating calls reported they used, and the estimate of the same prompts:
+    a resume, which does not ask them again, counts them."""
+
+    usage: Usage
+    estimated_prompt_tokens: int
+
+
 class RecordedSelection(NamedTuple):
     """How a run chose its communities (version 7): its options, and what they chose (None:
     dynamic selection that had not planned its communities when the run ended), and until
@@ -205,6 +214,8 @@ class RecordedSelection(NamedTuple):
     ratings: tuple[Rating, ...] = ()
     #: The votes so far of a community not yet rated (None where none was cast).
     votes: Mapping[str, tuple[Vote | None, ...]] = {}
+    #: What its rating calls reported they used so far (None: none did, or recorded before this was).
+    paid: RatingsPaid | None = None
 
 
 def selection_json(options: SelectionOptions, report: SelectionReport | None) -> str:
@@ -212,22 +223,54 @@ def selection_json(options: SelectionOptions, report: SelectionReport | None) ->
                        "report": None if report is None else report.model_dump(mode="json")})
 
 
-def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Sequence[Vote | None]]) -> str:
+def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Sequence[Vote | None]],
+                 paid: RatingsPaid | None) -> str:
     """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far,
-    and the votes so far of the communities not yet rated."""
+    the votes so far of the communities not yet rated, and what the rating calls used so far."""
     found = recorded_json(text)
     found["ratings"] = [rating.model_dump(mode="json") for rating in ratings]
     found["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
+    return _with_paid(found, paid)
+
+
+def with_ratings_paid(text: str, paid: RatingsPaid | None) -> str:
+    """A selection (`selection_json`'s) with what its rating calls used."""
+    return text if paid is None else _with_paid(recorded_json(text), paid)
+
+
+def _with_paid(found: dict[str, Any], paid: RatingsPaid | None) -> str:
+    if paid is not None:
+        found["ratings_paid"] = {"usage": paid.usage.model_dump(mode="json"),
+                                 "estimated_prompt_tokens": paid.estimated_prompt_tokens}
     return json.dumps(found)
+
+
+#: The most a recorded sum of counts may be: a larger one (a damaged or edited file) would
+#: make a run's cost infinite, which its JSON cannot hold.
+_MAX_SUM = 2**63 - 1
+
+
+def _ratings_paid(found: Any) -> RatingsPaid | None:
+    if found is None:
+        return None
+    if not (isinstance(found, dict) and found.keys() == {"usage", "estimated_prompt_tokens"}
+            and isinstance(found["usage"], dict) and found["usage"].keys() == Usage.model_fields.keys()):
+        raise ValueError("the recorded usage of the rating calls is not a usage and an estimate")
+    counts = [*found["usage"].values(), found["estimated_prompt_tokens"]]
+    if not all(type(count) is int and 0 <= count <= _MAX_SUM for count in counts):
+        raise ValueError(f"the recorded usage of the rating calls has a count that is not a whole number from 0 to "
+                         f"{_MAX_SUM}")
+    return RatingsPaid(Usage.model_validate(found["usage"]), found["estimated_prompt_tokens"])
 
 
 def read_selection(text: str | None) -> RecordedSelection | None:
     if text is None:
         return None
     found = recorded_json(text)
-    report = found["report"]
+    report, paid = found["report"], _ratings_paid(found.get("ratings_paid"))
     if report is not None:
-        return RecordedSelection(SelectionOptions.model_validate(found["options"]), SelectionReport.model_validate(report))
+        return RecordedSelection(SelectionOptions.model_validate(found["options"]), SelectionReport.model_validate(report),
+                                 paid=paid)
     ratings, votes = found.get("ratings", []), found.get("votes", {})
     if not isinstance(ratings, list):
         raise ValueError(f"the recorded ratings are not a list ({type(ratings).__name__})")
@@ -235,7 +278,7 @@ def read_selection(text: str | None) -> RecordedSelection | None:
         raise ValueError("the recorded votes are not lists by community")
     return RecordedSelection(
         SelectionOptions.model_validate(found["options"]), None, tuple(map(Rating.model_validate, ratings)),
-        {cid: tuple(None if v is None else Vote.model_validate(v) for v in cast) for cid, cast in votes.items()},
+        {cid: tuple(None if v is None else Vote.model_validate(v) for v in cast) for cid, cast in votes.items()}, paid,
     )
 
 

@@ -44,6 +44,7 @@ from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
 from .formats import (
+    RatingsPaid,
     attempts_packed,
     batch_with_attempts,
     pack_contents,
@@ -52,6 +53,7 @@ from .formats import (
     records_packed,
     result_summary,
     with_ratings,
+    with_ratings_paid,
 )
 from .ids import new_run_id
 from .owner import is_alive, this_process
@@ -101,7 +103,7 @@ class RunRecorder:
     def __init__(
         self, path: Path, connection: sqlite3.Connection, run_id: str, model: str | None, *, resumed: bool,
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None, paid: Usage | None = None,
-        counted: Mapping[int, int] | None = None, reduce_counted: int = 0,
+        counted: Mapping[int, int] | None = None, reduce_counted: int = 0, ratings_paid: RatingsPaid | None = None,
     ) -> None:
         self.path, self.run_id = path, run_id
         #: The model that answers this run's batches.
@@ -120,6 +122,8 @@ class RunRecorder:
         #: The votes so far of the communities being rated (each until its rating).
         self._votes: dict[str, list[Vote | None]] = {}
         self._ratings_unwritten = False
+        #: What dynamic selection's rating calls reported they used (a resume's: before it, too).
+        self._ratings_paid = ratings_paid
         #: What the run's recorded attempts reported so far (listed while it goes), and how many
         #: of each batch's attempts and of Reduce's are in it (a later record repeats a batch's
         #: earlier attempts; a resume's, those paid for before it).
@@ -190,6 +194,7 @@ class RunRecorder:
     def resume(
         cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
         reduce_attempts: Sequence[Attempt] = (), paid: Usage | None = None, counted: Mapping[int, int] | None = None,
+        ratings_paid: RatingsPaid | None = None,
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
@@ -197,7 +202,8 @@ class RunRecorder:
         (a run cancelled while it Reduced has them in its result, which a run that goes on
         does not read): they stay recorded if this process dies before Reduce adds one.
         `paid`: the run's usage before; `counted`: the attempts before of the batches it
-        sends again (index -> how many), which that usage holds."""
+        sends again (index -> how many), and `ratings_paid` what its rating calls used
+        before, which that usage holds."""
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection):
@@ -212,7 +218,7 @@ class RunRecorder:
             connection.close()
             raise
         recorder = cls(path, connection, run_id, model, resumed=True, paid=paid, counted=counted,
-                       reduce_counted=len(reduce_attempts))
+                       reduce_counted=len(reduce_attempts), ratings_paid=ratings_paid)
         if planned is not None:
             recorder.planned(plan, planned)
         return recorder
@@ -259,6 +265,10 @@ class RunRecorder:
     def rated(self, rating: Rating) -> None:
         """Dynamic selection rated a community (a resume asks only the others again)."""
         self._queue.put(("rating", rating))
+
+    def rating_call_paid(self, usage: Usage, estimated_prompt_tokens: int) -> None:
+        """A rating call reported what it used (a resume does not ask it again)."""
+        self._queue.put(("rating_paid", usage, estimated_prompt_tokens))
 
     def voted(self, community_id: str, votes: list[Vote | None]) -> None:
         """The votes so far for a community not yet rated (a resume asks only the others)."""
@@ -356,7 +366,7 @@ class RunRecorder:
                 self._connection.execute("PRAGMA synchronous = NORMAL")
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
                        "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes,
-                       "reduce": self._write_reduce_attempts}
+                       "rating_paid": self._add_rating_paid, "reduce": self._write_reduce_attempts}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
@@ -410,7 +420,8 @@ class RunRecorder:
         self, connection: sqlite3.Connection, plan: SearchPlan, planned: Sequence[BatchResult], selection: str | None
     ) -> None:
         if selection is not None:  # what was chosen: the ratings so far are in it
-            connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?", (selection, self.run_id))
+            connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
+                               (with_ratings_paid(selection, self._ratings_paid), self.run_id))
             self._ratings_unwritten = False
         if self._resumed:  # the finished batches stay; the others start again
             self._seq = connection.execute(
@@ -440,14 +451,21 @@ class RunRecorder:
         self._votes[community_id] = votes
         self._ratings_unwritten = True
 
+    def _add_rating_paid(self, connection: sqlite3.Connection, usage: Usage, estimated_prompt_tokens: int) -> None:
+        paid = self._ratings_paid or RatingsPaid(Usage(), 0)
+        self._ratings_paid = RatingsPaid(paid.usage + usage, paid.estimated_prompt_tokens + estimated_prompt_tokens)
+        self._ratings_unwritten = True
+        self._count(connection, [usage])
+
     def _write_ratings(self, connection: sqlite3.Connection) -> None:
-        """The ratings and votes so far, over the recorded selection's (a resume's engine
-        reports the ratings and votes it had again, so they are whole)."""
+        """The ratings and votes so far, and what their calls used, over the recorded
+        selection's (a resume's engine reports the ratings and votes it had again, so they
+        are whole)."""
         self._ratings_unwritten = False
         (text,) = connection.execute("SELECT selection FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
         if text is not None:
             connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
-                               (with_ratings(text, self._ratings, self._votes), self.run_id))
+                               (with_ratings(text, self._ratings, self._votes, self._ratings_paid), self.run_id))
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record
@@ -458,7 +476,7 @@ class RunRecorder:
         connection.execute("UPDATE runs SET reduce_attempts = ? WHERE run_id = ?",
                            (attempts_packed(attempts), self.run_id))
         added, self._reduce_counted = attempts[self._reduce_counted:], len(attempts)
-        self._count(connection, added)
+        self._count(connection, [a.usage for a in added])
 
     def _add_paid(self, connection: sqlite3.Connection, batches: Sequence[BatchResult]) -> None:
         """The usage of the batches' attempts not yet counted."""
@@ -466,13 +484,14 @@ class RunRecorder:
         for batch in batches:
             added += batch.attempts[self._counted.get(batch.index, 0):]
             self._counted[batch.index] = len(batch.attempts)
-        self._count(connection, added)
+        self._count(connection, [a.usage for a in added])
 
-    def _count(self, connection: sqlite3.Connection, attempts: Sequence[Attempt]) -> None:
-        """Adds the attempts' usage to the run's, listed while it goes (its end lists the result's)."""
+    def _count(self, connection: sqlite3.Connection, usages: Sequence[Usage | None]) -> None:
+        """Adds calls' usage to the run's, listed while it goes (its end lists the result's)."""
         paid = self._paid
-        for usage in (a.usage for a in attempts if a.usage is not None):
-            paid = usage if paid is None else paid + usage
+        for usage in usages:
+            if usage is not None:
+                paid = usage if paid is None else paid + usage
         if paid is not self._paid:
             self._paid = paid
             connection.execute("UPDATE runs SET usage_total = ? WHERE run_id = ?", (_usage_json(paid), self.run_id))

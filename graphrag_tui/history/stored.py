@@ -127,6 +127,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
                               attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else [])
         meter = UsageMeter()
         count_paid(meter, [b.result for b in batches if not b.kept], reduce.attempts)
+        if selection is not None and selection.paid is not None:  # (dynamic selection's rating calls)
+            meter.add(*selection.paid)
         result = SearchResult(
             query=summary.question, namespace=summary.namespace, level=summary.level, seed=seed, status="cancelled",
             detail="the run did not finish: its process ended first" if summary.status == "interrupted"

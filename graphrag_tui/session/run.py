@@ -40,13 +40,13 @@ from ..engine import (
     Usage,
     utc_now,
 )
-from ..engine.events import CommunityRated, Event, Planned
+from ..engine.events import CommunityRated, Event, Planned, UsageReported
 from ..engine.options import SearchOptions
 from ..engine.rate_limits import RateLimits
 from ..engine.result import Attempt, BatchResult, Level, SearchResult
 from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from ..engine.throttle import least_spacing
-from ..history import FLUSH_INTERVAL, HistoryError, RunRecorder, selection_json
+from ..history import FLUSH_INTERVAL, HistoryError, RatingsPaid, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..output_paths import input_named
 from ..planning import Selected, prepare_plan, prepare_selected_plan
@@ -120,6 +120,8 @@ class RunSession:
         self.earlier_reduce_attempts: list[Attempt] = []
         #: A resume's usage before (what the run lists as paid for until its calls add to it).
         self.earlier_usage: Usage | None = None
+        #: What a resumed dynamic selection's rating calls used before (it does not ask them again).
+        self.earlier_ratings_paid: RatingsPaid | None = None
         self.started_at: str | None = None
         self.finished_at: str | None = None
         self.batch_models: list[str | None] = []
@@ -207,6 +209,7 @@ class RunSession:
             prior_unpaid=self.prior_unpaid,
             earlier_attempts=self.earlier_attempts,
             earlier_reduce_attempts=self.earlier_reduce_attempts,
+            earlier_ratings_paid=self.earlier_ratings_paid,
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,
@@ -270,7 +273,8 @@ class RunSession:
                 self._recorder = RunRecorder.resume(
                     self.history, self.resume_run_id, self.plan, planned, self._model_name,
                     self.earlier_reduce_attempts, self.earlier_usage,
-                    {index: len(attempts) for index, attempts in self.earlier_attempts.items()})
+                    {index: len(attempts) for index, attempts in self.earlier_attempts.items()},
+                    self.earlier_ratings_paid)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(
@@ -306,6 +310,8 @@ class RunSession:
                 recorder.rated(Rating(community_id=event.community_id, level=event.level, rating=event.rating,
                                       reason=event.reason, votes=list(event.votes), failed=event.failed,
                                       kept=event.kept))
+            elif type(event) is UsageReported and event.community_id is not None:  # a rating call's
+                recorder.rating_call_paid(event.usage, event.estimated_prompt_tokens or 0)
             elif type(event) is Planned:
                 self._plan_unrecorded = False
                 recorder.planned(search.plan, search.batches, self._selection_record(search.selection))

@@ -583,6 +583,15 @@ def test_the_rating_calls_a_run_paid_for_count_in_its_usage_while_it_goes_and_ac
     shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json
     assert listed["usage_total"] == shown["usage_total"] == paid_before
     assert shown["estimated_prompt_tokens"] == sum(estimates[:rated_before])
+    # at $0.11 a rating call, what the run paid before already reaches a resume's --max-cost
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[prices."m"]\ninput = 10000\noutput = 10000\n', encoding="utf-8")
+    with ScriptedChatServer(RatingServer(paid=True)) as server:
+        capped = run_cli("resume", run_id, "--history", str(history), "--base-url", server.base_url,
+                         "--config", str(prices), "--max-cost", f"{0.11 * rated_before - 0.01:.2f}", "--json")
+        assert server.chat_requests() == []
+    assert (capped.code, capped.json["status"], capped.json["cost"]["total"]) == (
+        130, "cancelled", round(0.11 * rated_before, 9))
     result, sent = resumed(history, run_id, paid=True)
     assert len(sent) == 6 - rated_before + 2  # the ratings not made before, Map, Reduce
     assert (result["status"], result["usage_total"], result["estimated_prompt_tokens"]) == (

@@ -5,6 +5,7 @@ list's highlighted entry, a field's value, or the text a scrolled pane shows."""
 
 from __future__ import annotations
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TextArea
@@ -12,6 +13,14 @@ from textual.widgets import DataTable, Input, Markdown, OptionList, Static, Text
 
 def _plain(value: object) -> str:
     return getattr(value, "plain", None) or str(value)
+
+
+def _shown_text(widget: Static | Markdown) -> str:
+    if isinstance(widget, Markdown):
+        return widget.source
+    if isinstance(widget.content, RichMarkdown):  # (compare's answers) its source, as Markdown's
+        return widget.content.markup
+    return _plain(widget.render())
 
 
 def _by_kind(widget: Widget) -> tuple[str, str] | None:
@@ -30,11 +39,8 @@ def _by_kind(widget: Widget) -> tuple[str, str] | None:
     if isinstance(widget, Input):
         return "field", widget.value
     if isinstance(widget, ScrollableContainer):
-        texts = [
-            child.source if isinstance(child, Markdown) else _plain(child.render())
-            for child in widget.query("Static, Markdown")
-            if child.display and isinstance(child, (Static, Markdown))
-        ]
+        texts = [_shown_text(child) for child in widget.query("Static, Markdown")
+                 if child.display and isinstance(child, (Static, Markdown))]
         return "text", "\n\n".join(t for t in texts if t.strip())
     return None
 

@@ -1,6 +1,6 @@
 """How long the Runs screen takes to list a large history, and the compare view to open.
 
-    python tests/benchmarks/runs_screen_timing.py [RUNS]
+    python -m tests.benchmarks.runs_screen_timing [RUNS]
 
 Records one 3-batch run with the real CLI against the scripted server, copies it in SQL to
 RUNS runs (default 10,000), then times, under Pilot at 120×40: pressing `h` until the list

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import textual.constants
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.models.factory import ModelSettings
@@ -149,7 +149,7 @@ def text_of(pilot_or_app: Any, selector: str) -> str:
 
 def rows(pilot_or_app: Any, selector: str) -> list[list[str]]:
     app = getattr(pilot_or_app, "app", pilot_or_app)
-    table = app.screen.query_one(selector, DataTable)
+    table = app.screen.query_one(selector)  # a DataTable or a RowTable
     return [[getattr(cell, "plain", str(cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 

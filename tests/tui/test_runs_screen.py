@@ -437,11 +437,7 @@ async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> 
 # -- compare --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fill_slice", [0.0, 0.05])
-async def test_compare_two_runs(store: Path, history: Path, fill_slice: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(With no time for rows between turns the tables fill over several turns of the event
-    loop, a row each, as a 20,000-batch comparison's do.)"""
-    monkeypatch.setattr("graphrag_tui.tui.screens.compare.FILL_SLICE", fill_slice)
+async def test_compare_two_runs(store: Path, history: Path) -> None:
     script = partial_script()
     with ScriptedChatServer(script) as server:
         app = make_app(store, server.base_url, history=history)
@@ -477,6 +473,19 @@ async def test_compare_two_runs(store: Path, history: Path, fill_slice: float, m
                 "A rests on 2 communities, B on 3: 2 in both, 0 only in A, 1 only in B")
             shown = screen_text(app)
             assert "The port authority funds it." in shown and "The city funds it." in shown
+            app.screen.query_one("#answer-b").focus()  # `c` copies what a pane or the cursor's row holds
+            await pilot.press("c")
+            assert app.clipboard == "COMPLETED\n\nThe city funds it."
+            await pilot.press("2")
+            app.screen.query_one("#compare-batches").focus()
+            await pilot.press("end", "c")
+            assert app.clipboard == "≠\t2\tfailed\t—\tsucceeded\t60\tstatus, usefulness"
+            # a community of either answer opens from its row
+            await pilot.press("3")
+            app.screen.query_one("#compare-communities").focus()
+            await pilot.press("end", "up", "enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommunityScreen), what="the community")
+            assert app.screen.community_id == "ns/2"
 
 
 # -- runs the app started are in the history when it quits, or crashes -----------------------------

@@ -8,19 +8,17 @@ communities tell more."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Markdown, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from ...engine.replies import js_number
 from ...history import RunHistory, StoredRun
@@ -30,6 +28,7 @@ from ...store import CommunityStore
 from ..safe_text import clean, markdown_cut, one_line
 from ..stored_runs import scope_text, started_text
 from ..widgets.footer import KeyFooter
+from ..widgets.row_table import RowTable
 from .community import CommunityScreen
 from .run_view import StoreAtHand, close_store, open_run_store
 from .tabbed import TabbedScreen
@@ -106,25 +105,6 @@ def _community_row(row: CommunityRow) -> tuple[list[Text], str]:
     ], row.community_id
 
 
-#: Seconds of adding rows to a table between two turns of the event loop: 20,000 at once held
-#: every key (Esc included) for 2.3 s, and each turn lays the whole screen out again (0.2 s
-#: with two long answers), so 500 rows a turn took 17 s to fill two 20,000-batch runs.
-FILL_SLICE = 0.05
-#: Seconds the loop is left to itself after each slice: a key goes through several messages
-#: (the app, the screen, its binding, the dismissal), each of which waited for a slice and a
-#: layout when the fill took the loop back at once (Esc took 2-4 s).
-FILL_PAUSE = 0.02
-
-
-async def _add_rows(table: DataTable, rows: Iterable[tuple[list[Text], str]]) -> None:
-    until = time.monotonic() + FILL_SLICE
-    for cells, key in rows:
-        table.add_row(*cells, key=key)
-        if time.monotonic() > until:
-            await asyncio.sleep(FILL_PAUSE)
-            until = time.monotonic() + FILL_SLICE
-
-
 def batches_summary(rows: list[BatchDiff]) -> Text:
     differing = [r for r in rows if r.differences]
     text = Text(f"{len(rows)} batches: ")
@@ -158,6 +138,24 @@ def run_line(label: str, stored: StoredRun) -> Text:
     return text
 
 
+@dataclass(frozen=True)
+class Tables:
+    """The comparison's tables and their summaries, made in the thread that read the runs
+    (two 20,000-batch runs make 40,000 rows: a second of the screen's loop otherwise)."""
+
+    batches_summary: Text
+    batches: list[tuple[list[Text], str]]
+    communities_summary: Text
+    communities: list[tuple[list[Text], str]]
+
+
+def compared_tables(a: StoredRun, b: StoredRun) -> Tables:
+    comparison = compare_runs(a, b)
+    diffs, rows = batch_diffs(comparison), community_rows(comparison)
+    return Tables(batches_summary(diffs), [_batch_row(row) for row in diffs],
+                  communities_summary(a, b, rows), [_community_row(row) for row in rows])
+
+
 class CompareScreen(TabbedScreen):
     BINDINGS = [Binding("escape", "close", "Back", id="back", tooltip="back to the screen before")]
 
@@ -166,6 +164,7 @@ class CompareScreen(TabbedScreen):
         runs: tuple[StoredRun, StoredRun] | None
         at_hand: StoreAtHand | None
         error: str | None
+        tables: Tables | None = None
 
     def __init__(self, history: Path, run_a: str, run_b: str, app_store: CommunityStore | None) -> None:
         super().__init__()
@@ -185,7 +184,7 @@ class CompareScreen(TabbedScreen):
         except Exception as error:
             self.post_message(self.Loaded(None, None, failure_words(error)))
             return
-        self.post_message(self.Loaded(runs, open_run_store(runs[0], self.app_store), None))
+        self.post_message(self.Loaded(runs, open_run_store(runs[0], self.app_store), None, compared_tables(*runs)))
 
     @on(Loaded)
     async def _loaded(self, message: Loaded) -> None:
@@ -195,10 +194,9 @@ class CompareScreen(TabbedScreen):
             return
         self.runs, self.at_hand, self.error = message.runs, message.at_hand, message.error
         await self.recompose()
-        if self.runs is None:
-            self.loaded = True
-        else:  # a task of its own, so that the screen's keys (Esc) are handled between the chunks
-            self.run_worker(self._fill_tables(*self.runs), group="compare-fill", exit_on_error=False)
+        if message.tables is not None:
+            self._fill_tables(message.tables)
+        self.loaded = True
 
     def on_unmount(self) -> None:
         close_store(self.at_hand)
@@ -221,33 +219,28 @@ class CompareScreen(TabbedScreen):
                     with VerticalScroll(id=f"answer-{label}", classes="compare-answer"):
                         result = stored.result
                         yield Static(Text(result.status.replace("_", " ").upper(), style="bold"))
-                        yield Markdown(markdown_cut(clean(result.answer or "(no answer)")), open_links=False)
+                        # One widget, drawn by Rich: a long answer (an extractive run's list of
+                        # hundreds of items) made Textual's Markdown mount a widget per block,
+                        # which held the screen 1.2 s per answer and every layout after.
+                        yield Static(RichMarkdown(markdown_cut(clean(result.answer or "(no answer)")),
+                                                  hyperlinks=False))
             with TabPane("Batches", id="tab-batches"), Vertical():
                 yield Static(id="batches-summary")
-                yield DataTable(id="compare-batches", cursor_type="row", zebra_stripes=True)
+                yield RowTable("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in",
+                               id="compare-batches")
             with TabPane("Communities", id="tab-communities"), Vertical():
                 yield Static(id="communities-summary")
-                yield DataTable(id="compare-communities", cursor_type="row", zebra_stripes=True)
+                yield RowTable("", "Community", "A", "B", "In", id="compare-communities")
         yield KeyFooter()
 
-    async def _fill_tables(self, a: StoredRun, b: StoredRun) -> None:
-        comparison = compare_runs(a, b)
-        diffs = batch_diffs(comparison)
-        self.query_one("#batches-summary", Static).update(batches_summary(diffs))
-        table = self.query_one("#compare-batches", DataTable)
-        for label in ("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in"):
-            table.add_column(Text(label))
-        rows = community_rows(comparison)
-        self.query_one("#communities-summary", Static).update(communities_summary(a, b, rows))
-        communities = self.query_one("#compare-communities", DataTable)
-        for label in ("", "Community", "A", "B", "In"):
-            communities.add_column(Text(label))
-        await _add_rows(table, (_batch_row(row) for row in diffs))
-        await _add_rows(communities, (_community_row(row) for row in rows))
-        self.loaded = True
+    def _fill_tables(self, tables: Tables) -> None:
+        self.query_one("#batches-summary", Static).update(tables.batches_summary)
+        self.query_one("#compare-batches", RowTable).set_rows(tables.batches)
+        self.query_one("#communities-summary", Static).update(tables.communities_summary)
+        self.query_one("#compare-communities", RowTable).set_rows(tables.communities)
 
-    @on(DataTable.RowSelected, "#compare-communities")
-    def _open_community(self, event: DataTable.RowSelected) -> None:
+    @on(RowTable.RowSelected, "#compare-communities")
+    def _open_community(self, event: RowTable.RowSelected) -> None:
         event.stop()
         store = self.at_hand.store if self.at_hand is not None else None
         if store is None:
@@ -255,7 +248,7 @@ class CompareScreen(TabbedScreen):
             self.app.notify(one_line(note or "The run's store is not at hand."), title="No store",
                             severity="warning", markup=False)
             return
-        self.app.push_screen(CommunityScreen(store, str(event.row_key.value)))
+        self.app.push_screen(CommunityScreen(store, event.key))
 
     def action_close(self) -> None:
         self.dismiss()

@@ -264,3 +264,45 @@ async def test_a_notification_naming_a_hostile_id_is_literal(tmp_path: Path, com
         (toast,) = app.screen.query(Toast)
         assert str(toast.render()) == f"Community {one_line(community_id)} is not in this namespace's tree."
         assert_inert(app, "toast")
+
+
+async def test_the_compare_view_of_two_hostile_runs_is_inert(tmp_path: Path) -> None:
+    """Its answers (Rich's Markdown: a link keeps its address in sight and opens nothing) and
+    its tables (drawn row by row) show recorded text as literal characters."""
+    from graphrag_tui.history import RunHistory
+    from graphrag_tui.tui.screens.compare import CompareScreen
+
+    store, history = evil_store(tmp_path / "evil.db"), tmp_path / "history.db"
+    script = Scripted({"ns/1": map_reply("Map " + EVIL, 90), "ns/2": map_reply("Two " + EVIL, 40),
+                       EVIL_ID: map_reply("Third " + EVIL, 50)},
+                      reduce=reduce_reply("Reduce " + EVIL + " [site](http://evil.example) [Data: ns/1]"))
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, namespace="ns", history=history,
+                       options=SearchOptions(map_budget=360, map_reserve=0))
+        async with app.run_test(size=SIZE) as pilot:
+            for question in ("evil?", "evil again?"):
+                await ask(pilot, question)
+                await wait_finished(pilot)
+            newer, older = (run.run_id for run in RunHistory(history).list_runs())
+            app.compare_runs(older, newer)
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            text = assert_inert(app, "compare answers")
+            assert "Reduce [bold]x[/bold] [/] [@click=app.quit]quit[/]" in text
+            assert "site (http://evil.example)" in text
+            row, line = next((y, line) for y, line in enumerate(text.splitlines()) if "[@click=app.quit]" in line)
+            await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
+            await pilot.pause()
+            assert app.is_running and isinstance(app.screen, CompareScreen)
+            await pilot.press("2")
+            await pilot.pause()
+            assert "3 batches: no difference" in assert_inert(app, "compare batches")
+            await pilot.press("3")
+            await pilot.pause()
+            text = assert_inert(app, "compare communities")
+            assert "ns/[@click=app.quit]␛[31m3" in text
+            row, line = next((y, line) for y, line in enumerate(text.splitlines()) if "ns/[@click" in line)
+            await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
+            await pilot.pause()
+            assert app.is_running
+        assert app.return_code is None

@@ -5,11 +5,9 @@ Shared by the CLI and the app; everything here is checked before any model call.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .collector import collector_paused
 from .engine import (
     DEFAULT_PROMPTS,
     Level,
@@ -74,19 +72,6 @@ def select_communities(
     return Selected(level, SelectionReport(mode=mode, selected=ids), ids)
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Planning a large store makes millions of objects that all live until it ends; the
-    cyclic collector would walk them again and again for nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _scope(store: CommunityStore, namespace: str | None, level: Level) -> tuple[str, dict[int, int]]:
     """The namespace the plan reads (the store's only one when none is named) and its
     levels, the level checked against them."""
@@ -116,7 +101,7 @@ def prepare_plan(
 
 def _plan(store: CommunityStore, query: str, namespace: str, level: Level, options: SearchOptions, seed: int | None,
           shuffle: bool, prompts: Prompts, ids: list[str] | None) -> SearchPlan:
-    with _gc_paused():
+    with collector_paused():
         communities = store.iter_map_parts(namespace, None if level == "leaf" else level, ids)
         return plan_search(query, namespace, level, communities, options, seed=seed, shuffle=shuffle, prompts=prompts)
 

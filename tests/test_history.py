@@ -1143,3 +1143,30 @@ def test_a_process_that_ends_right_after_its_run_leaves_the_history_checkpointed
         assert not Path(f"{history}-wal").exists()
     assert [r.status for r in RunHistory(history).list_runs()] == ["completed", "completed"]
     assert history.stat().st_size > 2_400_000  # both runs' contents are in the file itself
+
+
+def test_reading_a_run_pauses_the_collector_and_leaves_it_as_it_was(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run read back makes objects that all live on: the collector is paused meanwhile
+    (it tripled the time to read a 20,000-batch run), then on again, or off if it was."""
+    import gc
+
+    import graphrag_tui.history.stored as stored_module
+
+    path = old_file(tmp_path / "history.db")
+    seen: list[bool] = []
+    read = stored_module._load_run
+
+    def watched(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return read(*args)
+
+    monkeypatch.setattr(stored_module, "_load_run", watched)
+    RunHistory(path).load("aaaaaaaa0001")
+    assert (seen, gc.isenabled()) == ([False], True)
+    gc.disable()
+    try:
+        RunHistory(path).load("aaaaaaaa0001")
+        assert (seen, gc.isenabled()) == ([False, False], False)
+    finally:
+        gc.enable()

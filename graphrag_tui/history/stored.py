@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..collector import collector_paused
 from ..engine import (
     DEFAULT_PROMPTS,
     BatchResult,
@@ -87,7 +88,7 @@ class StoredRun:
 
 
 def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
-    with run_unpack_limit():
+    with run_unpack_limit(), collector_paused():
         return _load_run(connection, run_id)
 
 

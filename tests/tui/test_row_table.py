@@ -1,5 +1,6 @@
 """The row table draws only the rows in sight: its header stays, the cursor stays in sight,
-the wheel scrolls, Enter or a click selects a row, and cells are drawn as the text they are."""
+the wheel scrolls, Enter or a click selects a row, and cells (strings or Text) are drawn as
+the text they are, a right-aligned column against its right edge."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class TableHost(App[None]):
         self.selected: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield RowTable("No", "Name")
+        yield RowTable("No", "Name", right={0})
 
     def on_row_table_row_selected(self, message: RowTable.RowSelected) -> None:
         self.selected.append(message.key)
@@ -40,10 +41,10 @@ async def test_a_thousand_rows_scroll_under_their_header_and_select_by_key_and_c
     app = TableHost()
     async with app.run_test(size=(60, 10)) as pilot:
         table = app.query_one(RowTable)
-        table.set_rows([([Text(str(i), justify="right"), Text(f"row {i}")], f"key-{i}") for i in range(1000)])
+        table.set_rows([([str(i), f"row {i}"], f"key-{i}") for i in range(1000)])
         table.focus()
         await pilot.pause()
-        assert lines(table) == [" No   Name", "   0  row 0", "   1  row 1", "   2  row 2", "   3  row 3"]
+        assert lines(table) == ["  No  Name", "   0  row 0", "   1  row 1", "   2  row 2", "   3  row 3"]
 
         await pilot.press("end")
         assert (table.cursor_row, table.top_row) == (999, 996)
@@ -74,12 +75,12 @@ async def test_cells_are_drawn_as_the_text_they_are_and_a_long_one_is_cut() -> N
         table = app.query_one(RowTable)
         table.styles.width = 120
         long = "x" * (MAX_COLUMN_WIDTH + 10)
-        table.set_rows([([Text("[bold]1[/]"), Text("[@click=app.quit]q")], "a"), ([Text("2"), Text(long)], "b")])
+        table.set_rows([(["[bold]1[/]", Text("[@click=app.quit]q", style="bold")], "a"), (["2", long], "b")])
         await pilot.pause()
         assert lines(table) == [
-            " No          Name",
+            "         No  Name",
             " [bold]1[/]  [@click=app.quit]q",
-            f" 2           {'x' * (MAX_COLUMN_WIDTH - 1)}…",
+            f"          2  {'x' * (MAX_COLUMN_WIDTH - 1)}…",
             "", "",
         ]
         await pilot.click(RowTable, offset=(20, 1))

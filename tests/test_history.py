@@ -648,6 +648,18 @@ def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: P
         RunHistory(path).load("aaaaaaaa0001")
 
 
+def test_a_recorded_result_counting_other_batches_than_its_plan_is_one_line(tmp_path: Path) -> None:
+    history, run = _six_batch_run(tmp_path)
+    db = sqlite3.connect(history)
+    (summary,) = db.execute("SELECT result FROM runs").fetchone()
+    db.execute("UPDATE runs SET result = ?", (unpack_text(summary).replace('"batch_count":6,', '"batch_count":10,'),))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=rf"^run history .* run {run.run_id} cannot be read: run {run.run_id}'s "
+                                           r"result counts 10 batches, and its plan has 6$"):
+        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("selection", [
     "not json", "[1]", '{"report": null}', '{"options": {"mode": "bogus"}, "report": null}',
     '{"options": {}, "report": {"mode": "dynamic", "selected": "ns/0"}}',

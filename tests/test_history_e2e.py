@@ -623,6 +623,9 @@ def damaged_result() -> str:
     pytest.param("UPDATE runs SET status = 'done' || char(8238)", [("runs",), ("runs", "show", "{id}")],
                  id="unknown-status"),
     pytest.param("UPDATE runs SET batch_count = -5", [("runs",), ("runs", "--json")], id="negative-count"),
+    # a count past the plan's was shown as the run's (0 of 1,000,000,000,000,000,000 batches failed)
+    pytest.param("UPDATE runs SET batch_count = 1000000000000000000", [("runs", "show", "{id}"), ("resume", "{id}"),
+                                                                       ("rerun", "{id}", "--all")], id="count-past-plan"),
     pytest.param("UPDATE runs SET failed_batch_count = -1", [("runs",), ("runs", "--json")], id="negative-failed"),
     # options no run can have: concurrency 0 sent nothing and ended a resumed run `no_results`
     pytest.param("UPDATE runs SET options = json_set(options, '$.concurrency', 0), status = 'interrupted'",

@@ -106,6 +106,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         raise TypeError(f"run {run_id} has a store size, time, seed or count that is not a whole number")
     options = SearchOptions.model_validate_json(options_text)
     planned = read_plan(plan_text, contents)
+    if planned and summary.batch_count != len(planned):  # (listed, shown, and a result's count)
+        raise ValueError(f"run {run_id} counts {summary.batch_count} batches, and its plan has {len(planned)}")
     records = recorded_batches(connection, run_id)
 
     def batch(index: int) -> RecordedBatch:
@@ -123,6 +125,9 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     selection = read_selection(selection_text)
     if result_text is not None and summary.status not in ("running", "interrupted"):
         result = result_from_summary(result_text, results)
+        if planned and result.batch_count != len(planned):
+            raise ValueError(f"run {run_id}'s result counts {result.batch_count} batches, and its plan has "
+                             f"{len(planned)}")
     else:  # its usage so far: what its recorded attempts reported (a resume counts the same)
         reduce = ReduceReport(budget=options.reduce_prompt_budget,
                               attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else [])

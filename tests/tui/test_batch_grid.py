@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from graphrag_tui.tui.messages import OpenBatch
 from graphrag_tui.tui.run_state import BatchCell
@@ -26,9 +27,9 @@ class GridHost(App[None]):
         self.opened.append(message.batch_index)
 
 
-async def wheel(pilot: Pilot, event: type[MouseScrollDown | MouseScrollUp]) -> None:
-    """A wheel turn over the grid, delivered as the terminal driver delivers it."""
-    region = pilot.app.query_one(BatchGrid).region
+async def wheel(pilot: Pilot, event: type[MouseScrollDown | MouseScrollUp], over: type[Widget] = BatchGrid) -> None:
+    """A wheel turn over the grid (or another widget), delivered as the terminal driver delivers it."""
+    region = pilot.app.query_one(over).region
     x, y = region.x + 1, region.y + 1
     pilot.app.post_message(event(None, x, y, 0, 1, 0, False, False, False, screen_x=x, screen_y=y))
     await pilot.pause()

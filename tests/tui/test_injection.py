@@ -116,6 +116,14 @@ def assert_inert(app, where: str) -> str:
     return text
 
 
+async def click_literal_action(pilot, text: str, line_with: str) -> None:
+    """Clicks the literal `[@click=app.quit]` in the first line of `text` (what the screen
+    draws) holding `line_with`: it is text, not an action."""
+    row, line = next((y, line) for y, line in enumerate(text.splitlines()) if line_with in line)
+    await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
+    await pilot.pause()
+
+
 async def show_tab(pilot, tabs: str, pane: str) -> None:
     pilot.app.screen.query_one(tabs, TabbedContent).active = pane
     await pilot.pause()
@@ -179,10 +187,7 @@ async def test_untrusted_text_is_inert_everywhere(tmp_path: Path) -> None:
             text = assert_inert(app, "community overview")
             assert "Summary [bold]x[/bold] [/] [@click=app.quit]quit[/]" in text
             assert "Name [bold]x[/bold]" in text and "M [bold]x[/bold]" in text
-            # Click the literal `[@click=app.quit]`: it is text, not an action.
-            row, line = next((y, line) for y, line in enumerate(text.splitlines()) if "Summary [bold]" in line)
-            await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
-            await pilot.pause()
+            await click_literal_action(pilot, text, "Summary [bold]")
             assert app.is_running and isinstance(app.screen, CommunityScreen)
             await pilot.click("#--content-tab-tab-claims")
             await pilot.pause()
@@ -290,9 +295,7 @@ async def test_the_compare_view_of_two_hostile_runs_is_inert(tmp_path: Path) -> 
             text = assert_inert(app, "compare answers")
             assert "Reduce [bold]x[/bold] [/] [@click=app.quit]quit[/]" in text
             assert "site (http://evil.example)" in text
-            row, line = next((y, line) for y, line in enumerate(text.splitlines()) if "[@click=app.quit]" in line)
-            await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
-            await pilot.pause()
+            await click_literal_action(pilot, text, "[@click=app.quit]")
             assert app.is_running and isinstance(app.screen, CompareScreen)
             await pilot.press("2")
             await pilot.pause()
@@ -301,8 +304,6 @@ async def test_the_compare_view_of_two_hostile_runs_is_inert(tmp_path: Path) -> 
             await pilot.pause()
             text = assert_inert(app, "compare communities")
             assert "ns/[@click=app.quit]␛[31m3" in text
-            row, line = next((y, line) for y, line in enumerate(text.splitlines()) if "ns/[@click" in line)
-            await pilot.click(offset=(line.index("[@click=app.quit]") + 3, row))
-            await pilot.pause()
+            await click_literal_action(pilot, text, "ns/[@click")
             assert app.is_running
         assert app.return_code is None

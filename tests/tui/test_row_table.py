@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.events import MouseScrollDown, MouseScrollUp
-from textual.pilot import Pilot
+from textual.events import MouseScrollDown
 
 from graphrag_tui.tui.widgets.row_table import MAX_COLUMN_WIDTH, RowTable
+
+from .test_batch_grid import wheel
 
 
 class TableHost(App[None]):
@@ -28,13 +29,6 @@ class TableHost(App[None]):
 
 def lines(table: RowTable) -> list[str]:
     return [table.render_line(y).text.rstrip() for y in range(table.size.height)]
-
-
-async def wheel(pilot: Pilot, event: type[MouseScrollDown | MouseScrollUp]) -> None:
-    region = pilot.app.query_one(RowTable).region
-    x, y = region.x + 1, region.y + 1
-    pilot.app.post_message(event(None, x, y, 0, 1, 0, False, False, False, screen_x=x, screen_y=y))
-    await pilot.pause()
 
 
 async def test_a_thousand_rows_scroll_under_their_header_and_select_by_key_and_click() -> None:
@@ -56,7 +50,7 @@ async def test_a_thousand_rows_scroll_under_their_header_and_select_by_key_and_c
         await pilot.press("home")
         assert (table.cursor_row, table.top_row) == (0, 0)
 
-        await wheel(pilot, MouseScrollDown)  # three rows a turn; the cursor stays
+        await wheel(pilot, MouseScrollDown, RowTable)  # three rows a turn; the cursor stays
         assert (table.cursor_row, table.top_row) == (0, 3)
         await pilot.click(RowTable, offset=(3, 2))  # the second row in sight
         await pilot.pause()

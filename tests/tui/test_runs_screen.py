@@ -488,6 +488,42 @@ async def test_compare_two_runs(store: Path, history: Path) -> None:
             assert app.screen.community_id == "ns/2"
 
 
+async def test_a_comparison_that_cannot_be_made_says_why_in_one_line(
+        store: Path, history: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged run, or a bug making the tables: the view says so, and Esc leaves it."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            await finished_run(pilot)
+            second, first = run_ids(history)
+            main = app.screen
+
+            def broken(*runs: object) -> None:
+                raise RuntimeError("boom")
+
+            monkeypatch.setattr("graphrag_tui.tui.screens.compare.compared_tables", broken)
+            app.compare_runs(first, second)
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            assert text_of(pilot, "#compare-missing") == "internal error: RuntimeError: boom"
+            await pilot.press("escape")
+            await pilot.pause()
+            monkeypatch.undo()
+            db = sqlite3.connect(history)
+            db.execute("UPDATE runs SET seed = 'abc' WHERE run_id = ?", (second,))
+            db.commit()
+            db.close()
+            app.compare_runs(first, second)
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            assert text_of(pilot, "#compare-missing").startswith(f"run history {history}: run {second} cannot be read")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is main
+
+
 # -- runs the app started are in the history when it quits, or crashes -----------------------------
 
 

@@ -1,11 +1,13 @@
-"""How long the compare view takes on two large runs, and how long a key waits meanwhile.
+"""How long the compare view, and a recorded run's view, take on large runs, and how long a
+key waits meanwhile.
 
     python tests/benchmarks/compare_timing.py [BATCHES]
 
 Records two runs of BATCHES batches each (default 20,000: one community a batch, seeds 1
 and 2) with the real CLI and its extractive model, whose answers list some 280 of the
 intermediate answers; then, under Pilot at 120×40, times from `c` on the Runs screen until
-the view shows with every row, Esc pressed 1 s after `c`, and keys in the shown view."""
+the view shows with every row, Esc pressed 1 s after `c`, and keys in the shown view; then
+Enter on a run until its view shows, and keys there (tabs, the grid, Esc)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from textual.pilot import Pilot
 
 from tests.cli_runner import run_cli
 from tests.stores import PAD, build_store
@@ -51,11 +55,20 @@ async def measure(store: Path, history: Path) -> None:
         await pilot.press("space", "down", "c")
         await wait_until(pilot, lambda: getattr(app.screen, "loaded", False), timeout=120)
         print(f"compare view shown with every row: {time.perf_counter() - started:.2f} s")
-        for key in ("2", "end", "pageup", "3", "1", "escape"):
-            started = time.perf_counter()
-            await pilot.press(key)
-            await pilot.pause()
-            print(f"{key}: {time.perf_counter() - started:.2f} s")
+        await keys(pilot, "2", "end", "pageup", "3", "1", "escape")
+        started = time.perf_counter()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: getattr(app.screen, "loaded", False), timeout=120)
+        print(f"run view shown: {time.perf_counter() - started:.2f} s")
+        await keys(pilot, "2", "1", "down", "right", "escape")
+
+
+async def keys(pilot: Pilot, *pressed: str) -> None:
+    for key in pressed:
+        started = time.perf_counter()
+        await pilot.press(key)
+        await pilot.pause()
+        print(f"{key}: {time.perf_counter() - started:.2f} s")
 
 
 def main() -> None:

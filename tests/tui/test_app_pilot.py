@@ -95,6 +95,36 @@ async def test_completed_run_shows_every_panel(store: Path) -> None:
             assert reduce[0].json["messages"][1]["content"].startswith("User query: Who funds it?\n")
 
 
+async def test_a_long_answer_is_drawn_as_one_widget_and_its_communities_stay_listed(store: Path) -> None:
+    """An answer of LONG_ANSWER_LINES lines (an extractive run over a large store lists
+    hundreds) is drawn by Rich's Markdown, one widget; a short one after it is Textual's
+    again, with its citations as links."""
+    from graphrag_tui.tui.widgets.answer_panel import LONG_ANSWER_LINES, AnswerPanel
+
+    items = "\n".join(f"- **Item {i}** funds it [Data: Reports (1)]" for i in range(LONG_ANSWER_LINES))
+    script = Scripted({c: map_reply("The port authority funds the bridge.", 40) for c in ("ns/1", "ns/2", "ns/3")},
+                      reduce=reduce_reply(items))
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            panel = app.screen.query_one(AnswerPanel)
+            assert panel.has_class("-long") and answer_markdown(app) == ""
+            assert not app.screen.query_one("#answer-text").display and app.screen.query_one("#answer-long").display
+            shown = screen_text(app)
+            assert "Item 0 funds it [Data: Reports (1)]" in shown and "[Data: Reports (1)]" in shown
+            assert citations(app) == ["ns/1", "ns/2", "ns/3"]
+            panel.focus()
+            await pilot.press("c")
+            assert app.clipboard == items
+            script.reduce = reduce_reply("The **port authority** funds it [Data: Reports (1)].")
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert not panel.has_class("-long") and str(app.screen.query_one("#answer-long").render()) == ""
+            assert answer_markdown(app).startswith("The **port authority** funds it [Data: Reports (")
+
+
 async def test_partial_run_with_a_retried_and_a_failed_batch(store: Path) -> None:
     script = Scripted({
         "ns/1": map_reply("Bridge funds.", 90),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -39,6 +40,11 @@ STATUS_STYLES = {
 PHASE_WORDS = {"idle": "ready", "planning": "planning…", "map": "running Map…", "reduce": "running Reduce…"}
 #: How much of the streamed answer is laid out on each repaint: its tail is what shows.
 STREAM_TAIL_CHARS = 20000
+#: An answer of this many lines or more is drawn by Rich's Markdown, as one widget: Textual's
+#: makes a widget of each block, and an extractive run's 282-item answer held the screen
+#: 0.5-1.5 s at every switch of tab. Its citations are then not links (the list below opens
+#: each community).
+LONG_ANSWER_LINES = 60
 
 
 #: The most communities an answer is listed as citing: a hostile answer cited 20,049 (in a
@@ -85,6 +91,7 @@ class AnswerPanel(VerticalScroll):
         # (a growing Markdown would lay out the screen on every piece).
         yield Static(id="answer-stream")
         yield Markdown("", open_links=False, id="answer-text")
+        yield Static(id="answer-long")
         yield Static(Text("Rests on communities (Enter opens one):", style="bold"), id="citations-title")
         yield Input(placeholder="filter by id or name", id="citations-filter", restrict=NO_CONTROLS)
         yield RoomyOptionList(id="citations")
@@ -104,6 +111,8 @@ class AnswerPanel(VerticalScroll):
             if self._shown is not None:  # clear what the last result showed
                 self.query_one("#answer-meta", Static).update("")
                 self.query_one("#answer-text", Markdown).update("")
+                self.query_one("#answer-long", Static).update("")
+                self.set_class(False, "-long")
                 self.query_one("#citations", OptionList).clear_options()
                 self.in_answer, self.others, self.refs = [], [], {}
                 self.set_class(False, "-has-citations")
@@ -136,8 +145,11 @@ class AnswerPanel(VerticalScroll):
         self.in_answer, self.others = rests_on(result)
         self.refs = {}
         known = [*self.in_answer, *self.others]
-        self.query_one("#answer-text", Markdown).update(
-            link_citations(markdown_cut(clean(result.answer or "")), result.namespace, known))
+        shown = markdown_cut(clean(result.answer or ""))
+        long = shown.count("\n") + 1 >= LONG_ANSWER_LINES
+        self.set_class(long, "-long")
+        self.query_one("#answer-long", Static).update(RichMarkdown(shown, hyperlinks=False) if long else "")
+        self.query_one("#answer-text", Markdown).update("" if long else link_citations(shown, result.namespace, known))
         self.query_one("#citations-filter", Input).value = ""
         self._fill_citations()
         self.set_class(bool(known), "-has-citations")

@@ -307,3 +307,26 @@ async def test_the_compare_view_of_two_hostile_runs_is_inert(tmp_path: Path) -> 
             await click_literal_action(pilot, text, "ns/[@click")
             assert app.is_running
         assert app.return_code is None
+
+
+async def test_a_long_hostile_answer_drawn_by_rich_is_inert(tmp_path: Path) -> None:
+    """An answer of LONG_ANSWER_LINES lines or more is drawn by Rich's Markdown: its markup,
+    controls and links stay text there too."""
+    from graphrag_tui.tui.widgets.answer_panel import LONG_ANSWER_LINES
+
+    store = evil_store(tmp_path / "evil.db")
+    answer = "\n".join(f"- Line {i} {EVIL} [site](http://evil.example)" for i in range(LONG_ANSWER_LINES))
+    script = Scripted({"ns/1": map_reply("Map " + EVIL, 90), "ns/2": map_reply("Two", 40),
+                       EVIL_ID: map_reply("Third", 50)}, reduce=reduce_reply(answer))
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, namespace="ns", options=SearchOptions(map_budget=360, map_reserve=0))
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "evil?")
+            await wait_finished(pilot)
+            assert app.screen.query_one("#answer-long").display
+            text = assert_inert(app, "long answer")
+            assert "Line 0 [bold]x[/bold] [/] [@click=app.quit]quit[/]" in text
+            assert "site (http://evil.example)" in text
+            await click_literal_action(pilot, text, "Line 0 ")
+            assert app.is_running and isinstance(app.screen, MainScreen)
+        assert app.return_code is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import json
 import os
 import re
@@ -1182,3 +1183,37 @@ def test_reading_a_run_pauses_the_collector_and_leaves_it_as_it_was(tmp_path: Pa
         assert (seen, gc.isenabled()) == ([False, False], False)
     finally:
         gc.enable()
+
+
+def test_a_history_created_by_another_process_between_two_reads_is_not_taken_for_a_foreign_file(
+        tmp_path: Path) -> None:
+    """Two processes starting on a new history at once: the one reading the empty file's
+    version saw the other's tables once it committed, and refused the file as not a history
+    (its run unrecorded). The version and the schema are one read now: the other waits, or
+    this one migrates after it."""
+    from graphrag_tui.history import database
+
+    path = tmp_path / "history.db"
+    path.touch()
+    other = sqlite3.connect(path, timeout=0.1, isolation_level=None)
+    this = sqlite3.connect(path, timeout=5, isolation_level=None)
+    migrated: list[str] = []
+
+    def the_other_migrates(sql: str) -> None:  # as this connection reads the schema
+        if sql.startswith("SELECT type, name FROM sqlite_master") and not migrated:
+            migrated.append(sql)
+            with contextlib.suppress(sqlite3.OperationalError):  # locked out by this one's read
+                database._migrate(other, 0)
+
+    this.set_trace_callback(the_other_migrates)
+    try:
+        database._prepare(this, path)
+    finally:
+        this.set_trace_callback(None)
+        this.close()
+        other.close()
+    assert migrated
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+    assert RunHistory(path).list_runs() == []

@@ -75,7 +75,26 @@ def connect(path: Path, *, create: bool = True, check_same_thread: bool = True) 
 
 
 def _prepare(connection: sqlite3.Connection, path: Path) -> None:
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    # One read of the version and the schema: another process creating a new history could
+    # commit between two, and its tables were taken for a file that is not a history.
+    connection.execute("BEGIN")
+    try:
+        version = _checked_version(connection, path)
+    finally:
+        connection.execute("ROLLBACK")
+    connection.execute("PRAGMA foreign_keys = ON")
+    if version < SCHEMA_VERSION:
+        _migrate(connection, version)
+    if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        connection.execute("PRAGMA journal_mode = WAL")
+    # FULL: a commit is on disk when it returns, so a power cut loses only what was not yet
+    # committed (WAL with NORMAL may roll committed groups back after one).
+    connection.execute("PRAGMA synchronous = FULL")
+
+
+def _checked_version(connection: sqlite3.Connection, path: Path) -> int:
+    """The history's version, once its schema is known to be one graphrag-tui writes."""
+    version: int = connection.execute("PRAGMA user_version").fetchone()[0]
     schema = connection.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')").fetchall()
     tables = {name for kind, name in schema if kind == "table"}
     if len(tables) != len(schema):  # their SQL would run as the history is read or written: a query that never ends
@@ -91,14 +110,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     if version == 0 and tables:
         raise HistoryError(f"run history {path} is an SQLite file but not a run history: it is left as it is")
     _check_no_sql_of_its_own(connection, path)
-    connection.execute("PRAGMA foreign_keys = ON")
-    if version < SCHEMA_VERSION:
-        _migrate(connection, version)
-    if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        connection.execute("PRAGMA journal_mode = WAL")
-    # FULL: a commit is on disk when it returns, so a power cut loses only what was not yet
-    # committed (WAL with NORMAL may roll committed groups back after one).
-    connection.execute("PRAGMA synchronous = FULL")
+    return version
 
 
 #: What in a table's SQL runs as rows are read or written: a CHECK, a DEFAULT expression, a

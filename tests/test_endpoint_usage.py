@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, streamed, usage
+from tests.chat_server import Reply, Scripted, ScriptedChatServer, completion, sse_event, streamed, usage
 from tests.cli_runner import run_cli
 from tests.stores import three_leaves
 
@@ -195,6 +195,48 @@ def test_max_cost_stops_the_run_sends_nothing_more_and_cancels_what_is_in_flight
     assert result["batches"][1]["attempts"][0]["error"] == "cancelled"
     assert result["batches"][2]["attempts"] == []
     assert result["cost"]["total"] == 2.0
+
+
+@pytest.mark.parametrize("content", [None, [{"type": "text", "text": "x"}]], ids=["null", "parts"])
+def test_a_billed_reply_without_text_counts_its_usage_and_reaches_the_cost_limit(
+    store: Path, tmp_path: Path, content: Any
+) -> None:
+    # a refusal, or a reasoning model's finish_reason "length": no text to use, but billed
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"}],
+            "usage": usage(1_000_000, 10)}  # $2.00008
+    with ScriptedChatServer(Scripted({c: Reply(body) for c in ("ns/1", "ns/2", "ns/3")})) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                      *ONE_BATCH_EACH, "--concurrency", "1", "--max-cost", "1.5",
+                      "--config", str(config(tmp_path)), "--json", timeout=30)
+        sent = len(server.chat_requests())
+    assert run.code == 130, run.stderr
+    result = run.json
+    assert result["detail"] == "cost limit reached during Map: spent $2.0001 of --max-cost $1.5"
+    assert sent == 1
+    billed = {"prompt_tokens": 1_000_000, "completion_tokens": 10, "cached_tokens": 0, "total_tokens": 1_000_010}
+    assert [(a["error"], a["usage"]) for a in result["batches"][0]["attempts"]] == [
+        ("unexpected response body", billed)]
+    assert result["usage_total"] == billed
+    assert result["cost"] == {"input": 2.0, "output": 0.00008, "cached": 0.0, "total": 2.00008, "currency": "USD"}
+
+
+def test_a_streamed_replys_unreadable_usage_chunk_does_not_undo_the_readable_one(store: Path, tmp_path: Path) -> None:
+    def reduce_chunks() -> Any:
+        yield sse_event({"choices": [{"index": 0, "delta": {"content": '{"answer": "Funded."}'}}]})
+        yield sse_event({"choices": [], "usage": usage(500, 20)})
+        yield sse_event({"choices": [], "usage": "junk"})
+        yield sse_event("[DONE]")
+
+    script = Scripted({c: map_with_usage("It is funded.", 80, 100, 10, None) for c in ("ns/1", "ns/2", "ns/3")},
+                      reduce=Reply(chunks=reduce_chunks, content_type="text/event-stream"))
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                      *ONE_BATCH_EACH, "--config", str(config(tmp_path)), "--json")
+    assert run.code == 0, run.stderr
+    assert run.json["answer"] == "Funded."
+    assert [a["usage"] for a in run.json["reduce"]["attempts"]] == [
+        {"prompt_tokens": 500, "completion_tokens": 20, "cached_tokens": 0, "total_tokens": 520}]
+    assert run.json["usage_total"]["prompt_tokens"] == 800
 
 
 def test_resuming_a_run_stopped_at_its_cost_limit_says_it_goes_on_without_one(store: Path, tmp_path: Path) -> None:

@@ -79,6 +79,7 @@ class ModelError(Exception):
         wait_source: RateWaitSource | None = None,
         raw_response: str | None = None,
         adaptations: tuple[str, ...] = (),
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -90,6 +91,9 @@ class ModelError(Exception):
         self.wait_source = wait_source
         self.raw_response = raw_response
         self.adaptations = adaptations
+        #: What the server reported the call used: a reply it billed may still be unusable
+        #: (no text: a refusal, a reasoning model's `finish_reason: length`).
+        self.usage = usage
 
 
 class ChatModel(Protocol):

@@ -119,6 +119,8 @@ class ModelCaller:
             kind = "rate_limited" if error.status == 429 else error.kind
             attempt.error_kind, attempt.error = kind, error_text(str(error.message))
             self._report_adaptations(error.adaptations, batch_index, community_id)
+            if error.usage is not None:
+                self._record_usage(attempt, error.usage, request, batch_index, community_id)
             if error.raw_response is not None:
                 self._keep_raw_response(attempt, batch_index, repair_text(str(error.raw_response)))
         except Exception as error:  # from the model object: this attempt fails, not the run

@@ -503,11 +503,10 @@ class OpenAIChatModel:
                     adaptations.append(adapted)
                 continue
             data = self._parse_body(status, body)
-            content = _message_content(data)
+            content, usage = _message_content(data), parse_usage(data.get("usage"))
             if content is None:
                 raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(body),
-                                 adaptations=tuple(adaptations))
-            usage = parse_usage(data.get("usage"))
+                                 adaptations=tuple(adaptations), usage=usage)
             return ChatReply(text=self._mask(content), usage=usage, adaptations=tuple(adaptations)), data
 
     def _adapt(self, error: ModelError, token_field: str, stream: bool, request: ChatRequest) -> str | None:
@@ -607,15 +606,15 @@ class OpenAIChatModel:
                 body = await self._read_capped(response, method, path)
                 text = body.decode("utf-8", errors="replace")
                 data = self._parse_body(response.status_code, text)
-                message = _message_content(data)
+                message, usage = _message_content(data), parse_usage(data.get("usage"))
                 if message is None:
                     raise ModelError("http", "unexpected response body", status=response.status_code,
-                                     raw_response=self._mask(text))
+                                     raw_response=self._mask(text), usage=usage)
                 change = ""
                 if self.streaming:
                     self.streaming = False
                     change = "stream off (the server answered without server-sent events)"
-                return self._mask(message), parse_usage(data.get("usage")), data, change
+                return self._mask(message), usage, data, change
             return await self._read_events(response, on_text) + ("",)
 
     async def _read_events(
@@ -637,17 +636,19 @@ class OpenAIChatModel:
                 chunk = json.loads(event)
             except (ValueError, RecursionError):
                 raise ModelError("invalid_json", "a server-sent event of the stream is not JSON",
-                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events))) from None
+                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events)),
+                                 usage=usage) from None
             if not isinstance(chunk, dict):
                 raise ModelError("invalid_json", "a server-sent event of the stream is not a JSON object",
-                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events)))
+                                 status=response.status_code, raw_response=self._mask("\n".join(raw_events)),
+                                 usage=usage)
             if "error" in chunk:
                 excerpt = _excerpt(self._mask(json.dumps(chunk["error"], ensure_ascii=False)))
                 raise ModelError("http", f"the stream ended with an error: {excerpt}", status=response.status_code,
-                                 raw_response=self._mask("\n".join(raw_events)))
+                                 raw_response=self._mask("\n".join(raw_events)), usage=usage)
             last = chunk
-            if chunk.get("usage") is not None:
-                usage = parse_usage(chunk["usage"])
+            # (a later chunk's unreadable usage does not undo a readable one)
+            usage = parse_usage(chunk.get("usage")) or usage
             delta = _delta_content(chunk)
             if delta:
                 pieces.append(delta)

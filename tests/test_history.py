@@ -74,7 +74,7 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
     # recorded before prompts were: the built-in ones, and the result says nothing it did not record
     assert stored.prompts == DEFAULT_PROMPTS and stored.result.prompts is None
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     columns = [c[1] for c in db.execute("PRAGMA table_info(runs)")]
     assert {"usage_total", "prompts", "contents", "succeeded_batch_count"} <= set(columns)
     assert "model" in [c[1] for c in db.execute("PRAGMA table_info(batches)")]
@@ -844,11 +844,12 @@ def as_version_4(history: Path, result: SearchResult) -> None:
 
 def plans_into_runs(db: sqlite3.Connection) -> None:
     """The file as version 8 and earlier wrote it: each run's plan, contents and Map prompt
-    in its row, and no Reduce attempts of their own."""
+    in its row, no Reduce attempts of their own, and no cost so far."""
     db.execute("UPDATE runs SET (plan, contents, map_prompt) = "
                "(SELECT plan, contents, map_prompt FROM run_plans WHERE run_plans.run_id = runs.run_id)")
     db.execute("DROP TABLE run_plans")
     db.execute("ALTER TABLE runs DROP COLUMN reduce_attempts")
+    db.execute("ALTER TABLE runs DROP COLUMN cost_total")
 
 
 def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> None:
@@ -874,7 +875,7 @@ def test_a_run_recorded_by_version_4_reads_back_as_it_was(tmp_path: Path) -> Non
     as_version_4(history, result)
     assert RunHistory(history).load(run.run_id).result == result  # type: ignore[arg-type]
     db = sqlite3.connect(history)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     db.close()
 
 

@@ -643,6 +643,14 @@ def damaged_result() -> str:
     *(pytest.param(f"UPDATE runs SET usage_total = '{usage}'", [("runs", "--json")], id=f"usage-{name}")
       for name, usage in (("empty", "{}"), ("extra", '{"prompt_tokens": 5, "completion_tokens": 0, "cached_tokens": 0, '
                                                       '"total_tokens": 5, "bogus": 1}'))),
+    # what an unfinished run cost so far: a resume adds to it, `runs show` shows it
+    *(pytest.param(f"UPDATE runs SET status = 'interrupted', owner = NULL, cost_total = {cost}",
+                   [("runs", "show", "{id}", "--json"), ("resume", "{id}")], id=f"cost-{name}")
+      for name, cost in (("negative", "'{\"input\": 0, \"output\": 0, \"cached\": 0, \"total\": -1}'"),
+                         ("nan", "'{\"input\": NaN, \"output\": 0, \"cached\": 0, \"total\": 0}'"),
+                         ("past-any-run", "'{\"input\": 0, \"output\": 0, \"cached\": 0, \"total\": 1e31}'"),
+                         ("text", "'{\"input\": \"1\", \"output\": 0, \"cached\": 0, \"total\": 1}'"),
+                         ("empty", "'{}'"), ("list", "'[1]'"), ("bytes", "X'00'"))),
     # SQL of the file's own that runs as it is read or written: 2.2 GB to list the runs
     pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS (hex(zeroblob(1000)))", [("runs",), ("runs", "delete", "{id}")],
                  id="generated-column"),
@@ -964,6 +972,44 @@ def test_a_run_lists_what_it_paid_for_while_it_goes_after_a_kill_and_across_resu
         resumed = cli(history, "resume", run_id, "--json", "--base-url", server.base_url)
     assert (resumed.code, resumed.json["usage_total"]) == (0, tokens(800 + 200 + 50, 80 + 20 + 5)), resumed.stderr
     assert listed(run_id) == ("completed", resumed.json["usage_total"])
+
+
+def test_a_run_resumed_on_another_model_is_priced_at_each_models_prices(
+    store: Path, history: Path, tmp_path: Path
+) -> None:
+    """A resume priced the whole run at its own model's prices, the calls before it too, and
+    judged --max-cost by that: a run that had spent $0.36 on m1, resumed on a model a hundred
+    times cheaper, said it had cost $0.0102 and went past a limit of $0.30. `runs show` of the
+    interrupted run gave no cost at all."""
+    config = tmp_path / "config.toml"
+    config.write_text('[prices."m1"]\ninput = 1000.0\noutput = 2000.0\n[prices."m2"]\ninput = 10.0\noutput = 20.0\n',
+                      encoding="utf-8")
+    priced = [a for a in ONE_EACH if a != "--no-config"] + ["--config", str(config)]
+    _, order = uninterrupted(store)
+    first = UsageServer(hold={order[3]})
+    with ScriptedChatServer(first) as server:
+        query = start_cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                          *priced, "--concurrency", "1", "--json")
+        with killed_with_9(query, first):
+            run_id = wait_for(lambda: only_run(history))
+            wait_for(lambda: len(batch_rows(history, run_id)) == 3)
+    # three Map calls on m1, each 100 prompt tokens at $1000/M and 10 completion tokens at $2000/M
+    shown = cli(history, "runs", "show", run_id, "--json")
+    assert (shown.json["usage_total"], shown.json["cost"]) == (
+        tokens(300, 30), {"input": 0.3, "output": 0.06, "cached": 0.0, "total": 0.36, "currency": "USD"})
+    with ScriptedChatServer(UsageServer()) as server:
+        capped = cli(history, "resume", run_id, "--base-url", server.base_url, "--model", "m2", "--max-cost", "0.3",
+                     "--config", str(config), "--json")
+        assert (capped.code, capped.json["status"], capped.json["cost"]["total"]) == (130, "cancelled", 0.36)
+        assert maps(server) == []  # what was spent before reached the limit: nothing more is sent
+        resumed = cli(history, "resume", run_id, "--base-url", server.base_url, "--model", "m2",
+                      "--config", str(config), "--json")
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.json["batch_models"].count("m1") == 3 and resumed.json["batch_models"].count("m2") == 5
+    # and m2's own: five Map calls (100 and 10 tokens) and Reduce (50 and 5) at $10/M and $20/M
+    assert resumed.json["usage_total"] == tokens(300 + 500 + 50, 30 + 50 + 5)
+    assert resumed.json["cost"] == {"input": 0.3055, "output": 0.0611, "cached": 0.0, "total": 0.3666, "currency": "USD"}
+    assert cli(history, "runs", "show", run_id, "--json").json == resumed.json
 
 
 def test_the_history_lists_the_runs_usage_and_a_rerun_takes_rate_limits_and_prices_as_query_does(

@@ -25,7 +25,7 @@ from .retry import LongResponseHook, ModelCaller
 from .selection import Rating, SelectionNode, SelectionOptions, SelectionReport, Vote, at_least_rank
 from .selection_stage import DynamicSelection
 from .throttle import Throttle
-from .usage import Prices, Usage, UsageMeter
+from .usage import Cost, Prices, Usage, UsageMeter
 
 log = logging.getLogger("graphrag_tui.engine")
 
@@ -40,10 +40,10 @@ def count_paid(meter: UsageMeter, batches: Sequence[BatchResult], reduce_attempt
     for batch in batches:
         for attempt in batch.attempts:
             if attempt.usage is not None:
-                meter.add(attempt.usage, batch.prompt_tokens)
+                meter.add(attempt.usage, batch.prompt_tokens, earlier=True)
     for attempt in reduce_attempts:
         if attempt.usage is not None:
-            meter.add(attempt.usage, None)
+            meter.add(attempt.usage, None, earlier=True)
 
 
 def utc_now() -> datetime:
@@ -79,7 +79,8 @@ class GlobalSearch:
     Maps what it kept: `plan` is then only the question, namespace and options.
     `known_ratings`: ratings a resumed run made before it stopped, not asked again (with
     `prior_paid`, `earlier_ratings_paid` is what their calls used, and the estimate of
-    their prompts, counted as paid); `known_votes` and
+    their prompts, counted as paid; `earlier_cost` what all the calls counted as paid
+    cost, as priced when they were made: None prices them at `prices`); `known_votes` and
     `on_vote`: the votes of a rating not complete (DynamicSelection)."""
 
     def __init__(
@@ -102,6 +103,7 @@ class GlobalSearch:
         earlier_attempts: Mapping[int, Sequence[Attempt]] | None = None,
         earlier_reduce_attempts: Sequence[Attempt] = (),
         earlier_ratings_paid: tuple[Usage, int] | None = None,
+        earlier_cost: Cost | None = None,
         selection: SelectionReport | None = None,
         dynamic: tuple[Sequence[SelectionNode], SelectionOptions, Replan] | None = None,
         known_ratings: Sequence[Rating] = (),
@@ -120,7 +122,8 @@ class GlobalSearch:
         self.throttle = Throttle(rate_limits or RateLimits(), plan.options.concurrency)
         self.report = EventReporter(self.on_event, clock)
         #: The run's usage and spend; reaching `max_cost` cancels the run.
-        self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set)
+        self.meter = UsageMeter(prices, max_cost, on_limit=self.cancel.set,
+                                earlier_cost=earlier_cost if prior_paid else None)
         self.selection = selection
         self.dynamic = dynamic
         self.selector: DynamicSelection | None = None if dynamic is None else DynamicSelection(
@@ -143,7 +146,8 @@ class GlobalSearch:
             count_paid(self.meter, [b for b in self.batches if b.index not in prior_unpaid], self.reduce.attempts)
             self._unestimated_reduce_attempts = sum(a.usage is not None for a in self.reduce.attempts)
             if earlier_ratings_paid is not None:
-                self.meter.add(*earlier_ratings_paid)
+                self.meter.add(*earlier_ratings_paid, earlier=True)
+            self.meter.check_limit()  # (what was spent before may reach it alone)
         self.to_send = [b.index for b in plan.batches if b.index not in (prior or {})]
         self.selected: list[SelectedAnswer] = []
 

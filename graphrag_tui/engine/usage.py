@@ -48,7 +48,10 @@ def _one_call(usage: Usage) -> Usage:
 
 #: One call's usage, checked as it is read (a history's record of it).
 CallUsage = Annotated[Usage, AfterValidator(_one_call)]
-Dollars = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: More dollars than any run costs (2**53 tokens at the largest price is some 1e16 a call): a
+#: recorded cost beyond it is damaged, and two of them still add up to a finite number.
+MAX_DOLLARS = 1e30
+Dollars = Annotated[float, Field(ge=0, le=MAX_DOLLARS, allow_inf_nan=False)]
 
 #: Dollars per million tokens no model costs: a larger price (1e300) made a run's cost infinite,
 #: which its JSON cannot hold.
@@ -79,6 +82,10 @@ class Cost(BaseModel):
     total: Dollars
     currency: str = "USD"
 
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(input=round(self.input + other.input, 9), output=round(self.output + other.output, 9),
+                    cached=round(self.cached + other.cached, 9), total=round(self.total + other.total, 9))
+
 
 def cost_of(usage: Usage, prices: Prices) -> Cost:
     cached = min(usage.cached_tokens, usage.prompt_tokens)
@@ -102,30 +109,40 @@ def estimated_input_cost(prompt_tokens: int, prices: Prices) -> float:
 class UsageMeter:
     """The run's running totals: the usage servers reported, the estimate of the same
     prompts, and the spend. When the spend reaches `max_cost`, `on_limit` is called once
-    and `limit_reached` stays true: no further request may be sent."""
+    and `limit_reached` stays true: no further request may be sent.
+
+    `earlier_cost`: what the calls a resumed run made before cost (priced then, at the
+    prices of the model that made them); their usage is added with `earlier=True`. None:
+    that usage is priced at `prices`, as this run's own."""
 
     def __init__(
-        self, prices: Prices | None = None, max_cost: float | None = None, on_limit: Callable[[], None] | None = None
+        self, prices: Prices | None = None, max_cost: float | None = None, on_limit: Callable[[], None] | None = None,
+        earlier_cost: Cost | None = None,
     ) -> None:
         self.prices = prices
         self.max_cost = max_cost
         self.on_limit = on_limit
+        self.earlier_cost = earlier_cost
         self.total: Usage | None = None
+        #: The usage priced at `prices`.
+        self._priced: Usage | None = None
         #: The estimated prompt tokens of the calls that reported usage: the estimate of the
         #: same prompts `total.prompt_tokens` counts.
         self.estimated_prompt_tokens = 0
         self.limit_reached = False
 
-    def add(self, usage: Usage, estimated_prompt_tokens: int | None) -> None:
+    def add(self, usage: Usage, estimated_prompt_tokens: int | None, *, earlier: bool = False) -> None:
         self.total = usage if self.total is None else self.total + usage
+        if not (earlier and self.earlier_cost is not None):
+            self._priced = usage if self._priced is None else self._priced + usage
         self.estimated_prompt_tokens += estimated_prompt_tokens or 0
+        self.check_limit()
+
+    def check_limit(self) -> None:
+        if self.limit_reached or self.max_cost is None:
+            return
         cost = self.cost
-        if (
-            not self.limit_reached
-            and self.max_cost is not None
-            and cost is not None
-            and cost.total >= self.max_cost
-        ):
+        if cost is not None and cost.total >= self.max_cost:
             self.limit_reached = True
             if self.on_limit is not None:
                 self.on_limit()
@@ -134,4 +151,5 @@ class UsageMeter:
     def cost(self) -> Cost | None:
         if self.prices is None:
             return None
-        return cost_of(self.total or Usage(), self.prices)
+        cost = cost_of(self._priced or Usage(), self.prices)
+        return cost if self.earlier_cost is None else self.earlier_cost + cost

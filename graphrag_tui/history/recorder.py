@@ -39,7 +39,19 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from ..engine import DEFAULT_PROMPTS, Attempt, BatchResult, Prompts, SearchPlan, SearchResult, Usage, map_messages
+from ..engine import (
+    DEFAULT_PROMPTS,
+    Attempt,
+    BatchResult,
+    Cost,
+    Prices,
+    Prompts,
+    SearchPlan,
+    SearchResult,
+    Usage,
+    UsageMeter,
+    map_messages,
+)
 from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, transaction
@@ -90,8 +102,17 @@ def messages_json(query: str, content: str, prompts: Prompts = DEFAULT_PROMPTS) 
     return json.dumps([m.model_dump() for m in map_messages(query, content, prompts)], ensure_ascii=False)
 
 
-def _usage_json(usage: Usage | None) -> str | None:
+def _usage_json(usage: Usage | Cost | None) -> str | None:
     return None if usage is None else json.dumps(usage.model_dump(mode="json"))
+
+
+def _spent(prices: Prices | None, paid: Usage | None, earlier_cost: Cost | None) -> UsageMeter:
+    """The run's usage and cost so far, counted as its engine counts them: `paid` (a
+    resume's usage before) priced at `earlier_cost` (None: at `prices`)."""
+    meter = UsageMeter(prices, earlier_cost=earlier_cost)
+    if paid is not None:
+        meter.add(paid, None, earlier=True)
+    return meter
 
 
 class RunRecorder:
@@ -102,7 +123,7 @@ class RunRecorder:
 
     def __init__(
         self, path: Path, connection: sqlite3.Connection, run_id: str, model: str | None, *, resumed: bool,
-        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None, paid: Usage | None = None,
+        kept: Mapping[int, tuple[BatchResult, str | None]] | None = None, spent: UsageMeter | None = None,
         counted: Mapping[int, int] | None = None, reduce_counted: int = 0, ratings_paid: RatingsPaid | None = None,
     ) -> None:
         self.path, self.run_id = path, run_id
@@ -124,10 +145,10 @@ class RunRecorder:
         self._ratings_unwritten = False
         #: What dynamic selection's rating calls reported they used (a resume's: before it, too).
         self._ratings_paid = ratings_paid
-        #: What the run's recorded attempts reported so far (listed while it goes), and how many
-        #: of each batch's attempts and of Reduce's are in it (a later record repeats a batch's
-        #: earlier attempts; a resume's, those paid for before it).
-        self._paid = paid
+        #: What the run's recorded calls reported so far and cost (listed while it goes), and
+        #: how many of each batch's attempts and of Reduce's are in it (a later record repeats a
+        #: batch's earlier attempts; a resume's, those paid for before it).
+        self._spent = spent or UsageMeter()
         self._counted: dict[int, int] = dict(counted or {})
         self._reduce_counted = reduce_counted
         self._seq = 0  # the next group's
@@ -170,14 +191,17 @@ class RunRecorder:
         started_at: str,
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
         selection: str | None = None,
+        prices: Prices | None = None,
     ) -> RunRecorder:
         """A new run: its row now, with its plan. `planned`: the engine's BatchResults of the
         plan (None: dynamic selection plans the run's communities later, and `planned()`
         says so); `kept`: batches a re-run keeps from its parent (result and the model that
-        answered); `selection`: formats.selection_json."""
+        answered); `selection`: formats.selection_json; `prices`: the answering model's, which
+        price its calls as they are counted."""
         connection = connect(path, check_same_thread=False)
         try:
-            recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept)  # (its id below)
+            recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept,  # (its id below)
+                           spent=UsageMeter(prices))
             with errors_named(path), _first_commit(connection):
                 # the plan with the row, and the batches a re-run keeps: the run's end writes
                 # only what the run added, and a kill -9 before then loses none of them
@@ -194,7 +218,7 @@ class RunRecorder:
     def resume(
         cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
         reduce_attempts: Sequence[Attempt] = (), paid: Usage | None = None, counted: Mapping[int, int] | None = None,
-        ratings_paid: RatingsPaid | None = None,
+        ratings_paid: RatingsPaid | None = None, prices: Prices | None = None, earlier_cost: Cost | None = None,
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
@@ -203,21 +227,23 @@ class RunRecorder:
         does not read): they stay recorded if this process dies before Reduce adds one.
         `paid`: the run's usage before; `counted`: the attempts before of the batches it
         sends again (index -> how many), and `ratings_paid` what its rating calls used
-        before, which that usage holds."""
+        before, which that usage holds; `earlier_cost` what it cost (None: priced at `prices`,
+        this process's)."""
+        spent = _spent(prices, paid, earlier_cost)
         connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection):
                 _claim(connection, run_id)
                 connection.execute(
                     "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = ?, "
-                    "reduce_attempts = ? WHERE run_id = ?",
-                    (this_process(), _usage_json(paid), attempts_packed(reduce_attempts) if reduce_attempts else None,
-                     run_id),
+                    "cost_total = ?, reduce_attempts = ? WHERE run_id = ?",
+                    (this_process(), _usage_json(paid), _usage_json(spent.cost),
+                     attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
                 )
         except BaseException:
             connection.close()
             raise
-        recorder = cls(path, connection, run_id, model, resumed=True, paid=paid, counted=counted,
+        recorder = cls(path, connection, run_id, model, resumed=True, spent=spent, counted=counted,
                        reduce_counted=len(reduce_attempts), ratings_paid=ratings_paid)
         if planned is not None:
             recorder.planned(plan, planned)
@@ -487,14 +513,16 @@ class RunRecorder:
         self._count(connection, [a.usage for a in added])
 
     def _count(self, connection: sqlite3.Connection, usages: Sequence[Usage | None]) -> None:
-        """Adds calls' usage to the run's, listed while it goes (its end lists the result's)."""
-        paid = self._paid
+        """Adds calls' usage to the run's, and its cost, listed while it goes (its end lists
+        the result's)."""
+        spent, counted = self._spent, False
         for usage in usages:
             if usage is not None:
-                paid = usage if paid is None else paid + usage
-        if paid is not self._paid:
-            self._paid = paid
-            connection.execute("UPDATE runs SET usage_total = ? WHERE run_id = ?", (_usage_json(paid), self.run_id))
+                spent.add(usage, None)
+                counted = True
+        if counted:
+            connection.execute("UPDATE runs SET usage_total = ?, cost_total = ? WHERE run_id = ?",
+                                (_usage_json(spent.total), _usage_json(spent.cost), self.run_id))
 
     def _add_unwritten(self, batches: Iterable[tuple[BatchResult, str | None]]) -> None:
         """Finished batches, each with the model that answered it, whose record may be
@@ -518,9 +546,9 @@ class RunRecorder:
             self._flush_group(connection)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
-            "owner = NULL, reduce_attempts = NULL WHERE run_id = ?",
+            "cost_total = ?, owner = NULL, reduce_attempts = NULL WHERE run_id = ?",
             (result.status, finished_at, result.failed_batch_count, result_summary(result),
-             _usage_json(result.usage_total), self.run_id),
+             _usage_json(result.usage_total), _usage_json(result.cost), self.run_id),
         )
 
     def _write_abandon(

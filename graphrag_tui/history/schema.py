@@ -7,8 +7,8 @@ from __future__ import annotations
 #: version 2 no `prompts` column; version 3 wrote a row per batch; version 4 wrote attempts as
 #: objects and zlib streams; version 5 wrote the plan and the result's summary as plain JSON
 #: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`;
-#: version 8 kept a run's plan, contents and Map prompt in its row.
-SCHEMA_VERSION = 9
+#: version 8 kept a run's plan, contents and Map prompt in its row; version 9 had no `cost_total`.
+SCHEMA_VERSION = 10
 
 SCHEMA_V1 = """
 CREATE TABLE runs (
@@ -116,6 +116,12 @@ CREATE TABLE run_plans (
     map_prompt BLOB
 );
 ALTER TABLE runs ADD COLUMN reduce_attempts TEXT;
+""",
+    # What the run's calls cost so far (the engine's Cost as JSON), beside usage_total: each
+    # call priced at the prices of the process that made it, so a run resumed on another
+    # model is not priced whole at the new one's. NULL: unpriced, or recorded before.
+    9: """
+ALTER TABLE runs ADD COLUMN cost_total TEXT;
 """,
 }
 

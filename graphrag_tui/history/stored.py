@@ -12,6 +12,7 @@ from ..collector import collector_paused
 from ..engine import (
     DEFAULT_PROMPTS,
     BatchResult,
+    Cost,
     Prompts,
     ReduceReport,
     SearchOptions,
@@ -95,13 +96,14 @@ def load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
 def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     row = connection.execute(
         f"SELECT {SUMMARY_COLUMNS}, store_size, store_mtime_ns, seed, shuffle, options, model_settings, summary_count, "
-        f"{plan_column('plan')}, {plan_column('contents')}, result, prompts, selection, seal, reduce_attempts "
+        f"{plan_column('plan')}, {plan_column('contents')}, result, prompts, selection, seal, reduce_attempts, "
+        f"cost_total "
         f"FROM {RUNS_WITH_PLANS} WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise UnknownRun(f"no run {run_id!r} in the run history")
     summary = summary_of(row[:14])
     (store_size, store_mtime_ns, seed, shuffle, options_text, settings_text, summary_count, plan_text, contents,
-     result_text, prompts_text, selection_text, recorded_seal, reduce_attempts) = row[14:]
+     result_text, prompts_text, selection_text, recorded_seal, reduce_attempts, cost_total) = row[14:]
     if not all(v is None or type(v) is int for v in (store_size, store_mtime_ns, seed, summary_count)):
         raise TypeError(f"run {run_id} has a store size, time, seed or count that is not a whole number")
     options = SearchOptions.model_validate_json(options_text)
@@ -143,6 +145,7 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results, reduce=reduce,
             selection=selection.report if selection is not None else None, usage_total=meter.total,
             estimated_prompt_tokens=meter.estimated_prompt_tokens if meter.total is not None else None,
+            cost=None if cost_total is None else Cost.model_validate(recorded_json(cost_total), strict=True),
         )
     prompts = recorded_prompts(prompts_text)
     if result.prompts is None and prompts_text is not None:

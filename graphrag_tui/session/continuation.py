@@ -131,6 +131,7 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
                             and b.result.attempts}
     run.earlier_reduce_attempts = list(stored.result.reduce.attempts)  # (a run cancelled while it Reduced)
     run.earlier_usage = stored.result.usage_total
+    run.earlier_cost = stored.result.cost
     run.earlier_ratings_paid = stored.selection.paid if stored.selection is not None else None
     _check_prompts(history, stored, plan)
     run.resume_run_id = stored.run_id

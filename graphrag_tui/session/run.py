@@ -32,6 +32,7 @@ from ..engine import (
     BatchFailed,
     BatchSucceeded,
     ChatModel,
+    Cost,
     GlobalSearch,
     LongResponseHook,
     Prices,
@@ -120,6 +121,9 @@ class RunSession:
         self.earlier_reduce_attempts: list[Attempt] = []
         #: A resume's usage before (what the run lists as paid for until its calls add to it).
         self.earlier_usage: Usage | None = None
+        #: What that usage cost, as priced when it was paid (None: unpriced, or recorded before
+        #: costs were: priced at this run's prices).
+        self.earlier_cost: Cost | None = None
         #: What a resumed dynamic selection's rating calls used before (it does not ask them again).
         self.earlier_ratings_paid: RatingsPaid | None = None
         self.started_at: str | None = None
@@ -210,6 +214,7 @@ class RunSession:
             earlier_attempts=self.earlier_attempts,
             earlier_reduce_attempts=self.earlier_reduce_attempts,
             earlier_ratings_paid=self.earlier_ratings_paid,
+            earlier_cost=self.earlier_cost,
             selection=self.selected.report if self.selected is not None and not self.dynamic else None,
             dynamic=(self.selected.nodes or [], self.request.selection, self._replan)
             if self.selected is not None and self.dynamic and self.request is not None else None,
@@ -223,7 +228,7 @@ class RunSession:
             self.started_at = self.wall_clock().isoformat()
         if settings is not None and settings.rate_limits is not None:
             self._note_pacing(settings.rate_limits)
-        self._start_recording(model, settings)
+        self._start_recording(model, settings, prices)
         try:
             self.result = await self.search.run()
         except Exception as error:
@@ -257,7 +262,7 @@ class RunSession:
             self.on_warning(f"note: the rate caps (at most {caps} a minute) space {calls} over at least "
                             f"{duration_text(least)}")
 
-    def _start_recording(self, model: ChatModel, settings: ModelSettings | None) -> None:
+    def _start_recording(self, model: ChatModel, settings: ModelSettings | None, prices: Prices | None) -> None:
         if self.history is None:
             return
         assert self.plan is not None and self.search is not None
@@ -274,13 +279,14 @@ class RunSession:
                     self.history, self.resume_run_id, self.plan, planned, self._model_name,
                     self.earlier_reduce_attempts, self.earlier_usage,
                     {index: len(attempts) for index, attempts in self.earlier_attempts.items()},
-                    self.earlier_ratings_paid)
+                    self.earlier_ratings_paid, prices, self.earlier_cost)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
                 self._recorder = RunRecorder.start(
                     self.history, self.plan, planned, metadata, started_at=self.started_at or "",
                     kept=self.prior,
                     selection=self._selection_record(self.selected.report if self.selected and not dynamic else None),
+                    prices=prices,
                 )
         except HistoryError as error:
             self.on_warning(f"warning: {error}; this run is not recorded")

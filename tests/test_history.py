@@ -63,6 +63,17 @@ def old_file(path: Path) -> Path:
     return path
 
 
+def test_an_old_version_files_batch_whose_model_is_not_a_text_is_one_line(tmp_path: Path) -> None:
+    path = old_file(tmp_path / "history.db")
+    assert RunHistory(path).load("aaaaaaaa0001").batch_models == [None, None]  # (migrated)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE batches SET model = X'41' WHERE batch_index = 1")  # (a number would be stored as text)
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=r"cannot be read: run aaaaaaaa0001 has a batch whose model is not a text$"):
+        RunHistory(path).load("aaaaaaaa0001")
+
+
 def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> None:
     path = old_file(tmp_path / "history.db")
     history = RunHistory(path)
@@ -972,7 +983,12 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
                           # NaN and Infinity, which are not JSON
                           ({"usefulness": [float("nan")] * 6}, "a recorded number is NaN, which JSON does not have"),
                           ({"usefulness": [12345.5] * 6}, "a recorded number is 1e400, past what a float holds"),
-                          ({"usefulness": [-1000] * 6}, "batch 0's recorded usefulness -1000 is not a number from 0 to 100")):
+                          ({"usefulness": [-1000] * 6}, "batch 0's recorded usefulness -1000 is not a number from 0 to 100"),
+                          # a re-run wrote the batches it keeps with their models' names: a list crashed it
+                          ({"model_names": [["slow test model"]]}, "a group of batch records names its models "
+                                                                   "otherwise than as texts"),
+                          ({"model_names": "slow test model"}, "a group of batch records names its models otherwise "
+                                                               "than as texts")):
         text = json.dumps({**group, **damaged}).replace("12345.5", "1e400")
         db.execute("UPDATE batch_records SET records = ?", (pack_text(text),))
         db.commit()

@@ -347,6 +347,8 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
     for position, packed in enumerate(groups):
         group = recorded_json(unpack_text(packed))
         names, rows, kept = group["model_names"], group.get("count"), group.get("kept", False)
+        if type(names) is not list or not all(name is None or type(name) is str for name in names):
+            raise ValueError("a group of batch records names its models otherwise than as texts")
         if type(kept) is not bool:
             raise ValueError(f"a group of batch records says it was kept with {str(kept)[:40]!r}, not true or false")
         if kept and position:  # (a later group is what the run paid for: the mark would hide it)

@@ -165,6 +165,8 @@ def recorded_batches(connection: sqlite3.Connection, run_id: str) -> dict[int, B
         for index, digest, status, model, text in connection.execute(
             "SELECT batch_index, content_sha256, status, model, result FROM batches WHERE run_id = ?", (run_id,))
     }
+    if not all(record.model is None or type(record.model) is str for record in found.values()):
+        raise TypeError(f"run {run_id} has a batch whose model is not a text")
     found.update(read_records(g for (g,) in connection.execute(
         "SELECT records FROM batch_records WHERE run_id = ? ORDER BY seq", (run_id,))))
     return found

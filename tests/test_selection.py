@@ -9,6 +9,7 @@ import hashlib
 import json
 import select
 import signal
+import sqlite3
 import subprocess
 import threading
 from collections.abc import Callable
@@ -598,6 +599,42 @@ def test_the_rating_calls_a_run_paid_for_count_in_its_usage_while_it_goes_and_ac
         "completed", whole["usage_total"], whole["estimated_prompt_tokens"])
     (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
     assert listed["usage_total"] == whole["usage_total"]
+
+
+def test_a_recorded_selection_setting_no_flag_accepts_is_one_line_and_the_run_stays_resumable(tmp_path: Path) -> None:
+    """A resume took a dynamic run's recorded selection settings as they were: --rate-repeats
+    0 crashed it (an internal error, and the run was left `failed`), 10**12 ran out of memory,
+    and a threshold of 99 selected nothing."""
+    store, history = walk_store(tmp_path / "walk.db"), tmp_path / "history.db"
+    fog = "Fog fills the street."
+    run_id, _ = killed_run(store, history, lambda r: r.stage == "rate" and fog in r.rated_text,
+                           lambda: recorded_ratings(history) == ["ns/a", "ns/b", "ns/a1"], "--select", "dynamic")
+    (selection,) = rows(history, "SELECT selection FROM runs")[0]
+    for name, flag, value, bound in (("rate_repeats", "--rate-repeats", 0, "from 1 to 25"),
+                                     ("rate_repeats", "--rate-repeats", 10**12, "from 1 to 25"),
+                                     ("rate_threshold", "--rate-threshold", 99, "from 0 to 5"),
+                                     ("max_level", "--max-level", -5, "at least 0")):
+        damaged = json.loads(selection)
+        damaged["options"][name] = value
+        db = sqlite3.connect(history)
+        db.execute("UPDATE runs SET selection = ?", (json.dumps(damaged),))
+        db.commit()
+        db.close()
+        with ScriptedChatServer(RatingServer()) as server:
+            for command in (("resume", run_id), ("rerun", run_id, "--all")):
+                done = run_cli(*command, "--history", str(history), "--base-url", server.base_url, "--json")
+                assert (done.code, done.stdout, done.stderr) == (
+                    2, "", f"graphrag-tui: error: run {run_id}'s recorded {flag} must be an integer {bound}, got "
+                            f"{value}\n")
+            assert server.chat_requests() == []
+        (listed,) = run_cli("runs", "list", "--history", str(history), "--json").json["runs"]
+        assert listed["status"] == "interrupted"
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET selection = ?", (selection,))
+    db.commit()
+    db.close()
+    result, _ = resumed(history, run_id)
+    assert result["status"] == "completed"
 
 
 def sha256_of(path: Path) -> str:

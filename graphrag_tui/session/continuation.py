@@ -21,7 +21,7 @@ from typing import Any, Literal
 from ..arguments import flag
 from ..engine import SearchPlan
 from ..engine.options import FALLBACK_DEFAULTS, resolve_options
-from ..engine.selection import SelectionOptions
+from ..engine.selection import DYNAMIC_ONLY, SelectionOptions, check_selection
 from ..errors import InputError
 from ..history import RESUMABLE, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
@@ -45,6 +45,9 @@ def request_of(stored: StoredRun) -> SearchRequest:
                     {name: f"run {stored.run_id}'s recorded {flag(name)}" for name in FALLBACK_DEFAULTS})
     if recorded is None:  # the level's communities, or a run recorded before version 7
         recorded = RecordedSelection(SelectionOptions(), stored.result.selection)
+    # and its selection's: --rate-repeats 0 crashed a resumed dynamic selection, 10**12 took all memory
+    for name in (*DYNAMIC_ONLY, "min_rank"):
+        check_selection(name, getattr(recorded.options, name), f"run {stored.run_id}'s recorded {flag(name)}")
     return SearchRequest(
         query=summary.question, namespace=summary.namespace, level=summary.level, options=stored.options,
         seed=stored.seed, shuffle=stored.shuffle, prompts=stored.prompts, selection=recorded.options,

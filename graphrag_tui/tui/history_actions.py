@@ -282,7 +282,9 @@ class RunHistoryActions:
     def app_key_elsewhere(self: GraphRAGApp, action: str) -> bool:  # type: ignore[misc]
         """Whether an app key would act on the main screen's run or store while a screen of
         the history (which is about other runs) is shown: then it is not offered there."""
-        return action in ("goto", "export", "explore") and isinstance(self.screen, (RunsScreen, CompareScreen))
+        # (a recorded run's screen has its own `e` and `g`, which fall through to these while it reads the run)
+        return action in ("goto", "export", "explore") and isinstance(self.screen, (RunsScreen, CompareScreen,
+                                                                                     RunViewScreen))
 
     def action_rerun_failed(self: GraphRAGApp) -> None:  # type: ignore[misc]
         if (run_id := self.current_run_id()) is not None:

@@ -209,6 +209,39 @@ async def test_a_run_whose_store_is_gone_opens_and_says_so(store: Path, history:
         assert [n.title for n in app._notifications][-1] == "Another store"
 
 
+async def test_e_and_g_while_a_recorded_run_is_read_do_not_act_on_the_main_screens_run(
+    store: Path, history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's screen offers none of its keys until it has read the run; `e` and `g` then
+    fell through to the app's, which exported the main screen's run (under its name) and
+    went to a community of the main screen's store."""
+    from graphrag_tui.tui.screens.export import ExportScreen
+
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            await finished_run(pilot, SECOND_QUESTION)
+            newest, first = run_ids(history)
+            assert app.current_run_id() == newest
+            read, load = threading.Event(), RunHistory.load
+            monkeypatch.setattr(RunHistory, "load", lambda self, run: (read.wait(10), load(self, run))[1])
+            app.open_stored_run(first)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, RunViewScreen) and not screen.loaded
+            for key in ("e", "g"):
+                await pilot.press(key)
+                await pilot.pause()
+                assert app.screen is screen, key
+            read.set()
+            await wait_until(pilot, lambda: screen.loaded, what="the recorded run")
+            await pilot.press("e")
+            await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen), what="the export dialog")
+            assert app.screen.query_one(Input).value == str(Path.cwd() / f"graphrag-run-{first}.json")
+
+
 async def test_a_batch_of_a_run_deleted_elsewhere_says_so_instead_of_waiting(store: Path, history: Path) -> None:
     """The run view is open; a CLI deletes the run; opening one of its batches reads the
     history again: one line says the run is gone (its worker used to die on a TypeError,

@@ -1029,7 +1029,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     from .export import existing_files, export_paths, write_export
     from .output_paths import sqlite_files
-    from .session.recording import recorded_store
+    from .session.recording import recorded_run_info, recorded_store
     from .store.location import store_files
     from .store.opening import open_store
 
@@ -1040,7 +1040,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store_location = recorded_store(stored)
     with open_store(store_location) as store:
         inputs = [*store_files(store_location), *sqlite_files(history.path)]
-        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs)
+        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs,
+                                          info=recorded_run_info(stored))
     _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")
     return 0
 

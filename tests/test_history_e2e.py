@@ -17,11 +17,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from graphrag_tui.engine import SearchOptions
 from graphrag_tui.history import SCHEMA_VERSION
 from graphrag_tui.history.texts import pack_utf8, unpack_text
 from tests.chat_server import (
@@ -510,7 +512,15 @@ def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Pat
     written = json.loads((tmp_path / "report.json").read_text())
     extra = ("run_id", "parent_run_id", "started_at", "finished_at", "batch_models")
     assert written == {k: v for k, v in run.json.items() if k not in extra}
-    assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n\n## Run\n\n- Status: completed\n")
+    # the run's lines as the app's export of a live run has them (they were only its status)
+    started, finished = (datetime.fromisoformat(run.json[k]) for k in ("started_at", "finished_at"))
+    options = SearchOptions(map_budget=330, map_reserve=0)
+    assert (tmp_path / "report.md").read_text().startswith(
+        f"# {QUESTION}\n\n## Run\n\n- Time: {started:%Y-%m-%d %H:%M:%S} UTC\n"
+        f"- Duration: {(finished - started).total_seconds():.1f} s\n- Status: completed\n- Model: m1\n- Store: {store}\n"
+        f"- Namespace: ns\n- Level: leaf\n- Seed: 7\n- Budgets: Map 330 tokens (reserve 0), Reduce "
+        f"{options.reduce_budget} tokens (reserve {options.reduce_reserve}); concurrency {options.concurrency}\n"
+        "- Summaries: 8\n- Map batches: 8 (0 failed)\n")
     (tmp_path / "report.md").write_text("edited by the analyst\n")
     again = cli(history, "runs", "export", run_id, str(tmp_path / "report"))
     assert (again.code, again.stdout) == (2, "")

@@ -5,11 +5,13 @@ result's JSON (SPEC §5) with the run's id, parent, times and the model of each 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..engine import ChatModel, SearchResult
 from ..errors import InputError
+from ..export import RunInfo
 from ..history import RunMetadata, StoredRun
 from ..models.factory import ModelSettings
 from ..models.openai_http import parse_base_url
@@ -44,6 +46,23 @@ def recorded_store(stored: StoredRun) -> StoreLocation:
     if isinstance(location, PostgresLocation) and not stored.sealed:
         raise InputError(f"{not_recorded_here(stored)}: its database {location} is not opened")
     return location
+
+
+def recorded_run_info(stored: StoredRun) -> RunInfo | None:
+    """What a report says of a recorded run, as the app's export says of the run it shows:
+    its start, duration, model, store and budgets (None: a start that is not a time)."""
+    summary = stored.summary
+    try:
+        started = _utc(datetime.fromisoformat(summary.started_at))
+        finished = _utc(datetime.fromisoformat(summary.finished_at)) if summary.finished_at else None
+    except (TypeError, ValueError):
+        return None
+    duration = (finished - started).total_seconds() if finished is not None else None
+    return RunInfo(started, duration, summary.model or "unknown", summary.store, stored.options)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def not_recorded_here(stored: StoredRun) -> str:

@@ -24,6 +24,7 @@ from ..history import RESUMABLE, RunHistory, RunSummary, StoredRun
 from ..models.factory import ModelSettings
 from ..session import RunSession
 from ..session.continuation import model_settings_for, prepare_rerun, prepare_resume
+from ..session.recording import recorded_run_info
 from ..session.run_failure import error_words
 from ..store.location import parse_location, store_files, store_identity
 from .messages import RunFinished, RunPlanned, RunRejected
@@ -369,7 +370,7 @@ class RunHistoryActions:
             self.post_message(HistoryProblem("Export failed", f"{at_hand.note} The report needs the store."))
             return
         try:
-            written = write_export(stored.result, at_hand.store, path, inputs=inputs)
+            written = write_export(stored.result, at_hand.store, path, inputs=inputs, info=recorded_run_info(stored))
         except InputError as error:
             self.post_message(HistoryProblem("Export failed", str(error)))
             return

@@ -722,6 +722,9 @@ async def test_export_a_recorded_run_from_the_runs_screen(store: Path, history: 
     assert exported == json.loads(stored.result.model_dump_json())
     report = (tmp_path / "out.md").read_text()
     assert QUESTION in report and "The harbour bridge is funded by the port authority." in report
+    # the run's lines as the export of the run on the main screen has them (they were only its status)
+    assert report.split("## Run\n\n")[1].splitlines()[:5] == [
+        "- Time: 2026-01-02 03:04:05 UTC", "- Duration: 0.0 s", "- Status: partial", "- Model: m1", f"- Store: {store}"]
 
 
 HOSTILE = "Who funds [@click=app.quit]the[/] [b]bridge\x1b[2J\u202e?"

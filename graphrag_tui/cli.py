@@ -674,12 +674,13 @@ def model_answered(result: SearchResult) -> bool:
     return any(a.error_kind is None for a in attempts)
 
 
-def print_result(result: SearchResult, streamed: str | None = None) -> None:
+def print_result(result: SearchResult, streamed: str | None = None, status: str | None = None) -> None:
     """The result in words. When the answer was printed as it streamed, it is not repeated
-    (unless the final answer differs from what streamed)."""
+    (unless the final answer differs from what streamed). `status`: the history's, for a
+    run that never finished (`interrupted`, `running`), which no result has."""
     from .engine import failed_batch_lines
 
-    _say(f"status: {result.status}")
+    _say(f"status: {status or result.status}")
     if result.answer and result.answer != streamed:
         _say()
         _say(result.answer.replace("\r\n", "\n"))  # a lone CR (it rewrites the line) is shown
@@ -1022,7 +1023,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if args.json:
             _say_json(stored_document(stored))
         else:
-            print_result(stored.result)
+            print_result(stored.result, status=stored.status if stored.status in ("running", "interrupted") else None)
             parent = f" (a re-run of {stored.summary.parent_run_id})" if stored.summary.parent_run_id else ""
             _say(f"run {stored.run_id}{parent}: {stored.status}, started {stored.summary.started_at}, "
                  f"finished {stored.summary.finished_at or '-'}")

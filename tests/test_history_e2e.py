@@ -1007,6 +1007,10 @@ def test_a_run_resumed_on_another_model_is_priced_at_each_models_prices(
     shown = cli(history, "runs", "show", run_id, "--json")
     assert (shown.json["usage_total"], shown.json["cost"]) == (
         tokens(300, 30), {"input": 0.3, "output": 0.06, "cached": 0.0, "total": 0.36, "currency": "USD"})
+    text = cli(history, "runs", "show", run_id).stdout.splitlines()
+    assert text[0] == "status: interrupted"  # (it said `cancelled`, the result's, and `interrupted` at the end)
+    assert "cost: $0.3600 (input $0.3000, cached $0.0000, output $0.0600)" in text
+    assert text[-1].startswith(f"run {run_id}: interrupted, started ")
     with ScriptedChatServer(UsageServer()) as server:
         capped = cli(history, "resume", run_id, "--base-url", server.base_url, "--model", "m2", "--max-cost", "0.3",
                      "--config", str(config), "--json")

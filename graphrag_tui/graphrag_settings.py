@@ -151,6 +151,11 @@ def read_dotenv(path: Path) -> dict[str, str]:
     return values
 
 
+#: The fewest first characters of a substituted value an error is searched for (fewer could
+#: be any word of the message).
+HIDDEN_PREFIX = 8
+
+
 class _Reader:
     """One settings file's values, read with `${VAR}` substitution; errors name the field."""
 
@@ -169,7 +174,11 @@ class _Reader:
         for value in sorted(self.substituted, key=len, reverse=True):
             if len(value) < 4:  # no secret, and "1" would be replaced all over the message
                 continue
-            message = message.replace(value, f"${{{self.substituted[value]}}}")
+            # a value cut to its first characters (a quoted value is cut at 40) hides them too
+            shortest = min(len(value), HIDDEN_PREFIX)
+            start = next((value[:n] for n in range(len(value), shortest - 1, -1) if value[:n] in message), None)
+            if start is not None:
+                message = message.replace(start, f"${{{self.substituted[value]}}}")
         return message
 
     def where(self, dotted: str) -> str:
@@ -194,13 +203,14 @@ class _Reader:
     def count(self, value: Any, dotted: str, *, zero_is_none: bool = False) -> int | None:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("auto", "")):
             return None
+        written = value  # (an error quotes it as written: `${VAR}`, not the variable's value)
         if isinstance(value, str):
             value = self.text(value, dotted)
             value = int(value) if value is not None and re.fullmatch("[0-9]{1,12}", value) else value
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value > 10**12:
-            raise InputError(f"{self.where(dotted)} must be a whole number, got {shown(value)}")
+            raise InputError(f"{self.where(dotted)} must be a whole number, got {shown(written)}")
         return None if zero_is_none and value == 0 else value
 
     def flag(self, value: Any, dotted: str) -> bool | None:

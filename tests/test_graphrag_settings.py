@@ -402,6 +402,30 @@ def test_a_variable_in_the_wrong_field_is_named_never_shown(store: Path, tmp_pat
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: settings.yaml {settings}: {message}\n")
 
 
+def test_a_key_longer_than_a_quoted_value_is_named_never_shown_in_part(store: Path, tmp_path: Path) -> None:
+    """A quoted value is cut at 40 characters, and the cut key no longer matched the key it
+    was hidden as: its first 37 characters were shown."""
+    key = "sk-proj-" + "S3CRETabcdefgh" * 4
+    text = ("models:\n  default_chat_model:\n    type: openai_chat\n    model: m\n    api_key: ${GRAPHRAG_API_KEY}\n"
+            "    requests_per_minute: ${GRAPHRAG_API_KEY}\n")
+    settings = project(tmp_path, text, f"GRAPHRAG_API_KEY={key}\n")
+    run = run_cli("plan", str(store), QUESTION, "--graphrag-settings", str(settings), "--no-config")
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: settings.yaml {settings}: models."
+                                                         "default_chat_model.requests_per_minute must be a whole number, "
+                                                         "got '${GRAPHRAG_API_KEY}'\n")
+
+
+def test_an_error_that_quotes_a_substituted_value_cut_shows_its_variable_instead() -> None:
+    from graphrag_tui.arguments import shown
+    from graphrag_tui.graphrag_settings import _Reader
+
+    key = "sk-proj-" + "S3CRETabcdefgh" * 4
+    reader = _Reader(Path("/nonexistent/settings.yaml"), {"K": key})
+    assert reader.variable("K", "x") == key
+    assert reader.hidden(f"x got {shown(key)}") == "x got '${K}…"
+    assert reader.hidden(f"x got {key[:7]}") == f"x got {key[:7]}"  # (seven characters could be any word)
+
+
 @pytest.mark.parametrize(("model_lines", "message"), [
     ("    model: ${GRAPHRAG_API_KEY}\n    api_base: BASE\n",
      "the model name holds the API key, and a model name is shown and recorded: give the model's own name"),

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ import pytest
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.importer import ImportReport, format_report, import_graphrag
+from graphrag_tui.importer.parquet_tables import COLUMNS
 from graphrag_tui.store.schema import TABLES
 from tests.cli_runner import EXECUTABLE, Run, clean_env, run_cli
 from tests.graphrag_fixtures import (
@@ -687,6 +689,60 @@ def test_a_small_table_that_unpacks_to_gigabytes_is_refused_before_it_is_read(tm
     assert message == (f"{src / 'entities.parquet'}: its {size:,} bytes would take some "
                        f"{(rows * 4 * 64 + _unpacked(src / 'entities.parquet')) >> 20:,} MiB once read, over 100 "
                        "times their size: refused (GraphRAG's own tables take 2 to 6 times theirs)")
+
+
+def test_a_list_of_millions_of_repeated_values_in_one_row_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """The footer's count of rows said one cell: a 72 KB file whose one row lists a name four
+    million times took 1 GB. Each element counts now, before anything is read (fewer, with
+    longer names, are refused once read: the next test)."""
+    import pyarrow as pa
+
+    src = write_index(tmp_path / "out")
+    table = pq.read_table(src / "communities.parquet")
+    ids = table.column("entity_ids").to_pylist()
+    ids[0] = ["x"] * 5_000_000
+    column = table.schema.get_field_index("entity_ids")
+    pq.write_table(table.set_column(column, "entity_ids", pa.array(ids, pa.list_(pa.string()))),
+                   src / "communities.parquet")
+    path = src / "communities.parquet"
+    metadata = pq.ParquetFile(path).metadata
+    present = set(table.column_names)
+    read = {next(n for n in c.names if n in present) for c in COLUMNS["communities"] if present & set(c.names)}
+    chunks = [metadata.row_group(g).column(c) for g in range(metadata.num_row_groups) for c in range(metadata.num_columns)
+              if metadata.row_group(g).column(c).path_in_schema.split(".")[0] in read]
+    estimate = sum(c.total_uncompressed_size for c in chunks) + sum(c.num_values for c in chunks) * 64
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{path}: its {path.stat().st_size:,} bytes would take some {estimate >> 20:,} MiB once read, over 100 times "
+        "their size: refused (GraphRAG's own tables take 2 to 6 times theirs)")
+
+
+def test_a_text_stored_once_for_thousands_of_rows_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
+    """A dictionary holds a value once for every row that names it: the footer's sizes count
+    it once, and 3,000 rows of one 100 KB description took 300 MB once read."""
+    import pyarrow as pa
+
+    src = write_index(tmp_path / "out")
+    rows, text = 3_000, "d" * 100_000
+    pq.write_table(pa.table({"id": [f"e{i}" for i in range(rows)], "title": [f"T{i}" for i in range(rows)],
+                             "description": pa.repeat(text, rows).dictionary_encode(),
+                             "human_readable_id": list(range(rows))}), src / "entities.parquet",
+                   use_dictionary=["description"])
+    path = src / "entities.parquet"
+    assert path.stat().st_size < 200_000
+    started = time.monotonic()
+    message = _refused(src, tmp_path / "s.db")
+    assert time.monotonic() - started < 20
+    said = re.fullmatch(rf"{re.escape(str(path))}: its {path.stat().st_size:,} bytes would take some ([0-9,]+) MiB "
+                        r"once read, over 100 times their size: refused \(GraphRAG's own tables take 2 to 6 times "
+                        r"theirs\)", message)
+    assert said is not None, message
+    assert int(said[1].replace(",", "")) == (rows * (len(text) + 64 * 4) + _plain_bytes(path)) >> 20
+
+
+def _plain_bytes(path: Path) -> int:
+    """The bytes of the entities' columns besides their description, as Arrow holds them."""
+    table = pq.read_table(path, columns=["human_readable_id", "id", "title"])
+    return sum(chunk.nbytes for column in table.columns for chunk in column.chunks)
 
 
 def test_tables_that_unpack_to_gigabytes_together_are_refused_before_any_is_read(tmp_path: Path) -> None:

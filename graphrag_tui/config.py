@@ -295,6 +295,10 @@ def file_label(path: Path | str, section: str, key: str) -> str:
     return f"config file {path}: [{section}] {key if _KEY_NAME.fullmatch(key) else repr(key)}"
 
 
+#: More dots than any line of a config file has (a key's parts: `a.b.c = 1`).
+MAX_DOTS_A_LINE = 256
+
+
 class ConfigFileSource(TomlConfigSettingsSource):
     """The TOML file, which must exist (it was given, or found); any reading error is one line."""
 
@@ -312,7 +316,13 @@ class ConfigFileSource(TomlConfigSettingsSource):
 
     def _read_file(self, path: Any) -> dict[str, Any]:
         try:
-            return tomllib.loads(read_user_file(path, "config file").decode("utf-8"))
+            text = read_user_file(path, "config file").decode("utf-8")
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.count(".") > MAX_DOTS_A_LINE and not line.lstrip().startswith("#"):
+                    raise InputError(f"config file {path} is not read: line {number} has over {MAX_DOTS_A_LINE} "
+                                     "dots (TOML's reader takes time that grows with the square of a key's parts: "
+                                     "32,000 took 18 s)")
+            return tomllib.loads(text)
         except FileNotFoundError:
             what = "is a symbolic link to nothing" if Path(path).is_symlink() else "does not exist"
             raise InputError(f"config file {path} {what}") from None

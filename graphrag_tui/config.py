@@ -102,7 +102,7 @@ from .models.factory import (
     parse_timeout,
     parse_top_p,
 )
-from .models.openai_http import RESPONSE_FORMATS
+from .models.openai_http import RESPONSE_FORMATS, parse_base_url
 from .user_files import ENV_PREFIX, default_config_path, is_there, read_user_file
 
 #: Stands for the setting in a check's message: pydantic reports the reason alone, at the
@@ -150,6 +150,11 @@ def _key_list(value: Any, label: str) -> str:
 Text = Annotated[str | None, BeforeValidator(_checked_by(_string))]
 
 
+def _base_url(value: Any, label: str) -> str:
+    parse_base_url(_string(value, label), label)
+    return value  # type: ignore[no-any-return]
+
+
 class RetrievalConfig(BaseModel):
     """[retrieval]: the search options' defaults (SPEC §3.1); the keys of engine/options.py."""
 
@@ -172,7 +177,7 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: Text = None
+    base_url: Annotated[str | None, BeforeValidator(_checked_by(_base_url))] = None
     model: Text = None
     api_key_env: Text = None
     timeout: Annotated[float | None, BeforeValidator(_checked_by(parse_timeout))] = None

@@ -344,6 +344,10 @@ def _model(reader: _Reader, values: dict[Any, Any], prefix: str, layout: Layout)
         fields["base_url"] = "api_base" if api_base is not None else "model_provider (OpenAI's API)"
         if name is not None:
             model["model"], fields["model"] = name, "model"
+    if api_base is not None:
+        from .models.openai_http import parse_base_url  # (httpx, only for a project that names a URL)
+
+        parse_base_url(model["base_url"], reader.where(f"{prefix}.api_base"))
     auth = (text("auth_method") or text("auth_type") or "api_key").lower()
     key_variable = reader.api_key(values.get("api_key"), f"{prefix}.api_key")
     if key_variable is not None:

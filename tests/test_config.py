@@ -65,6 +65,9 @@ def test_values_are_checked_and_converted_with_where_they_came_from(tmp_path: Pa
     ("text", "message"),
     [
         ("[model]\nbase_url = 5\n", "[model] base_url must be a string, got 5"),
+        # (it was checked only as the model was made, and said `--base-url`)
+        ('[model]\nbase_url = "http://h:99999/v1"\n', "[model] base_url has port 99999, out of the range 1-65535"),
+        ('[model]\nbase_url = "ftp://h/v1"\n', "[model] base_url must be an http:// or https:// URL with a host"),
         ("[model]\nmodel = 5\n", "[model] model must be a string, got 5"),
         ("[model]\napi_key_env = 5\n", "[model] api_key_env must be a string, got 5"),
         ("[model]\napi_key_env = [\"A\"]\n", "[model] api_key_env must be a string, got ['A']"),
@@ -129,6 +132,7 @@ def test_a_missing_or_unreadable_file(tmp_path: Path) -> None:
     ("variable", "value", "message"),
     [
         ("GRAPHRAG_TUI_MAP_BUDGET", "-3", "GRAPHRAG_TUI_MAP_BUDGET must be a positive integer, got '-3'"),
+        ("GRAPHRAG_TUI_BASE_URL", "ftp://x", "GRAPHRAG_TUI_BASE_URL must be an http:// or https:// URL with a host"),
         ("GRAPHRAG_TUI_MAP_BUDGET", "٣", "GRAPHRAG_TUI_MAP_BUDGET must be a positive integer, got '٣'"),
         ("GRAPHRAG_TUI_CONCURRENCY", "1000",
          "GRAPHRAG_TUI_CONCURRENCY must be at most 256 (parallel model calls), got 1000"),

@@ -253,6 +253,12 @@ models:
                      "sys.set_int_max_str_digits() t", id="5001-digits"),
         ("llm:\n  model: x\n  requests_per_minute: 2024-02-30\n", None,
          "holds a value that cannot be read: day is out of range for month"),
+        # a bad base URL named the flag, --base-url, which was not given
+        ("llm:\n  model: x\n  api_base: http://h:99999/v1\n", None, "llm.api_base has port 99999, out of the range "
+         "1-65535"),
+        ("completion_models:\n  default_completion_model:\n    model_provider: azure\n    model: x\n"
+         "    api_base: ftp://h\n    api_version: '2024-02-01'\n", None,
+         "completion_models.default_completion_model.api_base must be an http:// or https:// URL with a host"),
     ],
 )
 def test_a_bad_settings_file_is_exit_2_in_one_line(

@@ -313,22 +313,23 @@ class _StreamMasker:
         return mask_key(released, self._pattern) if self._pattern is not None else released
 
 
-def parse_base_url(text: str) -> httpx.URL:
+def parse_base_url(text: str, label: str = "--base-url") -> httpx.URL:
     """The checked base URL, without user:password (it would end up in messages) or fragment.
-    InputError (one line) for anything that is not an http(s) URL with a valid host and port."""
+    InputError (one line, naming `label`: where the URL was given) for anything that is not
+    an http(s) URL with a valid host and port."""
     try:
         url = httpx.URL(text.strip()) if isinstance(text, str) else None
     except Exception:  # httpx.InvalidURL and friends
         url = None
     if url is None:
-        raise InputError("--base-url is not a valid URL")
+        raise InputError(f"{label} is not a valid URL")
     if url.scheme not in ("http", "https") or not url.host:
-        raise InputError("--base-url must be an http:// or https:// URL with a host")
+        raise InputError(f"{label} must be an http:// or https:// URL with a host")
     host = url.raw_host.decode("ascii", "replace")
     if ":" not in host and not _HOSTNAME.fullmatch(host):  # IPv6 literals are checked by httpx
-        raise InputError(f"--base-url has an invalid host: {host!r}")
+        raise InputError(f"{label} has an invalid host: {host!r}")
     if url.port is not None and not 1 <= url.port <= 65535:
-        raise InputError(f"--base-url has port {url.port}, out of the range 1-65535")
+        raise InputError(f"{label} has port {url.port}, out of the range 1-65535")
     return url.copy_with(username=None, password=None, fragment=None)
 
 

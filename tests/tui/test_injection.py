@@ -7,11 +7,13 @@ sequences, colours and cursor moves, are allowed there; nothing else starting wi
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rich.text import Text
 from textual.widgets import OptionList, TabbedContent
 from textual.widgets._toast import Toast
@@ -330,3 +332,41 @@ async def test_a_long_hostile_answer_drawn_by_rich_is_inert(tmp_path: Path) -> N
             await click_literal_action(pilot, text, "Line 0 ")
             assert app.is_running and isinstance(app.screen, MainScreen)
         assert app.return_code is None
+
+
+HTML = "a <b>bold</b> <T> word <!-- note -->"
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
+async def test_an_answer_that_reads_as_html_is_shown_as_the_model_wrote_it(tmp_path: Path, long: bool) -> None:
+    """CommonMark reads tags, comments and `<T>` as HTML, which Textual's and Rich's
+    Markdown dropped: the answer lost words, with no sign (in the compare view too)."""
+    from graphrag_tui.history import RunHistory
+    from graphrag_tui.tui.screens.compare import CompareScreen
+    from graphrag_tui.tui.widgets.answer_panel import LONG_ANSWER_LINES
+
+    store, history = build_store(tmp_path / "s.db", [
+        {"id": f"ns/{i}", "summary_content": f"Community {i}. {PAD}"} for i in (1, 2)]), tmp_path / "history.db"
+    lines = [f"- {i} {HTML}" for i in range(LONG_ANSWER_LINES if long else 1)]
+    answer = "\n".join(lines) + "\n\n<div>kept</div>\n\n<script>shown()</script>"
+    script = Scripted({"ns/1": map_reply("One", 90), "ns/2": map_reply("Two", 40)}, reduce=reduce_reply(answer))
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, namespace="ns", history=history)
+        async with app.run_test(size=SIZE) as pilot:
+            for question in ("html?", "html again?"):
+                await ask(pilot, question)
+                await wait_finished(pilot)
+            assert app.screen.query_one("#answer-long").display is long
+            assert f"0 {HTML}" in screen_text(app)
+            if long:  # (its end is out of view)
+                console = Console(width=120, record=True, file=io.StringIO())
+                console.print(app.screen.query_one("#answer-long").content)
+                text = console.export_text()
+            else:
+                text = screen_text(app)
+            assert "<div>kept</div>" in text and "<script>shown()</script>" in text
+            newer, older = (run.run_id for run in RunHistory(history).list_runs())
+            app.compare_runs(older, newer)
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            assert f"0 {HTML}" in screen_text(app)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -26,6 +25,7 @@ from ...history import RunHistory, StoredRun
 from ...session.compare import RunComparison, compare_runs
 from ...session.run_failure import failure_words
 from ...store import CommunityStore
+from ..model_markdown import ModelMarkdown
 from ..safe_text import clean, markdown_cut, one_line
 from ..stored_runs import scope_text, started_text
 from ..widgets.footer import KeyFooter
@@ -226,8 +226,7 @@ class CompareScreen(TabbedScreen):
                         # One widget, drawn by Rich: a long answer (an extractive run's list of
                         # hundreds of items) made Textual's Markdown mount a widget per block,
                         # which held the screen 1.2 s per answer and every layout after.
-                        yield Static(RichMarkdown(markdown_cut(clean(result.answer or "(no answer)")),
-                                                  hyperlinks=False))
+                        yield Static(ModelMarkdown(markdown_cut(clean(result.answer or "(no answer)"))))
             with TabPane("Batches", id="tab-batches"), Vertical():
                 yield Static(id="batches-summary")
                 yield RowTable("", "Batch", "A status", "A usefulness", "B status", "B usefulness", "Differs in",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -24,6 +23,7 @@ from ...errors import InputError
 from ...store import CommunityRef, CommunityStore
 from ..citations import SCHEME, cited_ids, link_citations
 from ..messages import OpenCommunity
+from ..model_markdown import ModelMarkdown, literal_html_parser
 from ..run_state import RunState
 from ..safe_text import clean, markdown_cut, one_line
 from ..screens.input_dialog import NO_CONTROLS
@@ -90,7 +90,7 @@ class AnswerPanel(VerticalScroll):
         # While a run goes, the answer as it streams: a fixed-size view of its last lines
         # (a growing Markdown would lay out the screen on every piece).
         yield Static(id="answer-stream")
-        yield Markdown("", open_links=False, id="answer-text")
+        yield Markdown("", open_links=False, id="answer-text", parser_factory=literal_html_parser)
         yield Static(id="answer-long")
         yield Static(Text("Rests on communities (Enter opens one):", style="bold"), id="citations-title")
         yield Input(placeholder="filter by id or name", id="citations-filter", restrict=NO_CONTROLS)
@@ -148,7 +148,7 @@ class AnswerPanel(VerticalScroll):
         shown = markdown_cut(clean(result.answer or ""))
         long = shown.count("\n") + 1 >= LONG_ANSWER_LINES
         self.set_class(long, "-long")
-        self.query_one("#answer-long", Static).update(RichMarkdown(shown, hyperlinks=False) if long else "")
+        self.query_one("#answer-long", Static).update(ModelMarkdown(shown) if long else "")
         self.query_one("#answer-text", Markdown).update("" if long else link_citations(shown, result.namespace, known))
         self.query_one("#citations-filter", Input).value = ""
         self._fill_citations()

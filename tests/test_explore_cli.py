@@ -73,11 +73,19 @@ def test_search_phrase_prefix_kind_and_limit(store: Path, env: dict[str, str]) -
     ("   ", "graphrag-tui: error: The search query is empty\n"),
     ('"unclosed', "graphrag-tui: error: Cannot parse the search query: unterminated string\n"),
     ("AND", 'graphrag-tui: error: Cannot parse the search query: fts5: syntax error near "AND"\n'),
+    # each term reads all its places in the index: 800 took minutes and ran out of memory
+    (" ".join(["Harrow"] * 33), "graphrag-tui: error: The search query has 33 words: search for at most 32\n"),
 ])
 def test_bad_queries_are_one_line_exit_2(store: Path, env: dict[str, str], query: str, message: str) -> None:
     run = run_cli("search", str(store), query, env=env)
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr.splitlines()[-1] + "\n" == message
+
+
+def test_a_query_of_32_words_is_searched(store: Path, env: dict[str, str]) -> None:
+    run = run_cli("search", str(store), " ".join(["Harrow"] * 32), "--json", env=env)
+    assert run.code == 0, run.stderr
+    assert run.json["results"] == run_cli("search", str(store), "Harrow", "--json", env=env).json["results"]
 
 
 def test_limit_must_be_positive(store: Path, env: dict[str, str]) -> None:

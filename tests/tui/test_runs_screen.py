@@ -467,6 +467,29 @@ async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> 
             assert "Delete run" not in footer_text(app)
 
 
+async def test_after_a_delete_the_cursor_is_on_the_deleted_runs_neighbour(store: Path, history: Path) -> None:
+    """It went to the top row: `d y` then Enter (or `c`) opened the newest run, not a
+    neighbour of the one deleted."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            for question in (QUESTION, SECOND_QUESTION, "Who rows the ferry?"):
+                await finished_run(pilot, question)
+            third, second, first = run_ids(history)
+            screen = await open_runs(pilot)
+            for deleted, then in ((second, first), (first, third)):
+                if screen.highlighted_id != deleted:
+                    await pilot.press("down")
+                assert screen.highlighted_id == deleted
+                before = screen.listings
+                await pilot.press("d")
+                await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the delete question")
+                await pilot.press("y")
+                await relisted(pilot, screen, before)
+                assert screen.highlighted_id == then  # the next one, or the last row's, the one before it
+
+
 # -- compare --------------------------------------------------------------------------------------
 
 

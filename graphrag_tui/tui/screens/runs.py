@@ -85,6 +85,9 @@ class RunsScreen(Screen[None]):
         self.more = False
         self.error: str | None = None
         self._requests = 0
+        #: The filter of the latest listing asked for, and of the one shown.
+        self._asked_filter: str | None = None
+        self._shown_filter: str | None = None
         self._pending_filter: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -113,7 +116,7 @@ class RunsScreen(Screen[None]):
     def reload(self) -> None:
         text = self.query_one("#runs-filter-input", Input).value.strip()
         self._requests += 1
-        request = self._requests
+        request, self._asked_filter = self._requests, text
         self.run_worker(lambda: self._list(text, request), thread=True, group="runs-list", exit_on_error=False)
 
     def _list(self, text: str, request: int) -> None:
@@ -145,12 +148,15 @@ class RunsScreen(Screen[None]):
         self.damaged = message.damaged
         self.marked = [m for m in self.marked if m in self.runs]
         table = self.query_one("#runs-table", DataTable)
-        current = self.highlighted_id
+        current, row = self.highlighted_id, table.cursor_row
         table.clear()
         for summary in self.runs.values():
             table.add_row(*self._cells(summary), key=summary.run_id)
         if current in self.runs:
             table.move_cursor(row=table.get_row_index(current))
+        elif self._asked_filter == self._shown_filter and self.runs:  # deleted: its neighbour, not the top
+            table.move_cursor(row=min(row, len(self.runs) - 1))
+        self._shown_filter = self._asked_filter
         self._show_detail()
         if newly_damaged:
             count = len(message.damaged)

@@ -645,7 +645,40 @@ def test_a_community_number_that_is_bytes_but_not_utf8_is_refused(tmp_path: Path
     tables["communities"][0]["community"] = b"\xff0"
     src = write_index(tmp_path / "out", tables=tables)
     assert _refused(src, tmp_path / "s.db") == (
-        f"{src / 'communities.parquet'}: column 'community' row 0 is not a number: b'\\xff0'")
+        f"{src / 'communities.parquet'}: column 'community' row 0 is not a number in ASCII digits: b'\\xff0'")
+
+
+def test_a_level_in_digits_other_than_ascii_is_refused(tmp_path: Path) -> None:
+    """Python reads "١" (Arabic-Indic) as 1: it was imported as level 1."""
+    tables = index_tables()
+    for row in tables["communities"]:
+        row["level"] = str(row["level"])
+    tables["communities"][2]["level"] = "\u0661"
+    src = write_index(tmp_path / "out", tables=tables)
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src / 'communities.parquet'}: column 'level' row 2 is not a number in ASCII digits: '\u0661'")
+
+
+def test_a_table_with_two_columns_of_one_name_is_refused(tmp_path: Path) -> None:
+    """Its rows read the last one, silently."""
+    import pyarrow as pa
+
+    src = write_index(tmp_path / "out")
+    table = pq.read_table(src / "communities.parquet")
+    pq.write_table(table.append_column(pa.field("community", table.schema.field("community").type),
+                                       table.column("community")), src / "communities.parquet")
+    assert _refused(src, tmp_path / "s.db") == (
+        f"{src / 'communities.parquet'} has 2 columns named 'community': which to read is not known")
+
+
+@pytest.mark.parametrize("target", ["nowhere.parquet", "covariates.parquet"], ids=["dangling", "loop"])
+def test_an_optional_table_that_is_a_link_to_nothing_is_refused(tmp_path: Path, target: str) -> None:
+    """It was read as no table: an import with no claims, exit 0."""
+    src = write_index(tmp_path / "out")
+    (src / "covariates.parquet").unlink(missing_ok=True)
+    (src / "covariates.parquet").symlink_to(src / target)
+    assert _refused(src, tmp_path / "s.db") == (
+        f"GraphRAG table {src / 'covariates.parquet'} is a symbolic link to nothing")
 
 
 def test_a_list_as_json_nested_too_deep_is_refused(tmp_path: Path) -> None:

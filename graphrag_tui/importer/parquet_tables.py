@@ -178,6 +178,8 @@ def read_index(source_dir: Path, text_column: str) -> GraphRagIndex:
     paths: dict[str, Path] = {}
     for name in TABLE_NAMES:
         path = folder / table_file_name(name, naming)
+        if path.is_symlink() and not path.exists():  # (an optional table's was read as none: no claims)
+            raise InputError(f"GraphRAG table {path} is a symbolic link to nothing")
         if path.exists() and not path.is_file():  # a FIFO, a device, a partitioned dataset's folder
             raise InputError(f"GraphRAG table {path} is not a regular file (one Parquet file per table is read)")
         if not path.is_file():
@@ -221,9 +223,10 @@ class _OpenTable:
 def _open_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...]) -> _OpenTable:
     try:
         parquet = pq.ParquetFile(path)
-        present = set(parquet.schema_arrow.names)
+        names = parquet.schema_arrow.names
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
         raise InputError(f"cannot read {path}: {one_line(exc)}") from None
+    present = set(names)
 
     if name == "communities" and "parent" not in present:
         raise InputError(
@@ -239,6 +242,8 @@ def _open_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...])
                 alternatives = " or ".join(repr(n) for n in column.names)
                 raise InputError(f"{path} has no column {alternatives}")
             continue
+        if names.count(actual) > 1:  # (its rows read the last one)
+            raise InputError(f"{path} has {names.count(actual)} columns named {actual!r}: which to read is not known")
         source_columns[column.name] = actual
 
     columns = sorted(set(source_columns.values()))
@@ -386,6 +391,8 @@ def _integer(table: Table, column: str, row_index: int, value: object) -> int:
     if isinstance(value, (str, bytes)):
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
         text = text.strip()
+        if not text.isascii():  # (Python reads "١" as 1, "²" not at all)
+            raise _bad_value(table, column, row_index, value, "a number in ASCII digits")
         try:
             return int(text)
         except ValueError:

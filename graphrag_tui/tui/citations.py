@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import accumulate
 from urllib.parse import quote
+
+from markdown_it import MarkdownIt
 
 #: `Reports (1, 2, 3, +more)` inside a `[Data: ...]` citation (GraphRAG's prompts' form).
 _REPORTS_RE = re.compile(r"(Reports\s*\()([^()\]]*)(\))", re.IGNORECASE)
-_NUMBER_RE = re.compile(r"\d+")
+_NUMBER_RE = re.compile(r"[0-9]+")
 SCHEME = "community:"
 
 
@@ -33,7 +36,8 @@ def _report_ids(text: str, namespace: str) -> list[tuple[int, int, str]]:
     for match in _REPORTS_RE.finditer(text):
         base = match.start(2)
         for number in _NUMBER_RE.finditer(match.group(2)):
-            found.append((base + number.start(), base + number.end(), f"{namespace}/{int(number.group())}"))
+            # (its digits as written, less leading zeros: int() of 4,301 digits raises, and crashed the app)
+            found.append((base + number.start(), base + number.end(), f"{namespace}/{number.group().lstrip('0') or '0'}"))
     return found
 
 
@@ -57,13 +61,30 @@ def cited_ids(text: str, namespace: str, ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(cid for _, _, cid in _citations(text, namespace, ids)))
 
 
+#: Where a link would change what the Markdown shows: a code span, a link (its text and its
+#: address), an autolink, a bare address.
+_INLINE_KEPT = re.compile(r"(`+)[\s\S]*?(?<!`)\1(?!`)|\[[^\]\n]*\]\([^)\n]*\)|<[a-z][a-z0-9+.-]*:[^>\s]*>"
+                          r"|https?://\S+", re.IGNORECASE)
+
+
+def _kept_as_written(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the parts of `text` a citation link is not made in: code blocks
+    (fenced or indented, as the Markdown reader finds them) and _INLINE_KEPT."""
+    starts = [0, *accumulate(map(len, text.splitlines(keepends=True)))]
+    spans = [(starts[token.map[0]], starts[min(token.map[1], len(starts) - 1)])
+             for token in MarkdownIt("gfm-like", {"html": False}).parse(text)
+             if token.type in ("fence", "code_block") and token.map]
+    return spans + [m.span() for m in _INLINE_KEPT.finditer(text)]
+
+
 def link_citations(text: str, namespace: str, ids: Iterable[str]) -> str:
     """The Markdown text with each citation (of `ids`, or a `Reports (...)` number whose id
-    is in `ids`) made a `community:` link."""
+    is in `ids`) made a `community:` link, but in code and in links, which it would change."""
     known = set(ids)
+    kept = _kept_as_written(text)
     out, position = [], 0
     for start, end, cid in _citations(text, namespace, known):
-        if cid not in known:
+        if cid not in known or any(a <= start < b for a, b in kept):
             continue
         out.append(text[position:start])
         out.append(f"[{text[start:end]}]({SCHEME}{quote(cid, safe='')})")

@@ -321,7 +321,7 @@ def _add_runs_parsers(commands: Any) -> None:
     show.add_argument("--json", action="store_true")
     export = verbs.add_parser("export", help="write a run as NAME.json and NAME.md, as the app's export does")
     export.add_argument("run", metavar="RUN")
-    export.add_argument("name", type=path_argument, metavar="NAME")
+    export.add_argument("name", metavar="NAME")  # (as typed: `out/` names a folder)
     export.add_argument("--overwrite", action="store_true", help="replace NAME.json and NAME.md if they exist")
     delete = verbs.add_parser("delete", help="delete a run from the history")
     delete.add_argument("run", metavar="RUN")

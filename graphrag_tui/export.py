@@ -56,17 +56,26 @@ def _quote(text: str | None) -> str:
     return "\n".join(f"> {line}".rstrip() for line in lines)
 
 
-def export_paths(path: Path) -> tuple[Path, Path]:
+def export_paths(path: str | Path) -> tuple[Path, Path]:
     """`x.json`, `x.md` or `x` -> (`x.json`, `x.md`). Any other suffix is kept as part of
     the name (`run.v2` -> `run.v2.json`, `run.v2.md`)."""
+    written = str(path)
     path = user_path(path, "the export's name")
-    if path.name in ("", ".", ".."):  # ".", "/", "": a folder, no name to add .json to
-        raise InputError(f"Cannot export: {str(path)!r} names a folder, not a file")
+    # ".", "/", "out/", "~", a folder: no name to add .json to (`out/` wrote out.json beside it)
+    if path.name in ("", ".", "..") or written.endswith(("/", os.sep)) or _is_folder(path):
+        raise InputError(f"Cannot export: {written!r} names a folder, not a file")
     if path.suffix.lower() in (".json", ".md"):
         base = path.with_suffix("")
     else:
         base = path
     return base.with_name(base.name + ".json"), base.with_name(base.name + ".md")
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, say: the checks of the files to write say what it is
+        return False
 
 
 def _community_section(community_id: str, detail: CommunityDetail | None) -> list[str]:
@@ -224,7 +233,8 @@ def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo |
 
 
 def write_export(
-    result: SearchResult, store: CommunityStore, path: Path, *, inputs: Iterable[Path] = (), info: RunInfo | None = None
+    result: SearchResult, store: CommunityStore, path: str | Path, *, inputs: Iterable[Path] = (),
+    info: RunInfo | None = None
 ) -> tuple[Path, Path]:
     """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report), by the rules
     of `write_files` (`inputs`: files the export must not overwrite, such as the store).

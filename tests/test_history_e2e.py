@@ -502,10 +502,14 @@ def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Pat
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
                   "--json")
     run_id = run.json["run_id"]
-    for folder in (".", "/"):  # no file name: one line (it was an internal error); "" is an empty path
+    (tmp_path / "out").mkdir()
+    # no file name: one line (it was an internal error); "" is an empty path; `out/` and `~`
+    # wrote out.json beside the folder, and /root.json
+    for folder in (".", "/", f"{tmp_path}/out/", str(tmp_path / "out"), "~"):
         refused = cli(history, "runs", "export", run_id, folder)
         assert (refused.code, refused.stdout) == (2, "")
-        assert refused.stderr == f"graphrag-tui: error: Cannot export: {str(Path(folder))!r} names a folder, not a file\n"
+        assert refused.stderr == f"graphrag-tui: error: Cannot export: {folder!r} names a folder, not a file\n"
+    assert list(tmp_path.glob("*.json")) == [] and list((tmp_path / "out").iterdir()) == []
     exported = cli(history, "runs", "export", run_id, str(tmp_path / "report"))
     assert exported.code == 0, exported.stderr
     assert exported.stdout == f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.md'}\n"

@@ -191,6 +191,9 @@ async def test_export_bad_names_are_one_line_in_the_dialog_and_the_run_stays(sto
                 ("~nosuchuser/run", "the export's name: ~nosuchuser is no user's home directory"),
                 (".", "Cannot export: '.' names a folder, not a file"),  # the app used to crash on these two
                 ("/", "Cannot export: '/' names a folder, not a file"),
+                # the run was written beside the folder, as tmp_path.json and tmp_path.md
+                (f"{tmp_path}/", f"Cannot export: '{tmp_path}/' names a folder, not a file"),
+                (str(tmp_path), f"Cannot export: '{tmp_path}' names a folder, not a file"),
             ]
             await open_export(pilot, cases[0][0])
             for typed, message in cases:

@@ -48,7 +48,7 @@ class ExportScreen(InputDialog[Path]):
             return None
         try:
             path = user_path(text, "the export's name")
-            json_path, _ = export_paths(path)
+            json_path, _ = export_paths(text)  # (as typed: `out/` names a folder)
         except InputError as error:  # ~name of no user, a NUL, a folder ("." or "/")
             self.show_error(str(error))
             return None

@@ -25,6 +25,23 @@ log = logging.getLogger("graphrag_tui.engine")
 TIME_SLICE = 0.002  # seconds of Map work between two rounds of the event loop
 
 
+
+def part_spans(batch: MapBatch) -> tuple[tuple[str, int, int, int], ...]:
+    """(community id, part, start, end) of each part's text in the batch's content: its
+    pieces are each part's header and text, a newline between parts (batcher.py)."""
+    pieces, parts = batch.pieces, batch.parts
+    if len(pieces) != 3 * len(parts) - 1:  # (not the batcher's: no spans)
+        return ()
+    spans, position = [], 0
+    for number, ref in enumerate(parts):
+        if number:
+            position += len(pieces[3 * number - 1])
+        position += len(pieces[3 * number])  # its header
+        text = len(pieces[3 * number + 1])
+        spans.append((ref.community_id, ref.part, position, position + text))
+        position += text
+    return tuple(spans)
+
 class MapStage:
     """Runs the batches of `plan` into `batches` (one BatchResult per batch, in order): all
     of them, or those of `indexes` (a re-run or a resume sends only some)."""
@@ -86,6 +103,7 @@ class MapStage:
             max_tokens=self.plan.options.map_reserve or None,
             json_schema=MAP_REPLY_SCHEMA,
             prompt_tokens=result.prompt_tokens,
+            parts=part_spans(batch) if getattr(self.caller.model, "reads_parts", False) is True else (),
         )
 
         def started(number: int) -> None:

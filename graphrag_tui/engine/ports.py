@@ -48,6 +48,10 @@ class ChatRequest(BaseModel):
     json_schema: dict[str, Any] | None = None
     #: The estimate of the prompt's tokens (SPEC §3.3), set beside the server's real count.
     prompt_tokens: int | None = None
+    #: A Map batch's parts, for a model with a true `reads_parts` attribute: (community id,
+    #: part number, start, end) of each part's text in `content`, after its header, so that
+    #: it need not find the headers in it (a community's text may hold a line that reads as one).
+    parts: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class ChatReply(BaseModel):

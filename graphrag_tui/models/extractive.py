@@ -12,6 +12,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..engine import ChatRequest
@@ -34,7 +35,7 @@ STOPWORDS: frozenset[str] = frozenset(
     """.split()
 )
 
-_HEADER_RE = re.compile(r"^\[Community ID: (.*) \| summary part (\d+)\]\s*$")
+_HEADER_RE = re.compile(r"^\[Community ID: (.*) \| summary part ([0-9]{1,9})\]\s*$")
 _SECTION_RE = re.compile(r"^\s*\[(?:Community summary|Supporting claims|Source excerpts)\]:\s*")
 _BULLET_RE = re.compile(r"^\s*-\s+")
 _CHUNK_RE = re.compile(r"^\[Chunk [^\]]*\]\s*")
@@ -124,36 +125,47 @@ class _Part:
     cut_after: bool = False
 
 
-def _parts(content: str) -> list[_Part]:
-    """The parts of the batch; text before any header has no id. Consecutive parts of one
-    community are joined where they were cut (the last line of one and the first of the
-    next make one line again), so a sentence split over two parts is whole."""
+def _parts(content: str, spans: Sequence[tuple[str, int, int, int]] = ()) -> list[_Part]:
+    """The parts of the batch: at `spans` (ChatRequest.parts), or after the headers found in
+    the content (text before any header has no id). Consecutive parts of one community are
+    joined where they were cut (the last line of one and the first of the next make one line
+    again), so a sentence split over two parts is whole."""
+    sections = ((cid, number, content[start:end].splitlines()) for cid, number, start, end in spans) if spans \
+        else _sections(content)
     parts: list[_Part] = []
-    current: _Part | None = None
-    join_next = False
-    for line in content.splitlines():
-        header = _HEADER_RE.match(line)
-        if header:
-            number = int(header.group(2))
-            if current is not None and current.community_id == header.group(1) and number == current.last + 1:
-                current.last, join_next = number, True
-                continue
-            current, join_next = _Part(header.group(1), number, number, []), False
-            parts.append(current)
-            continue
-        if current is None:
-            current = _Part(None, 1, 1, [])
-            parts.append(current)
-        if join_next and current.lines:
-            current.lines[-1] += line
+    for community_id, number, lines in sections:
+        last = parts[-1] if parts else None
+        if last is not None and community_id is not None and last.community_id == community_id \
+                and number == last.last + 1:
+            last.last = number
+            if last.lines and lines:
+                last.lines[-1] += lines[0]
+                lines = lines[1:]
+            last.lines += lines
         else:
-            current.lines.append(line)
-        join_next = False
+            parts.append(_Part(community_id, number, number, list(lines)))
     for part in parts:
         part.cut_before = part.first > 1
     if len(parts) == 1:  # a part cut at its end fills a batch of its own
         parts[0].cut_after = True
     return parts
+
+
+def _sections(content: str) -> Iterator[tuple[str | None, int, list[str]]]:
+    """(community id, part, lines) after each header found in the content; the text before
+    the first header (None, 1, lines)."""
+    community_id: str | None = None
+    number, lines, started = 1, [], False
+    for line in content.splitlines():
+        header = _HEADER_RE.match(line)
+        if header is None:
+            lines.append(line)
+            continue
+        if started or lines:
+            yield community_id, number, lines
+        community_id, number, lines, started = header.group(1), int(header.group(2)), [], True
+    if started or lines:
+        yield community_id, number, lines
 
 
 #: A word character that is not CJK: a word that can be cut in two.
@@ -176,9 +188,9 @@ def _drop_cut_words(part: _Part) -> list[str]:
     return lines
 
 
-def _sentences(content: str) -> list[_Sentence]:
+def _sentences(content: str, spans: Sequence[tuple[str, int, int, int]] = ()) -> list[_Sentence]:
     out: list[_Sentence] = []
-    for part in _parts(content):
+    for part in _parts(content, spans):
         community_id = part.community_id
         for line in _drop_cut_words(part):
             line = _SECTION_RE.sub("", line)
@@ -218,7 +230,7 @@ class MapScore:
     strength: float
 
 
-def score_batch(query: str, content: str) -> MapScore:
+def score_batch(query: str, content: str, spans: Sequence[tuple[str, int, int, int]] = ()) -> MapScore:
     """Score one Map batch.
 
     Sentences of the batch are the documents; `N` sentences, average length `avgdl`
@@ -240,7 +252,7 @@ def score_batch(query: str, content: str) -> MapScore:
     followed by ` [Community <id>]`, one per line; empty when usefulness is 0.
     """
     terms = query_terms(query)
-    sentences = _sentences(content)
+    sentences = _sentences(content, spans)
     if not terms or not sentences:
         return MapScore(0, "", 0.0, 0.0)
     n_docs = len(sentences)
@@ -367,13 +379,15 @@ class ExtractiveModel:
     """BM25 sentence extraction; see `score_batch` and `merge_answers`."""
 
     description = "extractive, offline: not an LLM"
+    #: Map requests say where each part's text is (ChatRequest.parts).
+    reads_parts = True
 
     def __repr__(self) -> str:
         return "ExtractiveModel()"
 
     def reply(self, request: ChatRequest) -> str:
         if request.stage == "map":
-            result = score_batch(request.query, request.content)
+            result = score_batch(request.query, request.content, request.parts)
             return _to_json({"answer": result.answer, "usefulness": result.usefulness})
         if request.stage == "rate":  # dynamic selection: the text's Map usefulness on 0..5
             usefulness = score_batch(request.query, request.content).usefulness

@@ -87,6 +87,10 @@ def normalize_key(key: str) -> str | None:
     return "+".join([*modifiers, name])
 
 
+def _is_character(name: str) -> bool:
+    return (len(name) == 1 and name.isprintable() and not name.isspace()) or name in CHARACTER_KEYS
+
+
 def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict[str, str]:
     """The keymap with its keys in Textual's names, or InputError (one line, naming
     `source` and the id) for an unknown id, a value that is not keys, or two bindings of
@@ -103,6 +107,12 @@ def check_keymap(keymap: Mapping[str, object], source: str = "[keymap]") -> dict
                 f"{source} {binding_id}: must be a string of keys such as \"ctrl+g\" or \"x,f5\", got {shown(value)}"
             )
         keys = [key.strip() for key in value.split(",")]
+        shifted = next((k for k in keys if k.startswith("shift+") and _is_character(k[6:])), None)
+        if shifted is not None:  # (a terminal sends the shifted character itself: G, not shift+g)
+            typed = f"write {shown(shifted[6].upper())}" if shifted[6:].isalpha() and len(shifted) == 7 \
+                else "write the character it types"
+            raise InputError(f"{source} {binding_id}: {shown(shifted)} never comes: a shifted character is its own key "
+                             f"({typed})")
         normalized = [normalize_key(key) for key in keys]
         if not keys or None in normalized:
             bad = next((k for k, n in zip(keys, normalized, strict=True) if n is None), value)
@@ -136,8 +146,8 @@ def _check_shadowed(owners: tuple[type[DOMNode], ...], keymap: Mapping[str, str]
                         binding.id in keymap or taken.id in keymap):
                     remapped = binding if binding.id in keymap else taken
                     other = taken if remapped is binding else binding
-                    raise InputError(f"{source} {remapped.id}: {key} is the key of {other.id}, which the main screen "
-                                     f"would see first: {taken.id} would never act there")
+                    raise InputError(f"{source} {remapped.id}: {key} is the key of {_named(other)}, which the main "
+                                     f"screen would see first: {_named(taken)} would never act there")
 
 
 #: A key with one of these is never typed into a text field.
@@ -175,8 +185,13 @@ def _check_priority(owners: Iterable[type[DOMNode]], keymap: Mapping[str, str], 
                 if taken is not None and not binding.system and binding.id != taken.id:
                     remapped = binding if binding.id in keymap else taken
                     other = taken if remapped is binding else binding
-                    raise InputError(f"{source} {remapped.id}: {key} is the key of {other.id}, and {taken.id} acts "
-                                     "first on every screen")
+                    raise InputError(f"{source} {remapped.id}: {key} is the key of {_named(other)}, and "
+                                     f"{_named(taken)} acts first on every screen")
+
+
+def _named(binding: Binding) -> str:
+    """A binding as a message names it: its id, or what it does (Textual's own have no id)."""
+    return binding.id or f"{binding.description or binding.action!r} (Textual's)"
 
 
 def _check_clashes(bindings: list[Binding], keymap: Mapping[str, str], source: str) -> None:
@@ -192,5 +207,4 @@ def _check_clashes(bindings: list[Binding], keymap: Mapping[str, str], source: s
             if other is not binding and (other.id != binding.id or other.id is None):
                 remapped = binding if binding.id in keymap else other
                 taken = other if remapped is binding else binding
-                what = f"the key of {taken.id}" if taken.id else f"already bound ({taken.description or taken.action})"
-                raise InputError(f"{source} {remapped.id}: {key} is {what}")
+                raise InputError(f"{source} {remapped.id}: {key} is the key of {_named(taken)}")

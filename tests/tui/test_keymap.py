@@ -132,7 +132,17 @@ def test_every_binding_of_the_app_has_an_id_that_a_keymap_can_name() -> None:
         ({"goto": "Ctrl+G"}, f"config file c.toml: [keymap] goto: 'Ctrl+G' is not a key {KEYS_HELP}"),
         ({"goto": "x,"}, f"config file c.toml: [keymap] goto: '' is not a key {KEYS_HELP}"),
         ({"goto": "e"}, "config file c.toml: [keymap] goto: e is the key of export"),
-        ({"tab-1": "tab"}, "config file c.toml: [keymap] tab-1: tab is already bound (Focus Next)"),
+        ({"tab-1": "tab"}, "config file c.toml: [keymap] tab-1: tab is the key of 'Focus Next' (Textual's)"),
+        # Textual's own bindings have no id: the message said `the key of None`
+        ({"quit": "ctrl+c"}, "config file c.toml: [keymap] quit: ctrl+c is the key of 'Copy selected text' (Textual's), "
+                             "and quit acts first on every screen"),
+        # a terminal sends G, never shift+g: goto had no key that worked
+        ({"goto": "shift+g"}, "config file c.toml: [keymap] goto: 'shift+g' never comes: a shifted character is its "
+                              "own key (write 'G')"),
+        ({"keys": "shift+question_mark"}, "config file c.toml: [keymap] keys: 'shift+question_mark' never comes: a "
+                                          "shifted character is its own key (write the character it types)"),
+        ({"keys": "f1,shift+/"}, "config file c.toml: [keymap] keys: 'shift+/' never comes: a shifted character is its "
+                                 "own key (write the character it types)"),
         # a priority binding acts wherever the focus is: quit on `w` took the question's first w
         ({"quit": "w"}, "config file c.toml: [keymap] quit: w has no ctrl or alt, and quit acts first wherever the "
                         "focus is (it would take w from the question's field and every screen): use a key with ctrl "

@@ -69,7 +69,7 @@ from .arguments import ascii_integer, flag, has_surrogates, shown
 from .errors import InputError
 from .history import RUN_STATUSES, RunHistory
 from .safe_text import clean, inert_json, one_line, path_text
-from .url_mask import mask_http_queries, mask_urls
+from .url_mask import mask_http_queries, mask_url_secrets, mask_urls
 from .user_files import default_config_path, default_history_path, has_user_settings, user_path
 
 if TYPE_CHECKING:
@@ -133,10 +133,10 @@ class _OneLineFormatter(logging.Formatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Errors in one line, exit status 2; a database password in an echoed argument masked."""
+    """Errors in one line, exit status 2 (`main` masks the passwords of the arguments it echoes)."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{mask_urls(message)} (see {self.prog} --help)")
+        raise InputError(f"{message} (see {self.prog} --help)")  # (masked where it is said: main)
 
 
 def store_argument(text: str) -> Path | Any:
@@ -1123,6 +1123,15 @@ def _run(argv: list[str]) -> int:
     return cmd_app(args)
 
 
+def _masked(text: str, argv: Sequence[str]) -> str:
+    """An error line with every password masked: the URLs' in it, and each one given in the
+    arguments, whole (argparse quotes arguments, a password may hold a space)."""
+    for argument in argv:
+        if argument.lower().startswith(("postgres://", "postgresql://")):
+            text = mask_url_secrets(text, argument)
+    return mask_urls(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1137,7 +1146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
     except InputError as error:
-        _warn(f"graphrag-tui: error: {mask_urls(str(error))}")
+        _warn(f"graphrag-tui: error: {_masked(str(error), argv)}")
         code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
@@ -1153,7 +1162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif os.environ.get("GRAPHRAG_TUI_DEBUG"):
             raise
         else:
-            _warn(f"graphrag-tui: internal error: {type(error).__name__}: {mask_urls(str(error))} "
+            _warn(f"graphrag-tui: internal error: {type(error).__name__}: {_masked(str(error), argv)} "
                   "(set GRAPHRAG_TUI_DEBUG=1 to see the traceback)")
             code = 1
     if as_program:  # the work is done: a late Ctrl+C must not print a traceback from the exit

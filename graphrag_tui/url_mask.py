@@ -17,7 +17,9 @@ SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 # secret query parameters, anywhere in a text.
 # (Spaces are allowed in it: a URL no parser accepts is still masked in the message about it.)
 _URL_USERINFO = re.compile(r"(?i)(postgres(?:ql)?://)([^\n/?#]*)@")
-_PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password=)[^&\s'\"]*")
+# (A value runs to `&`, `#` or a space, quotes included: one stopped at a quote and showed the
+# rest of a password holding one. One already masked is left, so the `:` after it stays.)
+_PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password=)(?!\*\*\*(?:[&\s:#'\"]|$))[^&\s#]*")
 _QUOTED = re.compile(r'"([^"]*)"')
 # An http(s) URL's query string (`--base-url` may carry one, with a credential in it).
 _HTTP_QUERY = re.compile(r"(?i)(\bhttps?://[^\s?#'\"]*\?)[^\s#'\"]*")

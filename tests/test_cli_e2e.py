@@ -397,6 +397,17 @@ def test_bad_input_is_one_line_and_exit_2(store: Path, args: list[str], message:
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("graphrag-tui: error: ")
 
 
+@pytest.mark.parametrize("url", ["postgresql://h/db?user=me&password=ab'cd\"PW-SECRET-1",
+                                 "postgresql://h/db?password=ab cd PW-SECRET-1&a=1",
+                                 "postgresql://me:pa ss'PW-SECRET-1@h/db"])
+def test_a_password_in_an_argument_an_error_echoes_is_masked_whole(url: str) -> None:
+    """The mask of a `password=` value stopped at a quote, and showed what followed."""
+    run = run_cli("runs", "list", "--no-history", url)
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr.startswith("graphrag-tui: error: unrecognized arguments: --no-history postgresql://")
+    assert "SECRET" not in run.stderr and "cd" not in run.stderr.split("postgresql://")[1], run.stderr
+
+
 @pytest.mark.parametrize("kind", ["missing", "text", "tables", "directory"])
 def test_bad_store_files_are_input_errors(tmp_path: Path, kind: str) -> None:
     path = tmp_path if kind == "directory" else _bad_store(tmp_path, kind)

@@ -385,13 +385,26 @@ def test_libpq_environment_supplies_what_the_url_leaves_out(sample_pg: PgDatabas
     assert cluster.reader_password not in run.stdout + run.stderr
 
 
-def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(sample_pg: PgDatabase, tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["userinfo", "parameter"])
+def test_a_recorded_run_on_a_database_reruns_with_the_password_from_libpq(
+    sample_pg: PgDatabase, tmp_path: Path, form: str
+) -> None:
+    """(A password given as `?password=` was recorded as `password=***`, which a re-run sent
+    as the password, over PGPASSWORD.)"""
+    from urllib.parse import quote
+
     from tests.cli_runner import clean_env
 
     history = str(tmp_path / "runs.db")
-    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    cluster = sample_pg.cluster
+    if form == "userinfo":
+        url, masked = sample_pg.url, sample_pg.url.replace(cluster.reader_password, "***")
+    else:
+        at = f"graphrag_reader@127.0.0.1:{cluster.port}/{sample_pg.name}"
+        url = f"postgresql://{at}?password={quote(cluster.reader_password, safe='')}"
+        masked = f"postgresql://{at.replace('@', ':***@', 1)}?password=***"
     with ScriptedChatServer(by_community) as server:
-        first = run_cli("query", sample_pg.url, QUESTION, "--namespace", "harbor-city", "--base-url", server.base_url,
+        first = run_cli("query", url, QUESTION, "--namespace", "harbor-city", "--base-url", server.base_url,
                         "--model", "m1", "--seed", "7", "--history", history, "--json", "--no-config")
         assert first.code == 0, first.stderr
         run_id = first.json["run_id"]

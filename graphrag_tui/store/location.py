@@ -27,6 +27,8 @@ SCHEMES = ("postgresql://", "postgres://")
 
 # A URL whose password was masked, as the run history records it.
 _MASKED_PASSWORD = re.compile(r"(?i)^(postgres(?:ql)?://[^\s/?#:@]*):\*\*\*@")
+#: A recorded URL's masked password parameter, with the `&` after it (or the `?` before it).
+_MASKED_PARAMETER = re.compile(r"(?i)(?:(?<=[?&])(?:ssl)?password=\*\*\*(?:&|(?=#)|$))")
 
 
 def is_postgres_url(text: str) -> bool:
@@ -99,7 +101,10 @@ def parse_location(text: str | Path) -> StoreLocation:
         return text
     if is_postgres_url(text):
         masked, database = _masked_url(text)
-        url = _MASKED_PASSWORD.sub(r"\1@", text)  # a recorded URL: the password comes from libpq's environment
+        # a recorded URL: the password comes from libpq's environment (a `password=***` was sent as the password)
+        url = _MASKED_PASSWORD.sub(r"\1@", text)
+        if _MASKED_PARAMETER.search(url):
+            url = re.sub(r"[?&](?=#|$)", "", _MASKED_PARAMETER.sub("", url))
         return PostgresLocation(url=url, masked=masked, database=database)
     return Path(text)
 

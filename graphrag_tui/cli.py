@@ -157,6 +157,12 @@ def path_argument(text: str) -> Path:
     return Path(text)
 
 
+def typed_path_argument(text: str) -> str:
+    """`path_argument` kept as typed (`out/` names a folder, where a Path drops the `/`)."""
+    path_argument(text)
+    return text
+
+
 def _add_cost_limit_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-cost", metavar="USD", help="cancel the run once it has cost this much (needs prices)")
 
@@ -321,7 +327,7 @@ def _add_runs_parsers(commands: Any) -> None:
     show.add_argument("--json", action="store_true")
     export = verbs.add_parser("export", help="write a run as NAME.json and NAME.md, as the app's export does")
     export.add_argument("run", metavar="RUN")
-    export.add_argument("name", metavar="NAME")  # (as typed: `out/` names a folder)
+    export.add_argument("name", type=typed_path_argument, metavar="NAME")
     export.add_argument("--overwrite", action="store_true", help="replace NAME.json and NAME.md if they exist")
     delete = verbs.add_parser("delete", help="delete a run from the history")
     delete.add_argument("run", metavar="RUN")

@@ -386,7 +386,8 @@ def test_bad_flags_are_one_line_and_exit_2(store: Path, args: list[str], message
 
 @pytest.mark.parametrize(("args", "env", "message"), [
     (["--base-url", "http://127.0.0.1:99999/v1"], {}, "--base-url has port 99999, out of the range 1-65535"),
-    ([], {"GRAPHRAG_TUI_BASE_URL": "http://[::1"}, "--base-url is not a valid URL"),
+    # (named where it was given: it said --base-url)
+    ([], {"GRAPHRAG_TUI_BASE_URL": "http://[::1"}, "GRAPHRAG_TUI_BASE_URL is not a valid URL"),
 ])
 def test_the_app_with_a_base_url_it_cannot_use_is_one_line_before_it_starts(
     store: Path, tmp_path: Path, args: list[str], env: dict[str, str], message: str

@@ -25,7 +25,6 @@ log = logging.getLogger("graphrag_tui.engine")
 TIME_SLICE = 0.002  # seconds of Map work between two rounds of the event loop
 
 
-
 def part_spans(batch: MapBatch) -> tuple[tuple[str, int, int, int], ...]:
     """(community id, part, start, end) of each part's text in the batch's content: its
     pieces are each part's header and text, a newline between parts (batcher.py)."""
@@ -41,6 +40,7 @@ def part_spans(batch: MapBatch) -> tuple[tuple[str, int, int, int], ...]:
         spans.append((ref.community_id, ref.part, position, position + text))
         position += text
     return tuple(spans)
+
 
 class MapStage:
     """Runs the batches of `plan` into `batches` (one BatchResult per batch, in order): all

@@ -279,19 +279,20 @@ def _read_table(table: _OpenTable) -> Table:
 def _dictionary_encoded(metadata: Any, columns: list[str]) -> list[str]:
     """The columns read (their leaves' paths) with a chunk stored as a dictionary and indexes
     into it: the footer's sizes count each value once, however many rows repeat it."""
-    return sorted({
-        chunk.path_in_schema
-        for group in map(metadata.row_group, range(metadata.num_row_groups))
-        for chunk in map(group.column, range(group.num_columns))
-        if chunk.path_in_schema.split(".")[0] in columns
-        and {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & set(chunk.encodings)
-    })
+    return sorted({chunk.path_in_schema for chunk in _chunks_read(metadata, columns)
+                   if {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & set(chunk.encodings)})
+
+
+def _chunks_read(metadata: Any, columns: list[str]) -> list[Any]:
+    """The footer's column chunks of `columns` (a list's chunk is its leaf's, `ids.list.element`)."""
+    return [chunk for group in map(metadata.row_group, range(metadata.num_row_groups))
+            for chunk in map(group.column, range(group.num_columns)) if chunk.path_in_schema.split(".")[0] in columns]
 
 
 def _decoded_size(array: Any) -> int:
     """What an Arrow array's cells take once they are Python objects: each element of a list
-    a cell, a dictionary's value counted in every row that names it (a 17 KB file of 2,000
-    rows of one 100 KB text decodes to 200 MB)."""
+    a cell, a dictionary's value counted in every row that names it (a 45 KB file of 3,000
+    rows of one 100 KB text decodes to 300 MB)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -324,18 +325,9 @@ CELL_BYTES = 64
 def _check_expansion(path: Path, metadata: Any, columns: list[str], limit: int) -> int:
     """The size the footer gives the columns read, unpacked, and their cells as objects,
     before anything is read; InputError past `limit`."""
-    unpacked = sum(
-        chunk.total_uncompressed_size
-        for group in map(metadata.row_group, range(metadata.num_row_groups))
-        for chunk in map(group.column, range(group.num_columns))
-        if chunk.path_in_schema.split(".")[0] in columns
-    )
-    cells = sum(  # (a list's elements are values: a row may hold millions)
-        chunk.num_values
-        for group in map(metadata.row_group, range(metadata.num_row_groups))
-        for chunk in map(group.column, range(group.num_columns))
-        if chunk.path_in_schema.split(".")[0] in columns
-    )
+    chunks = _chunks_read(metadata, columns)
+    unpacked = sum(chunk.total_uncompressed_size for chunk in chunks)
+    cells = sum(chunk.num_values for chunk in chunks)  # (a list's elements are values: a row may hold millions)
     estimate = unpacked + max(cells, metadata.num_rows * len(columns)) * CELL_BYTES
     if estimate > limit:
         raise _bomb(path, estimate)

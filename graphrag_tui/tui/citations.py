@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 from urllib.parse import quote
 
-from markdown_it import MarkdownIt
+from .model_markdown import literal_html_parser
 
 #: `Reports (1, 2, 3, +more)` inside a `[Data: ...]` citation (GraphRAG's prompts' form).
 _REPORTS_RE = re.compile(r"(Reports\s*\()([^()\]]*)(\))", re.IGNORECASE)
@@ -72,7 +72,7 @@ def _kept_as_written(text: str) -> list[tuple[int, int]]:
     (fenced or indented, as the Markdown reader finds them) and _INLINE_KEPT."""
     starts = [0, *accumulate(map(len, text.splitlines(keepends=True)))]
     spans = [(starts[token.map[0]], starts[min(token.map[1], len(starts) - 1)])
-             for token in MarkdownIt("gfm-like", {"html": False}).parse(text)
+             for token in literal_html_parser().parse(text)
              if token.type in ("fence", "code_block") and token.map]
     return spans + [m.span() for m in _INLINE_KEPT.finditer(text)]
 

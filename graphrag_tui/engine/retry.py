@@ -269,7 +269,9 @@ async def call_with_retry(
     limited_since: float | None = None  # the loop's time at the call's first 429
     in_a_row = 0
     retry_after: float | None = None
-    number = 1
+    # A resumed call goes on from the attempts recorded before it (a 429 has the number of
+    # the send that follows it), with ATTEMPTS of its own.
+    first = number = 1 + max([0, *(a.attempt for a in record if a.error_kind != "rate_limited")])
     while True:
         if retry_after:
             wait = retry_wait(retry_after)
@@ -314,7 +316,7 @@ async def call_with_retry(
         if parsed is not None:
             return parsed
         assert attempt.error_kind is not None and attempt.error is not None  # a failed attempt says why
-        will_retry = number < ATTEMPTS and attempt.error_kind != "rate_limited"
+        will_retry = number - first + 1 < ATTEMPTS and attempt.error_kind != "rate_limited"
         report(
             AttemptFailed(
                 t=report.now(),

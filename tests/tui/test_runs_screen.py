@@ -509,6 +509,9 @@ async def test_compare_two_runs(store: Path, history: Path) -> None:
             await finished_run(pilot, QUESTION)
             second, first = run_ids(history)
             await open_runs(pilot)
+            await pilot.press("c")  # nothing marked: it says how, and copies nothing (the app's `c`)
+            assert (list(app._notifications)[-1].message, app.clipboard) == (
+                "Mark a run with Space, then press c on another run (or mark two).", "")
             await pilot.press("down", "space", "up", "c")  # A: the first run, B: the second
             await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
                              what="the comparison")

@@ -241,9 +241,7 @@ class RunsScreen(Screen[None]):
             return False
         if action == "rerun_failed" and r is not None and not may_rerun(r):
             return False
-        if action == "compare" and not self.marked:
-            return None
-        return True
+        return True  # (`c` with nothing marked says how to mark: the app's `c` would copy the row)
 
     def action_close(self) -> None:
         self.dismiss(None)

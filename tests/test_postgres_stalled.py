@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 
 import pytest
 
+from graphrag_tui.store.schema import TABLES
 from tests.cli_runner import EXECUTABLE, clean_env
 from tests.conftest import PgDatabase
 
@@ -173,3 +174,33 @@ def test_a_session_finds_out_that_its_servers_host_is_gone_within_about_a_minute
         "keepalives": None, "keepalives_idle": "99", "keepalives_interval": None, "keepalives_count": None,
         "tcp_user_timeout": None,
     }
+
+
+def test_ctrl_c_cancels_a_copy_waiting_for_another_sessions_lock(graphrag_ts_database: PgDatabase) -> None:
+    """A write waiting for a lock another session holds: Ctrl+C cancels its statement on
+    the server and the copy ends at once, nothing written (it waited until the lock was
+    released, which here is never)."""
+    database = graphrag_ts_database
+    sample = os.path.join(ROOT, "sample_db", "sample.db")
+    with stalled(database) as stall:
+        stall.lock()
+        process = subprocess.Popen([EXECUTABLE, "copy", sample, database.admin_url], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=clean_env())
+        try:
+            deadline = time.monotonic() + 30
+            while not _sessions(database, waiting=True):
+                assert time.monotonic() < deadline, "the copy did not come to wait for the lock"
+                time.sleep(0.05)
+            interrupted = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            code, out, err = _finished(process, timeout=30)
+            took = time.monotonic() - interrupted
+            assert _sessions(database, waiting=False) == []  # its session is gone, the lock still held
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert (code, out, err) == (130, "", "graphrag-tui: interrupted: nothing was written\n")
+    assert took < 3
+    with database.admin_connect() as conn:
+        assert [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in TABLES] == [0] * len(TABLES)

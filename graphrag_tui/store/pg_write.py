@@ -16,12 +16,17 @@ SQL before one INSERT ... SELECT moves them in:
 
 Every skip and change is recorded in the `Adaptations`; with `strict` the first one
 refuses and nothing is written. Nothing is committed before `commit`; leaving the `with`
-block without it rolls everything back.
+block without it rolls everything back. Once `interrupted()` turns True before the commit
+has begun, the statement the server is running is cancelled (a write waiting for a lock
+another session holds would wait until it is released), and the write ends with
+WriteInterrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -60,6 +65,10 @@ OPTIONAL_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
 #: The temporary table's column types where not text.
 _STAGE_TYPES = {"level": "integer", "members": "text[]", "rank": "real"}
 _STAGE = "grt_stage"
+#: Seconds between two looks at `interrupted` while the write goes on.
+INTERRUPT_POLL_S = 0.1
+#: Seconds a cancel request may take to reach the server.
+CANCEL_TIMEOUT_S = 5.0
 
 
 class PgWriter:
@@ -74,6 +83,8 @@ class PgWriter:
         self._namespace = ""
         self.created_schema = False
         self.committed = False
+        #: Set once the commit has begun: an interrupt no longer cancels anything.
+        self._committing = False
 
     @classmethod
     def begin(cls, location: PostgresLocation, report: Adaptations, *,
@@ -81,9 +92,21 @@ class PgWriter:
         conn = connect(location, read_only=False)
         conn.autocommit = False  # one transaction, begun by the first statement
         writer = cls(conn, location, report, interrupted)
+        threading.Thread(target=writer._cancel_when_interrupted, name="pg-write-interrupt", daemon=True).start()
         with writer._errors():
             writer._ensure_schema()
         return writer
+
+    def _cancel_when_interrupted(self) -> None:
+        """Beside the write, until it ends: cancels the server's statement once interrupted
+        (`commit` looks at `interrupted` after it marks the commit begun, so a commit is
+        never both cancelled and reported)."""
+        while (conn := self._conn) is not None and not self._committing:
+            if self._interrupted():
+                with contextlib.suppress(Exception):  # a server that does not answer: the write's own timeout ends it
+                    conn.cancel_safe(timeout=CANCEL_TIMEOUT_S)
+                return
+            time.sleep(INTERRUPT_POLL_S)
 
     @property
     def new_store(self) -> bool:
@@ -104,6 +127,8 @@ class PgWriter:
             yield
         except psycopg.Error as error:
             self._abandon()
+            if self._interrupted():  # (the statement was cancelled)
+                raise WriteInterrupted from None
             raise StoreError(self._describe(error)) from None
         except BaseException:
             self._abandon()
@@ -258,6 +283,7 @@ class PgWriter:
                                    f"{column} {missing} is not in {target}: became NULL"))
 
     def commit(self) -> None:
+        self._committing = True
         with self._errors():
             if self._interrupted():
                 raise WriteInterrupted

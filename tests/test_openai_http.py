@@ -12,6 +12,7 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -433,10 +434,10 @@ async def test_a_never_ending_body_fails_at_the_cap() -> None:
     assert elapsed < 5  # well before the 10 s timeout
 
 
-async def failure(script) -> pytest.ExceptionInfo[ModelError]:
-    """The ModelError of one completion from a server that answers with `script`."""
+async def failure(script, **settings: Any) -> pytest.ExceptionInfo[ModelError]:
+    """The ModelError of one completion from a server that answers with `script` (`settings`: the model's)."""
     with ScriptedChatServer(script) as server:
-        model = OpenAIChatModel(server.base_url, "m", None)
+        model = OpenAIChatModel(server.base_url, "m", None, **settings)
         try:
             with pytest.raises(ModelError) as info:
                 await model.complete(request())
@@ -475,17 +476,31 @@ async def test_a_compressed_body_inflating_past_the_cap_stops_at_the_cap_with_bo
     assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
 
 
-@pytest.mark.parametrize("coding", ["gzip", "deflate-zlib", "deflate-raw", "gzip-twice"])
+async def test_a_compressed_body_larger_than_the_cap_as_sent_stops_at_the_cap() -> None:
+    """Empty gzip members inflate to nothing: the body as sent counts against the cap too
+    (it was read until the call's timeout, a new inflater per member)."""
+    body = gzip.compress(json.dumps(completion("x")).encode()) + gzip.compress(b"") * 20_000
+    info = await failure(lambda r: Reply(raw=body, headers={"Content-Encoding": "gzip"}), max_response_bytes=100_000)
+    assert (info.value.kind, info.value.message) == (
+        "response_too_large",
+        "the response to POST /chat/completions passed the 100000-byte cap (--max-response-bytes); stopped reading it",
+    )
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate-zlib", "deflate-raw", "gzip-twice", "gzip-members"])
 async def test_a_gzip_or_deflate_body_within_the_cap_reads_as_sent(coding: str) -> None:
     body = json.dumps(completion('{"answer": "a", "usefulness": 50}')).encode()
     packed = {
         "gzip": lambda: gzip.compress(body), "gzip-twice": lambda: gzip.compress(gzip.compress(body)),
+        # members one after another (as `cat a.gz b.gz`): it was cut at the end of the first
+        "gzip-members": lambda: b"".join(gzip.compress(body[i:i + 40]) for i in range(0, len(body), 40)),
         "deflate-zlib": lambda: zlib.compress(body),
         "deflate-raw": lambda: zlib.compress(body)[2:-4],  # as some servers send deflate
     }[coding]()
-    header = {"gzip": "gzip", "gzip-twice": "gzip, gzip"}.get(coding, "deflate")
+    header = {"gzip": "gzip", "gzip-twice": "gzip, gzip", "gzip-members": "gzip"}.get(coding, "deflate")
     with ScriptedChatServer(lambda r: Reply(raw=packed, headers={"Content-Encoding": header})) as server:
-        model = OpenAIChatModel(server.base_url, "m", None, max_response_bytes=len(body))
+        # (the body as sent counts against the cap too: members add their headers to it)
+        model = OpenAIChatModel(server.base_url, "m", None, max_response_bytes=max(len(body), len(packed)))
         try:
             assert (await model.complete(request())).text == '{"answer": "a", "usefulness": 50}'
         finally:

@@ -32,17 +32,23 @@ class _Stage:
 
     def feed(self, data: bytes, cap: int) -> bytes:
         self._fed = self._fed or bool(data)
-        try:
-            out = self._inflater.decompress(data, cap + 1)
-        except zlib.error:
-            if self.name != "deflate" or self._started:
-                raise httpx.DecodingError(f"the response's {self.name} coding is damaged") from None
-            self._inflater, self._started = zlib.decompressobj(-zlib.MAX_WBITS), True
-            return self.feed(data, cap)
-        self._started = True
-        if len(out) > cap:
-            raise CapPassed
-        return out
+        out = b""
+        while True:
+            if data and self.name != "deflate" and self._inflater.eof:  # gzip's next member (as `cat a.gz b.gz`)
+                self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            try:
+                out += self._inflater.decompress(data, cap + 1 - len(out))
+            except zlib.error:
+                if self.name != "deflate" or self._started:
+                    raise httpx.DecodingError(f"the response's {self.name} coding is damaged") from None
+                self._inflater, self._started = zlib.decompressobj(-zlib.MAX_WBITS), True
+                return self.feed(data, cap)
+            self._started = True
+            if len(out) > cap:
+                raise CapPassed
+            data = self._inflater.unused_data
+            if not data or self.name == "deflate":
+                return out
 
     def flush(self) -> bytes:
         try:

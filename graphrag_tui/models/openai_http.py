@@ -726,9 +726,9 @@ class OpenAIChatModel:
 
     async def _body(self, response: httpx.Response, method: str, path: str) -> AsyncIterator[bytes]:
         """The body as it arrives, its coding undone, or ModelError `response_too_large` as
-        soon as it passes the cap (content_encoding.py: a compressed body inflates read by
-        read only up to the cap)."""
-        cap, size = self.max_response_bytes, 0
+        soon as it passes the cap, as sent or as inflated (content_encoding.py: a compressed
+        body inflates read by read only up to the cap; empty gzip members inflate to nothing)."""
+        cap, size, sent = self.max_response_bytes, 0, 0
         decoder = CappedDecoder(response.headers.get("content-encoding", ""), cap)
         try:
             if response.is_stream_consumed:  # made in memory (by a transport that is no network), decoded
@@ -738,8 +738,8 @@ class OpenAIChatModel:
                 return
             async for raw in response.aiter_raw():
                 data = decoder.feed(raw)
-                size += len(data)
-                if size > cap:
+                size, sent = size + len(data), sent + len(raw)
+                if size > cap or sent > cap:
                     raise CapPassed
                 yield data
             data = decoder.flush()

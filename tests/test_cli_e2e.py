@@ -188,16 +188,23 @@ def test_reduce_skips_an_answer_over_budget_and_keeps_going(store: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("budget", "message"),
+    ("flags", "message"),
     [
-        ("100", "cannot fit the Map prompt itself (130 tokens)"),
-        ("135", "cannot fit even one character of community ns/1"),
+        (["--map-budget", "100"], "the map prompt budget (100 tokens) cannot fit the Map prompt itself (130 tokens)"),
+        (["--map-budget", "135"], "cannot fit even one character of community ns/1"),
+        # every Map call was paid for, then the run ended no_results (or, with --general-knowledge,
+        # sent Reduce a 186-token prompt over its 123-token budget)
+        (["--reduce-budget", "123", "--reduce-reserve", "0"],
+         "the reduce prompt budget (123 tokens) cannot fit the Reduce prompt itself (124 tokens): raise "
+         "--reduce-budget or lower --reduce-reserve"),
+        (["--reduce-budget", "185", "--reduce-reserve", "0", "--general-knowledge"],
+         "the reduce prompt budget (185 tokens) cannot fit the Reduce prompt itself (186 tokens)"),
     ],
 )
-def test_budget_errors_come_before_any_model_call(store: Path, budget: str, message: str) -> None:
+def test_budget_errors_come_before_any_model_call(store: Path, flags: list[str], message: str) -> None:
     with ScriptedChatServer(Scripted({})) as server:
         run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--no-config",
-                      "--no-shuffle", "--map-budget", budget, "--map-reserve", "0")
+                      "--no-shuffle", "--map-reserve", "0", *flags)
     assert run.code == 2 and run.stdout == ""
     assert message in run.stderr and run.stderr.count("\n") == 1
     assert server.requests == []

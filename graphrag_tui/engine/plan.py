@@ -9,13 +9,14 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import InputError
 from .batcher import CommunityText, MapBatch, build_batches
 from .corpus import CommunityContext, MapTextParts
 from .maptext import map_text
 from .options import SearchOptions
-from .prompts import DEFAULT_PROMPTS, Prompts, map_skeleton
+from .prompts import DEFAULT_PROMPTS, Prompts, map_skeleton, reduce_skeleton
 from .result import Level
-from .tokens import TextSize
+from .tokens import NEWLINE, TextSize
 
 
 class SearchPlan(BaseModel):
@@ -43,6 +44,18 @@ def _skeleton_size(query: str, prompts: Prompts) -> TextSize:
     return TextSize.of(map_skeleton(query, prompts))
 
 
+def check_reduce_room(query: str, prompts: Prompts, budget: int) -> None:
+    """A Reduce prompt budget that cannot fit the Reduce prompt itself is refused before any
+    model call (SPEC §3.4): every Map call would be paid for, and then no answer could be
+    sent to Reduce (and --general-knowledge would send a prompt over the budget)."""
+    size = (TextSize.of(reduce_skeleton(query, prompts)) + NEWLINE).tokens
+    if size > budget:
+        raise InputError(
+            f"the reduce prompt budget ({budget} tokens) cannot fit the Reduce prompt itself ({size} tokens): "
+            "raise --reduce-budget or lower --reduce-reserve"
+        )
+
+
 def draw_seed() -> int:
     return random.SystemRandom().randrange(2**32)
 
@@ -59,6 +72,7 @@ def plan_search(
     prompts: Prompts = DEFAULT_PROMPTS,
 ) -> SearchPlan:
     """Map texts and batches. An unseeded shuffled plan draws a seed so it can be replayed."""
+    check_reduce_room(query, prompts, options.reduce_prompt_budget)
     if shuffle and seed is None:
         seed = draw_seed()
     texts: list[CommunityText | None] = [CommunityText(c.id, map_text(c)) for c in communities]

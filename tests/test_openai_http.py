@@ -318,6 +318,9 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
         "%73%6b%2D%61%2f%62%22%63%5C%64",  # every byte percent-encoded, mixed case
         "%2573k-a%252Fb\"c\\d",  # encoded twice
         "\\\\u0073k-a/b\"c\\d",  # the backslash itself escaped (a JSON string inside JSON)
+        "\\x73\\X6B-a\\x2fb\"c\\d",  # \x escapes, as Python's repr of bytes (h11's bad header line)
+        "sk&#x2d;a&#47;b&quot;c&bsol;d",  # HTML character references: hexadecimal, decimal, named
+        "&#X0073;&#00107;-a&sol;b&QUOT;c\\d",
     ):
         assert pattern.sub("***", f"<{form}>") == "<***>", form
     for near_miss in ("sk-a/b\"c", "SK-a/b\"c\\d", "sk-a/b\"c\\e"):
@@ -342,7 +345,16 @@ def percent_encoded(ch: str) -> str:
     return "".join(f"%{b:02x}" for b in ch.encode())
 
 
-@pytest.mark.parametrize("hide", [lambda ch: ch, json_escaped, percent_encoded], ids=["raw", "json", "percent"])
+def bytes_escaped(ch: str) -> str:
+    return repr(ch.encode())[2:-1]
+
+
+def html_referenced(ch: str) -> str:
+    return f"&#x{ord(ch):x};"
+
+
+@pytest.mark.parametrize("hide", [lambda ch: ch, json_escaped, percent_encoded, bytes_escaped, html_referenced,
+                                  lambda ch: f"&#{ord(ch)};"], ids=["raw", "json", "percent", "bytes", "html", "html-dec"])
 def test_the_key_with_invisible_characters_between_its_characters_is_masked(hide) -> None:
     """Shown on a terminal (or once safe_text.clean removed the bidi controls) it would read as the key."""
     pattern = key_pattern(KEY)
@@ -350,6 +362,17 @@ def test_the_key_with_invisible_characters_between_its_characters_is_masked(hide
         hidden = KEY[:8] + hide(ch) + KEY[8:]
         assert mask_key(f"<{hidden}> and <{hide(ch).join(KEY)}>", pattern) == "<***> and <***>", repr(ch)
     assert mask_key("sk-" + "\u202e" * 3 + "\u200b" + KEY[3:] + " " + KEY, pattern) == "*** ***"
+
+
+def test_the_key_echoed_in_a_bad_header_line_with_invisible_characters_is_masked() -> None:
+    """h11 quotes a bad header line as Python's repr of its bytes: U+200B between the key's
+    characters became \\xe2\\x80\\x8b, which read as the key on the screen."""
+    pattern = key_pattern(KEY)
+    line = repr(bytearray(("X-Echo Bearer " + "\u200b".join(KEY)).encode()))
+    assert mask_key(f"illegal header line: {line}", pattern) == "illegal header line: bytearray(b'X-Echo Bearer ***')"
+    assert mask_key("&ZeroWidthSpace;".join(KEY) + " " + "&shy;".join(KEY), pattern) == "*** ***"
+    for near_miss in (KEY[:8] + "&#x41;" + KEY[8:], KEY[:8] + "\\x41" + KEY[8:], KEY[:8] + "&amp;" + KEY[8:]):
+        assert mask_key(near_miss, pattern) == near_miss  # a visible character inside: not the key
 
 
 def test_a_visible_character_inside_the_key_is_not_the_key() -> None:
@@ -550,7 +573,8 @@ def test_a_malformed_base_url_is_an_input_error(url) -> None:
 def test_masking_a_hostile_run_of_backslashes_or_percent_25_takes_linear_time() -> None:
     pattern = key_pattern(KEY)
     for text in ("\\" * 2_000_000, "%" + "25" * 1_000_000, ("s" + "\\" * 1000) * 2000, ("s" + "\u200b" * 1000) * 2000,
-                 ("sk-test-SEC" + "\\u202e" * 300) * 2000):
+                 ("sk-test-SEC" + "\\u202e" * 300) * 2000, "&#" * 1_000_000, "&#x" + "0" * 2_000_000,
+                 ("sk-test-SEC" + "&#8203;" * 300) * 2000, ("sk-test-SEC" + "\\x80" * 300) * 2000):
         started = time.monotonic()
         assert mask_key(text, pattern) == text
         assert time.monotonic() - started < 10  # quadratic would take hours

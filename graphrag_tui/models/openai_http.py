@@ -24,6 +24,7 @@ import os
 import re
 import ssl
 from collections.abc import AsyncIterator, Mapping
+from html.entities import html5
 from typing import Any, Literal
 
 import certifi
@@ -91,31 +92,45 @@ _INVISIBLE_RANGES = (
     (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
 _INVISIBLE = frozenset(chr(code) for first, last in _INVISIBLE_RANGES for code in range(first, last + 1))
-#: What may hide between two of the key's characters: an invisible character, a JSON \u
-#: escape of any character outside printable ASCII (a surrogate too) or a percent-encoded
-#: byte outside printable ASCII. The escaped forms take in more than the invisible ones:
-#: masking a little more than the key costs nothing. (An escape is matched from the first
-#: backslash of its run, so a run of backslashes costs linear time.)
+#: HTML's named character references, by the character each stands for (`&sol;` is `/`).
+_HTML_NAMES: dict[str, list[str]] = {}
+for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (the longest first: `amp;` before `amp`)
+    _HTML_NAMES.setdefault(_value, []).append(re.escape(_name))
+#: What may hide between two of the key's characters: an invisible character; a JSON \u
+#: escape of any character outside printable ASCII (a surrogate too); a \x escape (Python's
+#: repr of bytes, as h11 quotes a bad header line), a percent-encoded byte or an HTML
+#: numeric reference of anything outside printable ASCII; or an HTML named reference of an
+#: invisible character (`&ZeroWidthSpace;`). The escaped forms take in more than the
+#: invisible ones: masking a little more than the key costs nothing. (An escape is matched
+#: from the first backslash of its run, so a run of backslashes costs linear time.)
 _HIDDEN = re.compile(
     "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _INVISIBLE_RANGES) + "]"
     r"|\\(?<!\\\\)\\*[uU](?!00(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{4}"
+    r"|\\(?<!\\\\)\\*[xX](?:[01][0-9a-fA-F]|7[fF]|[89a-fA-F][0-9a-fA-F])"
     r"|%(?:25)*(?:[01][0-9a-fA-F]|20|7[fF]|[89a-fA-F][0-9a-fA-F])"
+    r"|&#[xX]0*+(?!(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E])(?![0-9a-fA-F]))[0-9a-fA-F]{1,6};?"
+    r"|&#0*+(?!(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?![0-9]))[0-9]{1,7};?"
+    "|&(?:" + "|".join(name for ch in sorted(_INVISIBLE) for name in _HTML_NAMES.get(ch, ())) + ")"
 )
 
 
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
     \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times,
-    and \' as Python's repr writes it) and percent-encoded (any byte as %XX in either case, or encoded again as %25XX), in any
-    mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
+    and \' as Python's repr writes it), as \xXX escapes, percent-encoded (any byte as %XX in
+    either case, or encoded again as %25XX) and as HTML character references (`&#x2f;`,
+    `&#47;`, `&sol;`), in any mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
     decode back to the key. A match starts a run of backslashes only at its first one, so a
     hostile body of backslashes costs linear time, not quadratic."""
     parts = []
     for i, ch in enumerate(key):
         backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
-        forms = [re.escape(ch), backslashes + f"(?i:u{ord(ch):04x})", f"%(?:25)*(?i:{ord(ch):02x})"]
+        forms = [re.escape(ch), backslashes + f"(?i:u{ord(ch):04x})", backslashes + f"(?i:x{ord(ch):02x})",
+                 f"%(?:25)*(?i:{ord(ch):02x})", f"&#(?:[xX]0*(?i:{ord(ch):x})|0*{ord(ch)});?"]
         if ch in _BACKSLASH_ESCAPABLE:
             forms.append(backslashes + re.escape(ch))
+        if ch in _HTML_NAMES:
+            forms.append("&(?:" + "|".join(_HTML_NAMES[ch]) + ")")
         parts.append("(?:" + "|".join(forms) + ")")
     return re.compile("".join(parts))
 
@@ -126,7 +141,7 @@ def mask_key(text: str, pattern: re.Pattern[str]) -> str:
     cleaning for it would join into the key. Those are found in the text without its hidden
     forms (one pattern with them between every two characters compiled ten times slower)."""
     masked = pattern.sub(_MASK, text)
-    if masked.isascii() and "\\" not in masked and "%" not in masked:
+    if masked.isascii() and "\\" not in masked and "%" not in masked and "&" not in masked:
         return masked
     stripped = _HIDDEN.sub("", masked)
     if len(stripped) == len(masked) or pattern.search(stripped) is None:

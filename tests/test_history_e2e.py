@@ -25,6 +25,7 @@ import pytest
 
 from graphrag_tui.engine import SearchOptions
 from graphrag_tui.history import SCHEMA_VERSION
+from graphrag_tui.history.database import connect
 from graphrag_tui.history.texts import pack_utf8, unpack_text
 from tests.chat_server import (
     Received,
@@ -575,12 +576,19 @@ def test_a_history_that_is_not_a_regular_file_is_a_warning_and_nothing_is_made_b
         assert not Path("/dev/null-journal").exists()
 
 
-@pytest.mark.parametrize("content", [b"this is not a database at all" * 100, "newer"])
+@pytest.mark.parametrize("content", [b"this is not a database at all" * 100, "newer", "schema-byte"])
 def test_a_corrupt_or_newer_history_is_a_warning_and_left_untouched(
     store: Path, history: Path, content: bytes | str
 ) -> None:
     history.parent.mkdir(parents=True)
-    if content == "newer":
+    if content == "schema-byte":  # one byte of a name in the schema damaged: Python could not decode SQLite's message
+        connect(history).close()
+        with contextlib.closing(sqlite3.connect(history)) as db:
+            db.execute("PRAGMA journal_mode = DELETE")
+        name = b"sqlite_autoindex_run_plans_1"
+        history.write_bytes(history.read_bytes().replace(name, name.replace(b"n", b"\xf7", 1)))
+        reason = "is not a run history or is damaged (its schema cannot be read)"
+    elif content == "newer":
         with sqlite3.connect(history) as db:
             db.execute("CREATE TABLE runs (x)")
             db.execute("PRAGMA user_version = 99")

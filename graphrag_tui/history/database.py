@@ -26,6 +26,8 @@ class HistoryError(InputError):
 
 
 def history_error(path: Path, error: BaseException) -> HistoryError:
+    if isinstance(error, UnicodeDecodeError):  # SQLite's message quoting a damaged schema's bytes, which Python cannot decode
+        return HistoryError(f"run history {path} is not a run history or is damaged (its schema cannot be read)")
     if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
         return HistoryError(f"run history {path} is locked by another process")
     if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
@@ -41,7 +43,7 @@ def errors_named(path: Path) -> Iterator[None]:
         yield
     except HistoryError:
         raise
-    except (sqlite3.Error, OSError, OverflowError) as error:  # OverflowError: an integer SQLite cannot hold
+    except (sqlite3.Error, OSError, OverflowError, UnicodeDecodeError) as error:  # OverflowError: an integer SQLite cannot hold
         raise history_error(path, error) from None
 
 

@@ -40,4 +40,5 @@ def sqlite_files(path: Path) -> list[Path]:
     an unfinished transaction (a journal); named also after the file a link leads to, as
     SQLite names them."""
     named = [path, Path(os.path.realpath(path))] if os.path.islink(path) else [path]
-    return [f.with_name(f.name + suffix) for f in named for suffix in ("", "-wal", "-shm", "-journal")]
+    # (`/` has no name to add a suffix to: str's + rather than with_name)
+    return [Path(f"{f}{suffix}") for f in named for suffix in ("", "-wal", "-shm", "-journal")]

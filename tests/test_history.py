@@ -26,6 +26,7 @@ from graphrag_tui.engine.prompts import map_skeleton
 from graphrag_tui.engine.tokens import estimate_tokens
 from graphrag_tui.errors import InputError
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
+from graphrag_tui.history.database import history_error, transaction
 from graphrag_tui.history.owner import is_alive, this_process
 from graphrag_tui.history.schema import SCHEMA_V1
 from graphrag_tui.history.texts import unpack_text
@@ -100,6 +101,18 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
         assert history.succeeded_batches(["aaaaaaaa0001"]) == {"aaaaaaaa0001": 0}
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
+
+
+def test_a_write_that_fills_the_disk_says_so(tmp_path: Path) -> None:
+    """SQLite rolls a transaction back itself when the disk is full: the ROLLBACK after it
+    raised `cannot rollback - no transaction is active`, which replaced the error that said why."""
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute("CREATE TABLE t (x)")
+    connection.execute("PRAGMA max_page_count = 3")  # (as a disk with a few pages left)
+    with pytest.raises(sqlite3.OperationalError) as info, transaction(connection):
+        connection.execute("INSERT INTO t VALUES (zeroblob(100000))")
+    assert str(history_error(tmp_path / "h.db", info.value)) == f"run history {tmp_path / 'h.db'}: database or disk is full"
+    assert not connection.in_transaction
 
 
 def test_every_history_connection_commits_to_disk_before_it_returns(tmp_path: Path) -> None:

@@ -551,29 +551,36 @@ def test_query_json_and_text_name_the_run(store: Path, history: Path) -> None:
     assert stat.S_IMODE(history.stat().st_mode) == 0o600
 
 
-@pytest.mark.parametrize("kind", ["device", "fifo", "dangling link"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "dangling link", "root", "under a file"])
 def test_a_history_that_is_not_a_regular_file_is_a_warning_and_nothing_is_made_beside_it(
         store: Path, tmp_path: Path, kind: str) -> None:
     """/dev/null as the history made /dev/null-journal (as root); a link to nothing had
-    SQLite make its target, readable by all."""
+    SQLite make its target, readable by all; `/` was an internal error (it has no name to
+    name its WAL after), and a path under a file said `File exists`."""
     if kind == "device":
         history, reason = Path("/dev/null"), "is not a regular file"
+    elif kind == "root":
+        history, reason = Path("/"), "is not a regular file"
+    elif kind == "under a file":
+        (tmp_path / "notes.txt").write_text("")
+        history, reason = tmp_path / "notes.txt" / "h.db", f"cannot be made: {tmp_path / 'notes.txt'} is not a folder"
     elif kind == "fifo":
         history, reason = tmp_path / "pipe.db", "is not a regular file"
         os.mkfifo(history)
     else:
         history, reason = tmp_path / "link.db", "is a symbolic link to nothing"
         history.symlink_to(tmp_path / "target.db")
-    before = sorted(os.listdir(history.parent)) if kind != "device" else None
+    watched = tmp_path if kind == "under a file" else history.parent
+    before = sorted(os.listdir(watched)) if kind not in ("device", "root") else None
     with ScriptedChatServer(Server()) as server:
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
                   "--json")
     assert run.code == 0 and run.json["run_id"] is None and run.json["status"] == "completed"
     assert run.stderr.splitlines()[0] == f"warning: run history {history} {reason}; this run is not recorded"
     if before is not None:
-        assert sorted(os.listdir(history.parent)) == before
+        assert sorted(os.listdir(watched)) == before
     else:
-        assert not Path("/dev/null-journal").exists()
+        assert not Path(f"{history}-journal").exists()
 
 
 @pytest.mark.parametrize("content", [b"this is not a database at all" * 100, "newer", "schema-byte"])

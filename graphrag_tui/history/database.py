@@ -49,6 +49,9 @@ def errors_named(path: Path) -> Iterator[None]:
 
 def _create_file(path: Path) -> None:
     """A new, empty file readable by its owner only (runs hold questions and answers)."""
+    folder = next((f for f in (path.parent, *path.parent.parents) if f.exists() or f.is_symlink()), None)
+    if folder is not None and not folder.is_dir():  # (mkdir said "File exists")
+        raise HistoryError(f"run history {path} cannot be made: {folder} is not a folder")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -151,7 +154,7 @@ def _migrate(connection: sqlite3.Connection, version: int) -> None:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        _roll_back(connection)
         raise
 
 
@@ -165,6 +168,14 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        _roll_back(connection)
         raise
     connection.execute("COMMIT")
+
+
+def _roll_back(connection: sqlite3.Connection) -> None:
+    """Rolls back what a failed transaction wrote, if SQLite has not (it does itself on a full
+    disk, and a ROLLBACK then raised an error of its own, which said nothing of the disk)."""
+    if connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")

@@ -277,6 +277,21 @@ def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(
                               "nothing to send again (--all sends every batch)\n")
 
 
+def test_a_run_with_no_batch_is_not_run_again(tmp_path: Path, history: Path) -> None:
+    """Its rerun made a new, identical no_results run each time."""
+    blank = build_store(tmp_path / "blank.db", [{"id": "ns/1", "summary_content": ""}])
+    with ScriptedChatServer(Server()) as server:
+        first = cli(history, "query", str(blank), QUESTION, "--base-url", server.base_url, "--model", "m1", "--json")
+        assert (first.code, first.json["status"], first.json["batch_count"]) == (0, "no_results", 0)
+        for mode in ("--failed", "--all"):
+            again = cli(history, "rerun", first.json["run_id"], mode)
+            assert (again.code, again.stdout) == (2, "")
+            assert again.stderr == (f"graphrag-tui: error: run {first.json['run_id']} has no Map batch (its communities "
+                                    "have no text to map): nothing to send again; --replan plans again from the store "
+                                    "as it is now\n")
+    assert len(cli(history, "runs", "--json").json["runs"]) == 1
+
+
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_a_stopped_rerun_keeps_what_it_kept_and_its_resume_counts_only_its_own_calls(
         store: Path, history: Path, stop: signal.Signals) -> None:

@@ -105,7 +105,10 @@ def prepare_rerun(
             if recorded.status == "succeeded" and recorded.index < len(plan.batches) \
                     and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
                 kept[recorded.index] = (recorded.result, recorded.model)
-    if plan.batches and len(kept) == len(plan.batches) and stored.status != "failed":
+    if not plan.batches:  # it would end no_results again, as a new run of its own
+        raise InputError(f"run {stored.run_id} has no Map batch (its communities have no text to map): nothing to "
+                         "send again" + ("" if replan else "; --replan plans again from the store as it is now"))
+    if len(kept) == len(plan.batches) and stored.status != "failed":
         raise InputError(
             f"run {stored.run_id} has no failed or cancelled batch: nothing to send again (--all sends every batch)"
         )

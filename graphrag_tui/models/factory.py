@@ -27,6 +27,7 @@ from .azure import classic_deployment
 from .extractive import ExtractiveModel
 from .openai_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_RESPONSE_BYTES,
     MAX_TOKENS_FIELDS,
     OWN_HEADERS,
     RESPONSE_FORMATS,
@@ -106,6 +107,8 @@ def parse_max_response_bytes(value: Any, label: str = "--max-response-bytes") ->
         number = ascii_integer(value)
     if number is None or number <= 0:
         raise InputError(f"{label} must be a positive whole number of bytes, got {shown(value)}")
+    if number > MAX_RESPONSE_BYTES:  # (zlib takes at most 2**63 - 1: a larger cap failed every compressed reply)
+        raise InputError(f"{label} must be at most {MAX_RESPONSE_BYTES} bytes (1 TiB), got {shown(value)}")
     return number
 
 

@@ -61,6 +61,8 @@ OPENAI_HOST = "api.openai.com"
 
 #: Default of --max-response-bytes: a chat completion is a few KB; past this, stop reading.
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+#: The largest --max-response-bytes: 1 TiB.
+MAX_RESPONSE_BYTES = 1 << 40
 
 _EXCERPT_CHARS = 200
 _MASK = "***"
@@ -383,8 +385,8 @@ class OpenAIChatModel:
             raise InputError(
                 f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}"
             )
-        if not (isinstance(max_response_bytes, int) and max_response_bytes > 0):
-            raise InputError("--max-response-bytes must be a positive number of bytes")
+        if not (isinstance(max_response_bytes, int) and 0 < max_response_bytes <= MAX_RESPONSE_BYTES):
+            raise InputError(f"--max-response-bytes must be a positive number of bytes, at most {MAX_RESPONSE_BYTES}")
         if max_tokens_field not in MAX_TOKENS_FIELDS:
             raise InputError(f"--max-tokens-field must be one of {', '.join(MAX_TOKENS_FIELDS)}")
         if api_key is not None:

@@ -5,6 +5,7 @@ command against the scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import ssl
 import subprocess
@@ -247,6 +248,17 @@ def test_a_certificate_file_that_cannot_be_read_is_one_line(store: Path, tmp_pat
         "graphrag-tui: error: the certificate file or directory in SSL_CERT_FILE/SSL_CERT_DIR cannot be used: "
     )
     assert run.stderr.count("\n") == 1
+
+
+def test_a_certificate_file_that_is_a_fifo_is_one_line_at_once(store: Path, tmp_path: Path) -> None:
+    """OpenSSL opened it and waited for a writer, forever."""
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    run = run_cli("query", str(store), QUESTION, "--base-url", "https://example.invalid/v1", "--model", "m1",
+                  "--no-config", env=clean_env(SSL_CERT_FILE=str(fifo)), timeout=30)
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", f"graphrag-tui: error: the certificate file in SSL_CERT_FILE cannot be used: {fifo} is not a regular "
+        "file\n")
 
 
 def test_the_header_names_the_model_and_host(store: Path) -> None:

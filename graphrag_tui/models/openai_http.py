@@ -23,6 +23,7 @@ import math
 import os
 import re
 import ssl
+import stat
 from collections.abc import AsyncIterator, Mapping
 from html.entities import html5
 from typing import Any, Literal
@@ -280,6 +281,9 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     none (a bare container)."""
     cafile = environ.get("SSL_CERT_FILE") or None
     capath = environ.get("SSL_CERT_DIR") or None
+    with contextlib.suppress(OSError):  # (a missing file is OpenSSL's to say)
+        if cafile is not None and not stat.S_ISREG(os.stat(cafile).st_mode):  # a FIFO: OpenSSL waited for a writer
+            raise InputError(f"the certificate file in SSL_CERT_FILE cannot be used: {cafile} is not a regular file")
     try:
         context = ssl.create_default_context(cafile=cafile, capath=capath)
     except (OSError, ssl.SSLError) as error:

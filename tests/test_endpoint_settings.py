@@ -327,6 +327,19 @@ def test_http_proxy_carries_requests_to_a_remote_host_and_no_proxy_bypasses_it(s
     assert {a["error_kind"] for b in bypass.json["batches"] for a in b["attempts"]} <= {"transport", "timeout"}
 
 
+@pytest.mark.parametrize(("variables", "message"), [
+    ({"ALL_PROXY": "socks5://127.0.0.1:1080"},
+     "ALL_PROXY names a SOCKS proxy, which needs the socksio package: pip install 'httpx[socks]'"),
+    ({"HTTPS_PROXY": "http://me:s3cret@proxy.example.test:s3cret"},
+     "HTTPS_PROXY is not a proxy URL that can be used: check its scheme, host and port"),
+], ids=["socks", "bad-port"])
+def test_a_proxy_variable_that_cannot_be_used_is_one_line(store: Path, variables: dict[str, str], message: str) -> None:
+    """They were internal errors (exit 1), the SOCKS one telling to pip install."""
+    run = run_cli("query", str(store), QUESTION, "--base-url", "https://api.example.test/v1", "--model", "m1",
+                  "--no-config", env=clean_env(**variables))
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+
+
 def test_a_loopback_base_url_never_goes_through_a_proxy(store: Path) -> None:
     with ScriptedChatServer(Scripted({})) as proxy, ScriptedChatServer(Scripted(MAPS)) as server:
         run = query(store, server.base_url, "--model", "m1", "--no-config",

@@ -295,6 +295,16 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+def _proxy_error(error: ImportError | httpx.InvalidURL, environ: Mapping[str, str]) -> str:
+    """The proxy variables httpx could not use, named, never shown (they may hold a password)."""
+    names = " and ".join(sorted(k for k in environ if k.lower() in ("http_proxy", "https_proxy", "all_proxy")))
+    if isinstance(error, ImportError):
+        return (f"{names} names a SOCKS proxy, which needs the socksio package: "
+                "pip install 'httpx[socks]'")
+    # (httpx's words may quote a part of the URL, which may be a password written where a port goes)
+    return f"{names} is not a proxy URL that can be used: check its scheme, host and port"
+
+
 def _has_default_capath() -> bool:
     """Whether OpenSSL's default CA directory holds certificates (loaded lazily, so
     `get_ca_certs` does not count them)."""
@@ -433,16 +443,21 @@ class OpenAIChatModel:
             if self._key_header[0].lower() in {h.lower() for h in self._headers}:
                 raise InputError(f"[model.headers] sets {self._key_header[0]}, the header that carries the API key")
         loopback = _is_loopback(url.host)
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout),
-            limits=httpx.Limits(
-                max_connections=None, max_keepalive_connections=None, keepalive_expiry=30.0
-            ),
-            # Proxy variables must not route loopback traffic (local servers) elsewhere.
-            trust_env=not loopback,
-            verify=tls_context(os.environ if environ is None else environ) if url.scheme == "https" else True,
-            follow_redirects=False,
-        )
+        environ = os.environ if environ is None else environ
+        verify = tls_context(environ) if url.scheme == "https" else True
+        try:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout),
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=None, keepalive_expiry=30.0
+                ),
+                # Proxy variables must not route loopback traffic (local servers) elsewhere.
+                trust_env=not loopback,
+                verify=verify,
+                follow_redirects=False,
+            )
+        except (ImportError, httpx.InvalidURL) as error:  # httpx reads the proxy variables here
+            raise InputError(_proxy_error(error, environ)) from None
 
     # -- identity -------------------------------------------------------------------
 

@@ -17,12 +17,12 @@ from ..engine import (
     ModelError,
     RateLimits,
     ascii_integer,
-    has_surrogates,
     parse_max_rate_wait,
     parse_per_minute,
     shown,
 )
 from ..errors import InputError
+from ..safe_text import clean
 from .azure import classic_deployment
 from .extractive import ExtractiveModel
 from .openai_http import (
@@ -262,6 +262,13 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
     )
 
 
+def _usable_listed_name(name: str) -> bool:
+    """A name the server listed that can be sent, recorded and shown as it is: not blank (it
+    was sent as `model: ""`), not too long, nothing a terminal acts on or cannot show."""
+    return bool(name.strip()) and len(name) <= MAX_LISTED_NAME and clean(name) == name and not any(
+        c in name for c in "\t\n")
+
+
 def model_name(settings: ModelSettings) -> str | None:
     """The model that answers, when the settings name it: --model, else the deployment of a
     classic Azure URL; None when only the endpoint's list can say (or it is not an endpoint)."""
@@ -339,7 +346,7 @@ async def open_model(settings: ModelSettings, environ: Mapping[str, str]) -> Cha
         await probe.aclose()
     if not names:
         raise InputError(f"--model was not given and {probe.base_url}/models lists no model: name one with --model")
-    if len(names[0]) > MAX_LISTED_NAME or has_surrogates(names[0]):  # it could be neither sent nor recorded
+    if not _usable_listed_name(names[0]):
         raise InputError(f"--model was not given and the first model {probe.base_url}/models lists is no usable name "
                          f"({shown(names[0])}): name one with --model")
     return endpoint(names[0])

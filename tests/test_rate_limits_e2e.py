@@ -184,6 +184,20 @@ def test_the_reduce_call_follows_the_same_429_rules(tmp_path: Path) -> None:
     assert [(a["attempt"], a["error_kind"]) for a in run.json["reduce"]["attempts"]] == [(1, "rate_limited"), (1, None)]
 
 
+def test_a_reduce_call_rate_limited_past_its_budget_says_so(tmp_path: Path) -> None:
+    """It said `Reduce failed twice`, of a call that was sent as its attempt 1 only."""
+    store = three_leaves(tmp_path / "s.db")
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)},
+                      reduce=too_many(360, "x-ratelimit-reset-tokens"))
+    with ScriptedChatServer(script) as server:
+        run = query(store, server, "--map-budget", "330", "--map-reserve", "0", "--no-shuffle", "--no-config")
+    assert run.code == 1, run.stderr
+    (attempt,) = run.json["reduce"]["attempts"]
+    assert run.json["error"] == f"Reduce was rate limited past its wait: {attempt['error']}"
+    assert attempt["error"].endswith("the server asked to wait 360 s, more than the 300 s left of this call's 300 s "
+                                     "for rate limits (--max-rate-wait, from its first 429)")
+
+
 def test_a_server_enforcing_its_rate_fails_no_batch(tmp_path: Path) -> None:
     store, options = many_batches(tmp_path / "s.db", 40)
     script = RateEnforced(answers, limit=10, window=0.5, form="x-ratelimit-reset-requests")

@@ -247,7 +247,9 @@ class GlobalSearch:
         except _Cancelled:
             return self._finish("cancelled", detail=self._cancel_reason("Reduce"))
         if answer is None:
-            return self._finish("failed", error=f"Reduce failed twice: {self.reduce.attempts[-1].error}")
+            last = self.reduce.attempts[-1]
+            why = "Reduce was rate limited past its wait" if last.error_kind == "rate_limited" else "Reduce failed twice"
+            return self._finish("failed", error=f"{why}: {last.error}")
         failed = sum(b.status == "failed" for b in self.batches)
         return self._finish("partial" if failed else "completed", answer=answer, detail=detail)
 

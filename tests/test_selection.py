@@ -488,6 +488,10 @@ def test_a_dynamic_run_stopped_while_the_model_rates_resumes_rating_only_what_it
     status = "interrupted" if stop == "kill" else "cancelled"
     assert (listed["run_id"], listed["status"], listed["batch_count"], listed["question"]) == (
         run_id, status, 0, QUESTION)
+    # its ratings so far, also after a kill (it showed `selection: null` then)
+    shown = run_cli("runs", "show", run_id, "--history", str(history), "--json").json["selection"]
+    assert (shown["mode"], [r["community_id"] for r in shown["ratings"]], shown["selected"]) == (
+        "dynamic", ["ns/a", "ns/b", "ns/a1"], [])
     result, sent = resumed(history, run_id)
     # the three rated before are not asked again; a2 and the children of a1 are
     assert [(r.stage, r.rated_text.split(" The ledger")[0] if r.stage == "rate" else "") for r in sent] == [

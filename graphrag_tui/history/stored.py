@@ -21,6 +21,7 @@ from ..engine import (
     check_prompts,
     count_paid,
 )
+from ..engine.selection import SelectionReport
 from .formats import (
     BatchRecord,
     RecordedSelection,
@@ -143,7 +144,7 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
             else "the run is still going",
             summary_count=summary_count, batch_count=summary.batch_count,
             failed_batch_count=sum(b.status == "failed" for b in results), batches=results, reduce=reduce,
-            selection=selection.report if selection is not None else None, usage_total=meter.total,
+            selection=_selection_so_far(selection), usage_total=meter.total,
             estimated_prompt_tokens=meter.estimated_prompt_tokens if meter.total is not None else None,
             cost=None if cost_total is None else Cost.model_validate(recorded_json(cost_total), strict=True),
         )
@@ -178,3 +179,11 @@ def recorded_prompts(text: str | None) -> Prompts:
     if text is None:
         return DEFAULT_PROMPTS
     return check_prompts(Prompts.model_validate_json(text))
+
+
+def _selection_so_far(selection: RecordedSelection | None) -> SelectionReport | None:
+    """What an unfinished run's selection chose, or, when dynamic selection was still rating,
+    its ratings so far (as a run cancelled then reports them)."""
+    if selection is None or selection.report is not None:
+        return None if selection is None else selection.report
+    return SelectionReport(mode=selection.options.mode, ratings=list(selection.ratings))

@@ -708,6 +708,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             self.notify("No finished run to export yet.", severity="warning")
             return
         inputs = self.input_files()
+        info = self.run_info()  # now: a run started while the dialog is open is another run
 
         def chosen(path: Path | None) -> None:
             if path is None:
@@ -715,7 +716,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             json_path, md_path = export_paths(path)
             existing = existing_files((json_path, md_path))
             if not existing:
-                self._write_export(result, path)
+                self._write_export(result, info, path)
                 return
             verb = "exists" if len(existing) == 1 else "exist"
             question = (f"{' and '.join(str(p) for p in existing)} already {verb}.\n"
@@ -723,7 +724,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
 
             def answered(overwrite: bool | None) -> None:
                 if overwrite:
-                    self._write_export(result, path)
+                    self._write_export(result, info, path)
 
             self.push_screen(ConfirmScreen(question, yes="Overwrite", no="Cancel"), answered)
 
@@ -747,9 +748,9 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         store = self.settings.display_path or display_location(self.settings.store_path)
         return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
 
-    def _write_export(self, result: SearchResult, path: Path) -> None:
+    def _write_export(self, result: SearchResult, info: RunInfo | None, path: Path) -> None:
         try:
-            written = write_export(result, self.store, path, inputs=self.input_files(), info=self.run_info())
+            written = write_export(result, self.store, path, inputs=self.input_files(), info=info)
         except InputError as error:
             self.notify(one_line(str(error)), title="Export failed", severity="error", markup=False)
             return

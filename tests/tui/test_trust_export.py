@@ -19,7 +19,7 @@ from graphrag_tui.tui.screens.main import MainScreen
 from tests.chat_server import ScriptedChatServer, map_reply
 from tests.stores import three_leaves
 
-from .conftest import Scripted, ask, make_app, wait_finished
+from .conftest import Scripted, ask, make_app, wait_finished, wait_until
 
 SIZE = (140, 42)
 SCRIPT = {"ns/1": map_reply("Bridge funds.", 90), "ns/2": map_reply("Fleets.", 20), "ns/3": map_reply("", 0)}
@@ -102,6 +102,30 @@ async def test_export_writes_both_files_and_asks_before_overwriting_either(store
             await pilot.pause()
             assert (out / "run.json").read_text(encoding="utf-8") == payload
             assert app.run_state.result.status == "completed"
+
+
+async def test_the_export_describes_the_run_it_was_opened_for(store: Path, tmp_path: Path) -> None:
+    """A run started (from the palette) while the dialog was open gave the export of the
+    first run the second one's budgets, time and duration."""
+    out = tmp_path / "first"
+    with ScriptedChatServer(Scripted(SCRIPT)) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            first, (_, report) = app.run_state.result, expected_files(app)
+            app.main_screen.query_one("#opt-map_budget", Input).value = "2000"
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-input", Input).value = str(out)
+            app.setup_form.submit()  # the palette's "Run"
+            await wait_until(pilot, lambda: app.run_state.phase == "finished" and app.run_state.result is not first,
+                             what="the second run")
+            assert app.run_state.plan.options.map_budget == 2000 and isinstance(app.screen, ExportScreen)
+            await pilot.press("enter")
+            await pilot.pause()
+    assert (out.with_suffix(".md")).read_text(encoding="utf-8") == report
+    assert "- Budgets: Map 330 tokens (reserve 0)" in report
 
 
 async def test_export_never_writes_through_a_symlink(store: Path, tmp_path: Path) -> None:

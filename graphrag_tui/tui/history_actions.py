@@ -201,7 +201,7 @@ class RunHistoryActions:
 
     def _start_continuation(self: GraphRAGApp, stored: StoredRun, kind: str, settings: ModelSettings) -> None:  # type: ignore[misc]
         """Like `start_run`: the main screen shows the run as it goes."""
-        if self.run_state.running:
+        if not self._can_continue(stored, f"{kind} it"):  # (again: a run may have started while its dialog was open)
             return
         while len(self.screen_stack) > 1:
             self.pop_screen()

@@ -309,6 +309,32 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             assert "Re-run failed" not in footer_text(app)
 
 
+async def test_a_rerun_chosen_after_another_run_started_says_why_it_does_not_start(store: Path, history: Path) -> None:
+    """A run started from the palette while the re-run dialog was open: choosing a model in
+    the dialog then did nothing, and said nothing."""
+    script, release = partial_script(), threading.Event()
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            (parent,) = run_ids(history)
+            await open_runs(pilot)
+            await pilot.press("f")
+            await wait_until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the re-run dialog")
+            script.maps["ns/1"] = Reply(map_reply("Held.", 50).body, gate=release)
+            app.setup_form.submit()  # the palette's "Run"
+            await wait_until(pilot, lambda: app.run_state.running, what="the second run")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert list(app._notifications)[-1].message == (
+                "A run is going: cancel it (Esc on the main screen) before you rerun it.")
+            release.set()
+            await wait_until(pilot, lambda: app.run_state.phase == "finished", what="the second run to end")
+            assert [r.parent_run_id for r in RunHistory(history).list_runs()] == [None, None]
+    assert parent in run_ids(history)
+
+
 async def test_a_run_whose_reduce_failed_is_reduced_again_from_the_runs_screen(store: Path, history: Path) -> None:
     """Every batch answered, Reduce failed: the re-run sends Reduce only (the app said there
     was nothing to re-run)."""

@@ -58,6 +58,9 @@ async def test_the_grid_scrolls_to_the_cursor_and_with_the_wheel() -> None:
         await pilot.click(BatchGrid, offset=(4, 1))  # third cell of row 6 + 1
         await pilot.pause()
         assert app.opened == [72] and grid.cursor == 72 and grid.top_row == 6
+        await pilot.double_click(BatchGrid, offset=(6, 1))  # opens once (it opened the batch view twice)
+        await pilot.pause()
+        assert app.opened == [72, 73]
 
         grid.set_cells([BatchCell() for _ in range(25)])  # a smaller run: back in range
         assert grid.top_row == 0

@@ -141,6 +141,8 @@ class BatchGrid(Widget, can_focus=True):
             self.post_message(OpenBatch(self.cursor))
 
     def on_click(self, event: Click) -> None:
+        if event.chain > 1:  # a double click's second click: its first opened the batch
+            return
         index = (event.y + self.top_row) * self.columns + event.x // CELL_WIDTH
         if 0 <= index < len(self.cells) and event.x < self.columns * CELL_WIDTH:
             self.cursor = index

@@ -450,6 +450,20 @@ def test_rerun_all_and_a_changed_store_is_refused_unless_replanned(store: Path, 
         assert replanned.code == 0, replanned.stderr
         assert len(maps(server)) == 17  # --failed with --replan: only the batch whose content changed
         assert replanned.json["parent_run_id"] == parent.json["run_id"]
+        # A community more: every batch moves in the shuffle, and only the new one is sent; the
+        # others are kept at their new places (all were sent again: their index had changed).
+        store.unlink()
+        build_store(store, [*rows, {"id": "ns/9", "summary_content": f"Community ns/9 is new. {PAD}"}])
+        grown = cli(history, "rerun", replanned.json["run_id"], "--replan", "--json")
+        assert grown.code == 0, grown.stderr
+        assert [community_of(r) for r in maps(server)[17:]] == ["ns/9"]
+        before = {b["community_ids"][0]: b for b in replanned.json["batches"]}
+        moved = 0
+        for batch in grown.json["batches"]:
+            if batch["community_ids"] != ["ns/9"]:
+                assert batch == {**before[batch["community_ids"][0]], "index": batch["index"]}
+                moved += before[batch["community_ids"][0]]["index"] != batch["index"]
+        assert moved > 0 and grown.json["status"] == "completed"
 
 
 def test_a_cancelled_run_is_resumed_under_its_id(store: Path, history: Path) -> None:

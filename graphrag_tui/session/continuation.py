@@ -23,7 +23,7 @@ from ..engine import SearchPlan
 from ..engine.options import FALLBACK_DEFAULTS, resolve_options
 from ..engine.selection import DYNAMIC_ONLY, SelectionOptions, check_selection
 from ..errors import InputError
-from ..history import RESUMABLE, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
+from ..history import RESUMABLE, RecordedBatch, RecordedSelection, RunHistory, StoredRun, content_hash, messages_json
 from ..models.factory import ModelSettings, resolve_model_settings
 from ..safe_text import one_line
 from ..store import CommunityStore
@@ -100,11 +100,16 @@ def prepare_rerun(
     if not replan:
         _check_store(stored, plan, replan_hint=True)
     kept = {}
-    if mode == "failed":
+    if mode == "failed":  # by content: a store with a community more or less moves every batch of a new plan
+        answered: dict[str, list[RecordedBatch]] = {}
         for recorded in stored.batches:
-            if recorded.status == "succeeded" and recorded.index < len(plan.batches) \
-                    and content_hash(plan.batches[recorded.index]) == recorded.content_sha256:
-                kept[recorded.index] = (recorded.result, recorded.model)
+            if recorded.status == "succeeded":
+                answered.setdefault(recorded.content_sha256, []).append(recorded)
+        for batch in plan.batches:
+            same = answered.get(content_hash(batch))
+            if same:
+                recorded = same.pop(0)
+                kept[batch.index] = (recorded.result.model_copy(update={"index": batch.index}), recorded.model)
     if not plan.batches:  # it would end no_results again, as a new run of its own
         raise InputError(f"run {stored.run_id} has no Map batch (its communities have no text to map): nothing to "
                          "send again" + ("" if replan else "; --replan plans again from the store as it is now"))

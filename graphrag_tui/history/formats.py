@@ -223,14 +223,24 @@ def selection_json(options: SelectionOptions, report: SelectionReport | None) ->
                        "report": None if report is None else report.model_dump(mode="json")})
 
 
-def with_ratings(text: str, ratings: Sequence[Rating], votes: Mapping[str, Sequence[Vote | None]],
+def rating_json(rating: Rating) -> str:
+    """A rating as `with_ratings` takes it: pydantic-core's JSON; json's for a text with a
+    lone surrogate, which UTF-8 cannot carry."""
+    try:
+        return rating.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(rating.model_dump(mode="json"))
+
+
+def with_ratings(found: Mapping[str, Any], ratings: Sequence[str], votes: Mapping[str, Sequence[Vote | None]],
                  paid: RatingsPaid | None) -> str:
-    """A selection not yet chosen (`selection_json`'s, report None) with the ratings so far,
-    the votes so far of the communities not yet rated, and what the rating calls used so far."""
-    found = recorded_json(text)
-    found["ratings"] = [rating.model_dump(mode="json") for rating in ratings]
-    found["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
-    return _with_paid(found, paid)
+    """A selection not yet chosen (`selection_json`'s, report None, as read) with the ratings
+    so far (each one's `rating_json`), the votes so far of the communities
+    not yet rated, and what the rating calls used so far."""
+    head = {name: value for name, value in found.items() if name not in ("ratings", "votes", "ratings_paid")}
+    head["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
+    text = _with_paid(head, paid)
+    return f'{text[:-1]}, "ratings": [{",".join(ratings)}]}}'
 
 
 def with_ratings_paid(text: str, paid: RatingsPaid | None) -> str:

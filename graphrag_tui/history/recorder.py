@@ -61,7 +61,9 @@ from .formats import (
     batch_with_attempts,
     pack_contents,
     plan_packed,
+    rating_json,
     read_records,
+    recorded_json,
     records_packed,
     result_summary,
     with_ratings,
@@ -139,7 +141,9 @@ class RunRecorder:
         self._group: list[BatchResult] = []
         self._models: list[str | None] = []
         #: Dynamic selection's ratings while it rates (until the plan), and whether some are unwritten.
-        self._ratings: list[Rating] = []
+        self._ratings: list[str] = []  # (each as JSON, dumped once: a write joins them)
+        #: The recorded selection the ratings are written over (its options), once read.
+        self._selection: dict[str, Any] | None = None
         #: The votes so far of the communities being rated (each until its rating).
         self._votes: dict[str, list[Vote | None]] = {}
         self._ratings_unwritten = False
@@ -448,7 +452,7 @@ class RunRecorder:
         if selection is not None:  # what was chosen: the ratings so far are in it
             connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
                                (with_ratings_paid(selection, self._ratings_paid), self.run_id))
-            self._ratings_unwritten = False
+            self._ratings_unwritten, self._selection = False, None
         if self._resumed:  # the finished batches stay; the others start again
             self._seq = connection.execute(
                 "SELECT ifnull(max(seq) + 1, 0) FROM batch_records WHERE run_id = ?", (self.run_id,)).fetchone()[0]
@@ -469,7 +473,7 @@ class RunRecorder:
         self._write_kept(connection)
 
     def _add_rating(self, connection: sqlite3.Connection, rating: Rating) -> None:
-        self._ratings.append(rating)
+        self._ratings.append(rating_json(rating))
         self._votes.pop(rating.community_id, None)
         self._ratings_unwritten = True
 
@@ -488,10 +492,13 @@ class RunRecorder:
         selection's (a resume's engine reports the ratings and votes it had again, so they
         are whole)."""
         self._ratings_unwritten = False
-        (text,) = connection.execute("SELECT selection FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
-        if text is not None:
-            connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
-                               (with_ratings(text, self._ratings, self._votes, self._ratings_paid), self.run_id))
+        if self._selection is None:  # read once: each write used to read, parse and dump every rating again
+            (text,) = connection.execute("SELECT selection FROM runs WHERE run_id = ?", (self.run_id,)).fetchone()
+            if text is None:
+                return
+            self._selection = recorded_json(text)
+        connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
+                           (with_ratings(self._selection, self._ratings, self._votes, self._ratings_paid), self.run_id))
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record

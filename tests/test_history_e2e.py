@@ -4,6 +4,7 @@ processes writing one history at once, unknown ids, and history files it must no
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -24,9 +25,13 @@ from typing import Any
 import pytest
 
 from graphrag_tui.engine import SearchOptions
-from graphrag_tui.history import SCHEMA_VERSION
+from graphrag_tui.errors import InputError
+from graphrag_tui.history import SCHEMA_VERSION, RunHistory
 from graphrag_tui.history.database import connect
 from graphrag_tui.history.texts import pack_utf8, unpack_text
+from graphrag_tui.models.extractive import ExtractiveModel
+from graphrag_tui.session.continuation import prepare_rerun
+from graphrag_tui.store import CommunityStore
 from tests.chat_server import (
     Received,
     Reply,
@@ -490,6 +495,65 @@ def test_a_cancelled_run_is_resumed_under_its_id(store: Path, history: Path) -> 
     assert (done.code, done.stdout) == (2, "")
     assert done.stderr == (f"graphrag-tui: error: run {cancelled['run_id']} is completed: only an interrupted or "
                            "cancelled run can be resumed (`rerun` starts a new run from it)\n")
+
+
+def cancelled_run(store: Path, history: Path) -> str:
+    """A run cancelled (Ctrl+C) at its first batch: resumable, and re-runnable."""
+    script = Server(hold=set(COMMUNITIES))
+    with ScriptedChatServer(script) as server:
+        process = start_query(store, history, server.base_url)
+        try:
+            wait_for(lambda: len(maps(server)) == 1)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+        finally:
+            script.release.set()
+    assert process.returncode == 130, err
+    return str(json.loads(out)["run_id"])
+
+
+def test_a_run_being_re_run_is_not_resumed_at_the_same_time(store: Path, history: Path) -> None:
+    """Both sent its unfinished batches, and each was paid for."""
+    run_id = cancelled_run(store, history)
+    script = Server(hold=set(COMMUNITIES))
+    with ScriptedChatServer(script) as server:
+        rerun = start_cli(history, "rerun", run_id, "--base-url", server.base_url, "--json")
+        try:
+            ((child,),) = wait_for(lambda: rows(
+                history, "SELECT run_id FROM runs WHERE parent_run_id = ? AND status = 'running'", run_id))
+            wait_for(lambda: maps(server))
+            refused = cli(history, "resume", run_id, "--base-url", server.base_url)
+            assert (refused.code, refused.stdout) == (2, "")
+            assert refused.stderr == (f"graphrag-tui: error: run {run_id} is being re-run by run {child} in another "
+                                      "process: resume it once that has ended\n")
+        finally:
+            script.release.set()
+            out, err = rerun.communicate(timeout=30)
+    assert rerun.returncode == 0, err
+    sent = [community_of(r) for r in maps(server)]  # the re-run's 8 unfinished batches, each once
+    assert len(sent) == len(set(sent)) == 8 and json.loads(out)["parent_run_id"] == run_id
+    assert cli(history, "runs", "show", run_id, "--json").json["status"] == "cancelled"
+
+
+def test_a_re_run_read_before_its_parent_was_resumed_does_not_start(store: Path, history: Path) -> None:
+    """The re-run checked its parent's status as it read it; a resume that claimed the parent
+    after that went on too, and both sent its unfinished batches."""
+    run_id = cancelled_run(store, history)
+    with CommunityStore.open(store) as opened:
+        rerun = prepare_rerun(RunHistory(history).load(run_id), opened, history=history)
+    script = Server(hold=set(COMMUNITIES))
+    with ScriptedChatServer(script) as server:
+        resume = start_cli(history, "resume", run_id, "--base-url", server.base_url, "--json")
+        try:
+            wait_for(lambda: maps(server))  # the resume has claimed the run
+            with pytest.raises(InputError) as info:
+                asyncio.run(rerun.run(ExtractiveModel(), timeout=5))
+            assert str(info.value) == f"run {run_id} is running in another process: re-run it once it has ended"
+        finally:
+            script.release.set()
+            out, err = resume.communicate(timeout=30)
+    assert resume.returncode == 0, err
+    assert [r["run_id"] for r in cli(history, "runs", "--json").json["runs"]] == [run_id]
 
 
 def test_two_processes_write_one_history_at_once(store: Path, history: Path) -> None:

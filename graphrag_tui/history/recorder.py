@@ -209,6 +209,8 @@ class RunRecorder:
             with errors_named(path), _first_commit(connection):
                 # the plan with the row, and the batches a re-run keeps: the run's end writes
                 # only what the run added, and a kill -9 before then loses none of them
+                if metadata.parent_run_id is not None:
+                    _check_parent_idle(connection, metadata.parent_run_id)
                 packed = None if planned is None else _plan_columns(plan, planned)
                 recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
                 if planned is not None:
@@ -636,6 +638,19 @@ class RunNotResumable(InputError):
     pass
 
 
+class RunBusy(InputError):
+    """A re-run's parent is being resumed, or a resumed run re-run, by another process: both
+    would send its unfinished batches, and each be paid for."""
+
+
+def _check_parent_idle(connection: sqlite3.Connection, parent_run_id: str) -> None:
+    """In the re-run's first transaction, which a resume's claim cannot interleave with (the
+    re-run checked its parent's status when it read it, before a resume could claim it)."""
+    row = connection.execute("SELECT status, owner FROM runs WHERE run_id = ?", (parent_run_id,)).fetchone()
+    if row is not None and row[0] == "running" and is_alive(row[1]):
+        raise RunBusy(f"run {parent_run_id} is running in another process: re-run it once it has ended")
+
+
 def _claim(connection: sqlite3.Connection, run_id: str) -> None:
     row = connection.execute("SELECT status, owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
@@ -643,6 +658,11 @@ def _claim(connection: sqlite3.Connection, run_id: str) -> None:
     status, owner = row
     if status == "running" and is_alive(owner):
         raise RunNotResumable(f"run {run_id} is running in another process: it cannot be resumed now")
+    for child, child_owner in connection.execute(
+            "SELECT run_id, owner FROM runs WHERE parent_run_id = ? AND status = 'running'", (run_id,)):
+        if is_alive(child_owner):  # it sends this run's unfinished batches too
+            raise RunBusy(f"run {run_id} is being re-run by run {child} in another process: resume it once that "
+                          "has ended")
     if status not in ("running", "interrupted", "cancelled"):
         raise RunNotResumable(f"run {run_id} is {status}: only an interrupted or cancelled run can be resumed")
 

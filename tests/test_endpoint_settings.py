@@ -5,6 +5,8 @@ command against the scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import ssl
@@ -16,7 +18,7 @@ import httpx
 import pytest
 
 from graphrag_tui.models.azure import classic_deployment, takes_api_key_header
-from tests.chat_server import Reply, Scripted, ScriptedChatServer, map_reply
+from tests.chat_server import Received, Reply, Scripted, ScriptedChatServer, map_reply
 from tests.cli_runner import clean_env, run_cli
 from tests.stores import three_leaves
 
@@ -325,6 +327,27 @@ def test_http_proxy_carries_requests_to_a_remote_host_and_no_proxy_bypasses_it(s
         assert len(proxy.requests) == before
     assert bypass.code == 1
     assert {a["error_kind"] for b in bypass.json["batches"] for a in b["attempts"]} <= {"transport", "timeout"}
+
+
+def test_a_proxy_echoing_its_credentials_has_them_masked(store: Path, tmp_path: Path) -> None:
+    """A proxy's error page echoing the request's headers showed (and the history kept) the
+    proxy's password as `Proxy-Authorization: Basic <base64 of user:password>`."""
+    password = "PROXYPASS-2024"
+    basic = base64.b64encode(f"puser:{password}".encode()).decode()
+
+    def echo(request: Received) -> Reply:
+        return Reply({"error": {"message": json.dumps(request.headers) + f" password={password}"}}, status=502)
+
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(echo) as proxy:
+        host = proxy.base_url.removeprefix("http://").removesuffix("/v1")
+        run = query(store, "http://api.example.test/v1", "--model", "m1", "--no-config", "--history", str(history),
+                    env=clean_env(HTTP_PROXY=f"http://puser:{password}@{host}"))
+        assert proxy.requests and proxy.requests[0].headers["proxy-authorization"] == f"Basic {basic}"
+    shown = run_cli("runs", "show", run.json["run_id"], "--json", "--history", str(history))
+    for output in (run.stdout + run.stderr, shown.stdout):
+        assert password not in output and basic not in output
+        assert "***" in output
 
 
 @pytest.mark.parametrize(("variables", "message"), [

@@ -17,12 +17,12 @@ from ..engine import (
     ModelError,
     RateLimits,
     ascii_integer,
+    has_surrogates,
     parse_max_rate_wait,
     parse_per_minute,
     shown,
 )
 from ..errors import InputError
-from ..safe_text import clean
 from .azure import classic_deployment
 from .extractive import ExtractiveModel
 from .openai_http import (
@@ -263,10 +263,9 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
 
 
 def _usable_listed_name(name: str) -> bool:
-    """A name the server listed that can be sent, recorded and shown as it is: not blank (it
-    was sent as `model: ""`), not too long, nothing a terminal acts on or cannot show."""
-    return bool(name.strip()) and len(name) <= MAX_LISTED_NAME and clean(name) == name and not any(
-        c in name for c in "\t\n")
+    """A name the server listed that can be sent and recorded: not blank (it was sent as
+    `model: ""`), not too long, UTF-8 (what a terminal would act on is shown inert)."""
+    return bool(name.strip()) and len(name) <= MAX_LISTED_NAME and not has_surrogates(name)
 
 
 def model_name(settings: ModelSettings) -> str | None:

@@ -12,6 +12,7 @@ its status, is masked before it leaves this module (see `key_pattern`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import bisect
 import contextlib
 import functools
@@ -24,7 +25,8 @@ import os
 import re
 import ssl
 import stat
-from collections.abc import AsyncIterator, Mapping
+import string
+from collections.abc import AsyncIterator, Mapping, Sequence
 from html.entities import html5
 from typing import Any, Literal
 
@@ -136,6 +138,33 @@ def key_pattern(key: str) -> re.Pattern[str]:
             forms.append("&(?:" + "|".join(_HTML_NAMES[ch]) + ")")
         parts.append("(?:" + "|".join(forms) + ")")
     return re.compile("".join(parts))
+
+
+#: The shortest proxy password masked: a shorter one would mask it in every word of a reply.
+MIN_MASKED_SECRET = 8
+
+
+def proxy_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The passwords the proxy variables hold, and the Basic credentials a proxy gets from
+    them (`Proxy-Authorization`, which a proxy may echo in an error page), as httpx sends them."""
+    found = []
+    for name, value in environ.items():
+        if name.lower() not in ("http_proxy", "https_proxy", "all_proxy") or not value:
+            continue
+        try:
+            url = httpx.URL(value)
+        except Exception:  # (one httpx cannot read is refused as the client is made)
+            continue
+        if url.password:
+            found += [url.password, base64.b64encode(f"{url.username}:{url.password}".encode()).decode()]
+    return [secret for secret in dict.fromkeys(found) if len(secret) >= MIN_MASKED_SECRET]
+
+
+def secrets_pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
+    """One pattern for every secret's forms (`key_pattern`'s), or None for none."""
+    if not secrets:
+        return None
+    return re.compile("|".join(f"(?:{key_pattern(secret).pattern})" for secret in secrets))
 
 
 def mask_key(text: str, pattern: re.Pattern[str]) -> str:
@@ -315,15 +344,20 @@ def _has_default_capath() -> bool:
         return False
 
 
+#: What the escaped forms of a secret are written with: \\uXXXX, \\xXX, %XX and HTML's `&#x2f;`,
+#: `&#47;` and named references (letters).
+_FORM_CHARS = frozenset("\\%&#;" + string.ascii_letters + string.digits)
+
+
 class _StreamMasker:
     """Masks the key in text that arrives in pieces. Whatever may still turn into a form of
     the key (a trailing run of characters a form of the key can contain) is held back until
     a character that cannot be part of one arrives, so no form is ever split between two
     released pieces and each piece is masked whole."""
 
-    def __init__(self, key: str | None, pattern: re.Pattern[str] | None) -> None:
+    def __init__(self, chars: frozenset[str], pattern: re.Pattern[str] | None) -> None:
         self._pattern = pattern
-        self._chars = frozenset(key or "") | frozenset("\\%uU0123456789abcdefABCDEF") | _INVISIBLE
+        self._chars = chars | _FORM_CHARS | _INVISIBLE
         self._held: list[str] = []
 
     def feed(self, piece: str) -> str:
@@ -425,7 +459,13 @@ class OpenAIChatModel:
         #: False once the server refused streaming.
         self.streaming = True
         self._key = _Secret(api_key) if api_key is not None else None
-        self._key_pattern = key_pattern(api_key) if api_key else None
+        loopback = _is_loopback(url.host)
+        environ = os.environ if environ is None else environ
+        # what a server or a proxy may echo back: the key, and the proxy's password (not for
+        # loopback, which no proxy carries)
+        secrets = ([api_key] if api_key else []) + ([] if loopback else proxy_secrets(environ))
+        self._secret_chars = frozenset("".join(secrets))  # (a set: never the key itself)
+        self._key_pattern = secrets_pattern(secrets)
         self.description = f"{model} @ {_host_port(url)}"
         self._headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING,
                          **check_headers(headers or {}, "[model.headers]")}
@@ -442,8 +482,6 @@ class OpenAIChatModel:
                 self._key_header = ("Authorization", _Secret(f"Bearer {api_key}"))
             if self._key_header[0].lower() in {h.lower() for h in self._headers}:
                 raise InputError(f"[model.headers] sets {self._key_header[0]}, the header that carries the API key")
-        loopback = _is_loopback(url.host)
-        environ = os.environ if environ is None else environ
         verify = tls_context(environ) if url.scheme == "https" else True
         try:
             self._client = httpx.AsyncClient(
@@ -657,7 +695,7 @@ class OpenAIChatModel:
     async def _read_events(
         self, response: httpx.Response, on_text: TextCallback
     ) -> tuple[str, Usage | None, dict[str, Any]]:
-        reader, masker = SSEReader(), _StreamMasker(self._key.reveal() if self._key else None, self._key_pattern)
+        reader, masker = SSEReader(), _StreamMasker(self._secret_chars, self._key_pattern)
         pieces: list[str] = []
         usage: Usage | None = None
         last: dict[str, Any] = {}

@@ -19,6 +19,7 @@ import pytest
 from graphrag_tui.engine.ports import ChatMessage, ChatRequest, ModelError
 from graphrag_tui.engine.reply_schemas import MAP_REPLY_SCHEMA, REDUCE_REPLY_SCHEMA
 from graphrag_tui.errors import InputError
+from graphrag_tui.models.content_encoding import CappedDecoder
 from graphrag_tui.models.openai_http import OpenAIChatModel, key_pattern, mask_key, parse_retry_after, resolve_api_key
 from tests.chat_server import Reply, ScriptedChatServer, completion
 
@@ -508,6 +509,17 @@ async def test_a_compressed_body_larger_than_the_cap_as_sent_stops_at_the_cap() 
         "response_too_large",
         "the response to POST /chat/completions passed the 100000-byte cap (--max-response-bytes); stopped reading it",
     )
+
+
+@pytest.mark.parametrize("after", [b"", b"\x00" * 512, b"trailing bytes", b"\x1f"])
+def test_gzip_members_read_in_any_pieces_and_what_follows_the_last_is_ignored(after: bytes) -> None:
+    """Read a byte at a time (a member's magic split between two reads); zero padding or
+    bytes after the last member are ignored, as gzip(1) ignores them (they had failed the
+    reply as damaged once members were read)."""
+    body = b"".join(gzip.compress(part) for part in (b"first, ", b"", b"second"))
+    decoder = CappedDecoder("gzip", cap=1000)
+    sent = body + after
+    assert b"".join(decoder.feed(sent[i:i + 1]) for i in range(len(sent))) + decoder.flush() == b"first, second"
 
 
 @pytest.mark.parametrize("coding", ["gzip", "deflate-zlib", "deflate-raw", "gzip-twice", "gzip-members"])

@@ -86,7 +86,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     try:
         version = _checked_version(connection, path)
     finally:
-        connection.execute("ROLLBACK")
+        _roll_back(connection)
     connection.execute("PRAGMA foreign_keys = ON")
     if version < SCHEMA_VERSION:
         _migrate(connection, version)

@@ -16,6 +16,10 @@ import httpx
 ACCEPT_ENCODING = "gzip, deflate"
 
 
+#: The first bytes of a gzip member.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 class CapPassed(Exception):
     """The body inflates to more than the cap."""
 
@@ -29,12 +33,24 @@ class _Stage:
         self._started = False
         #: Whether any coded byte came (an empty body with the header is no coding to undo).
         self._fed = False
+        #: After a gzip member: the first byte of what may be the next one, or True once what
+        #: follows is not one (zero padding, trailing bytes: ignored, as gzip(1) ignores them).
+        self._after: bytes | bool = b""
 
     def feed(self, data: bytes, cap: int) -> bytes:
         self._fed = self._fed or bool(data)
         out = b""
         while True:
             if data and self.name != "deflate" and self._inflater.eof:  # gzip's next member (as `cat a.gz b.gz`)
+                if self._after is True:
+                    return out
+                data, self._after = self._after + data, b""
+                if len(data) < len(GZIP_MAGIC):
+                    self._after = data if GZIP_MAGIC.startswith(data) else True
+                    return out
+                if not data.startswith(GZIP_MAGIC):
+                    self._after = True
+                    return out
                 self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
             try:
                 out += self._inflater.decompress(data, cap + 1 - len(out))

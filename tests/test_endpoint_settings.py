@@ -355,7 +355,11 @@ def test_a_proxy_echoing_its_credentials_has_them_masked(store: Path, tmp_path: 
      "ALL_PROXY names a SOCKS proxy, which needs the socksio package: pip install 'httpx[socks]'"),
     ({"HTTPS_PROXY": "http://me:s3cret@proxy.example.test:s3cret"},
      "HTTPS_PROXY is not a proxy URL that can be used: check its scheme, host and port"),
-], ids=["socks", "bad-port"])
+    ({"ALL_PROXY": "ftp://me:s3cret@proxy.example.test:1"},  # an internal error quoting its user and host
+     "ALL_PROXY is not a proxy URL that can be used: its scheme must be one of http, https, socks5, socks5h"),
+    ({"https_proxy": "http://me:s3cret@127.0.0.1:99999"},  # every batch failed as an internal error
+     "https_proxy is not a proxy URL that can be used: its port must be from 1 to 65535"),
+], ids=["socks", "bad-port", "ftp", "port-99999"])
 def test_a_proxy_variable_that_cannot_be_used_is_one_line(store: Path, variables: dict[str, str], message: str) -> None:
     """They were internal errors (exit 1), the SOCKS one telling to pip install."""
     run = run_cli("query", str(store), QUESTION, "--base-url", "https://api.example.test/v1", "--model", "m1",

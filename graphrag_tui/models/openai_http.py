@@ -149,7 +149,7 @@ def proxy_secrets(environ: Mapping[str, str]) -> list[str]:
     them (`Proxy-Authorization`, which a proxy may echo in an error page), as httpx sends them."""
     found = []
     for name, value in environ.items():
-        if name.lower() not in ("http_proxy", "https_proxy", "all_proxy") or not value:
+        if name.lower() not in PROXY_VARIABLES or not value:
             continue
         try:
             url = httpx.URL(value)
@@ -324,13 +324,37 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+#: The variables httpx reads a proxy from (in either case), and the schemes it can use.
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def check_proxy_variables(environ: Mapping[str, str]) -> None:
+    """InputError naming a proxy variable httpx could not use (an unknown scheme was an
+    internal error quoting its user and host; a port past 65535 failed every call). Its
+    value is never shown: it may hold a password (httpx's own words may quote a part)."""
+    for name in sorted(k for k in environ if k.lower() in PROXY_VARIABLES and environ[k]):
+        value = environ[name]
+        try:
+            url = httpx.URL(value if "://" in value else f"http://{value}")  # (as httpx reads it)
+            port = url.port
+        except Exception:  # httpx.InvalidURL and friends
+            url, port = None, None
+        if url is None or not url.host:
+            raise InputError(f"{name} is not a proxy URL that can be used: check its scheme, host and port")
+        if url.scheme not in _PROXY_SCHEMES:
+            raise InputError(f"{name} is not a proxy URL that can be used: its scheme must be one of "
+                             f"{', '.join(_PROXY_SCHEMES)}")
+        if port is not None and not 0 < port < 65536:
+            raise InputError(f"{name} is not a proxy URL that can be used: its port must be from 1 to 65535")
+
+
 def _proxy_error(error: ImportError | httpx.InvalidURL, environ: Mapping[str, str]) -> str:
     """The proxy variables httpx could not use, named, never shown (they may hold a password)."""
-    names = " and ".join(sorted(k for k in environ if k.lower() in ("http_proxy", "https_proxy", "all_proxy")))
+    names = " and ".join(sorted(k for k in environ if k.lower() in PROXY_VARIABLES))
     if isinstance(error, ImportError):
         return (f"{names} names a SOCKS proxy, which needs the socksio package: "
                 "pip install 'httpx[socks]'")
-    # (httpx's words may quote a part of the URL, which may be a password written where a port goes)
     return f"{names} is not a proxy URL that can be used: check its scheme, host and port"
 
 
@@ -483,6 +507,8 @@ class OpenAIChatModel:
             if self._key_header[0].lower() in {h.lower() for h in self._headers}:
                 raise InputError(f"[model.headers] sets {self._key_header[0]}, the header that carries the API key")
         verify = tls_context(environ) if url.scheme == "https" else True
+        if not loopback:
+            check_proxy_variables(environ)
         try:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout),

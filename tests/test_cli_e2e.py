@@ -276,7 +276,8 @@ def test_a_model_list_that_fails_is_an_input_error(store: Path) -> None:
 
 @pytest.mark.parametrize(("listed", "shown"), [
     ("\ud800x", "'\\ud800x'"), ("m" * 300, "'" + "m" * 38 + "…"), ("", "''"), ("  ", "' '"),
-], ids=["lone-surrogate", "too-long", "empty", "blank"])
+    ("\u200b", "'\\u200b'"), ("\ufeff \u2060", "'\\ufeff \\u2060'"),
+], ids=["lone-surrogate", "too-long", "empty", "blank", "zero-width", "bom"])
 def test_a_first_listed_model_that_is_no_usable_name_is_an_input_error(store: Path, listed: str, shown: str) -> None:
     """It was an internal error (UnicodeEncodeError recording the run), or every batch failed;
     a blank name was sent as `model: ""`. (One with control characters is used, and shown

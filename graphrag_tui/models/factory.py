@@ -38,6 +38,7 @@ from .openai_http import (
     check_header_name,
     check_headers,
     key_pattern,
+    looks_blank,
     mask_key,
     parse_base_url,
     resolve_api_key,
@@ -263,9 +264,10 @@ def resolve_model_settings(flags: Mapping[str, Any], defaults: Mapping[str, Any]
 
 
 def _usable_listed_name(name: str) -> bool:
-    """A name the server listed that can be sent and recorded: not blank (it was sent as
-    `model: ""`), not too long, UTF-8 (what a terminal would act on is shown inert)."""
-    return bool(name.strip()) and len(name) <= MAX_LISTED_NAME and not has_surrogates(name)
+    """A name the server listed that can be sent and recorded: not blank, nor only invisible
+    characters (it was sent as `model: ""`), not too long, UTF-8 (what a terminal would act
+    on is shown inert)."""
+    return len(name) <= MAX_LISTED_NAME and not has_surrogates(name) and not looks_blank(name)
 
 
 def model_name(settings: ModelSettings) -> str | None:

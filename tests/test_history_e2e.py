@@ -535,6 +535,24 @@ def test_a_run_being_re_run_is_not_resumed_at_the_same_time(store: Path, history
     assert cli(history, "runs", "show", run_id, "--json").json["status"] == "cancelled"
 
 
+def test_a_resume_that_cannot_claim_its_run_sends_nothing(store: Path, history: Path) -> None:
+    """The history locked past its busy timeout: the resume went on unrecorded, paid for
+    every batch, and left the run interrupted for the next resume to pay again."""
+    run_id = cancelled_run(store, history)
+    locker = sqlite3.connect(history, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        with ScriptedChatServer(Server()) as server:
+            refused = cli(history, "resume", run_id, "--base-url", server.base_url)
+        assert (refused.code, refused.stdout, server.chat_requests()) == (2, "", [])
+        assert refused.stderr == (f"graphrag-tui: error: run history {history} is locked by another process: run "
+                                  f"{run_id} is not resumed (unrecorded, its batches would be sent again by its next "
+                                  "resume)\n")
+    finally:
+        locker.close()
+    assert cli(history, "runs", "show", run_id, "--json").json["status"] == "cancelled"
+
+
 def test_a_re_run_read_before_its_parent_was_resumed_does_not_start(store: Path, history: Path) -> None:
     """The re-run checked its parent's status as it read it; a resume that claimed the parent
     after that went on too, and both sent its unfinished batches."""

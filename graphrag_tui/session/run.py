@@ -47,6 +47,7 @@ from ..engine.rate_limits import RateLimits
 from ..engine.result import Attempt, BatchResult, Level, SearchResult
 from ..engine.selection import Rating, SelectionOptions, SelectionReport, Vote
 from ..engine.throttle import least_spacing
+from ..errors import InputError
 from ..history import FLUSH_INTERVAL, HistoryError, RatingsPaid, RunRecorder, selection_json
 from ..models.factory import ModelSettings
 from ..output_paths import input_named
@@ -289,6 +290,9 @@ class RunSession:
                     prices=prices,
                 )
         except HistoryError as error:
+            if self.resume_run_id is not None:  # unclaimed, it could go on beside another resume of it
+                raise InputError(f"{error}: run {self.resume_run_id} is not resumed (unrecorded, its batches would be "
+                                 "sent again by its next resume)") from None
             self.on_warning(f"warning: {error}; this run is not recorded")
             return
         self.run_id = self._recorder.run_id

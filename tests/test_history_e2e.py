@@ -535,6 +535,37 @@ def test_a_run_being_re_run_is_not_resumed_at_the_same_time(store: Path, history
     assert cli(history, "runs", "show", run_id, "--json").json["status"] == "cancelled"
 
 
+def test_a_re_run_is_not_resumed_while_the_run_it_re_runs_is(store: Path, history: Path) -> None:
+    """Both sent the same batches (the parent resumed, then its stopped re-run resumed)."""
+    parent = cancelled_run(store, history)
+    script = Server(hold=set(COMMUNITIES))
+    with ScriptedChatServer(script) as server:
+        rerun = start_cli(history, "rerun", parent, "--base-url", server.base_url, "--json")
+        try:
+            wait_for(lambda: maps(server))
+            rerun.send_signal(signal.SIGINT)
+            out, err = rerun.communicate(timeout=20)
+        finally:
+            script.release.set()
+    child = json.loads(out)["run_id"]
+    assert (rerun.returncode, json.loads(out)["status"]) == (130, "cancelled"), err
+    script = Server(hold=set(COMMUNITIES))
+    with ScriptedChatServer(script) as server:
+        resume = start_cli(history, "resume", parent, "--base-url", server.base_url, "--json")
+        try:
+            wait_for(lambda: maps(server))
+            refused = cli(history, "resume", child, "--base-url", server.base_url)
+            again = cli(history, "rerun", child, "--base-url", server.base_url)
+        finally:
+            script.release.set()
+            resume.communicate(timeout=30)
+    assert (refused.code, refused.stderr) == (2, f"graphrag-tui: error: run {child} re-runs run {parent}, which is "
+                                                 "running in another process: resume it once that has ended\n")
+    assert (again.code, again.stderr) == (2, f"graphrag-tui: error: run {child} re-runs run {parent}, which is "
+                                             "running in another process: re-run it once that has ended\n")
+    assert resume.returncode == 0
+
+
 def test_a_resume_that_cannot_claim_its_run_sends_nothing(store: Path, history: Path) -> None:
     """The history locked past its busy timeout: the resume went on unrecorded, paid for
     every batch, and left the run interrupted for the next resume to pay again."""

@@ -639,16 +639,38 @@ class RunNotResumable(InputError):
 
 
 class RunBusy(InputError):
-    """A re-run's parent is being resumed, or a resumed run re-run, by another process: both
-    would send its unfinished batches, and each be paid for."""
+    """A run of the same line (a re-run's parent or its parents, or re-runs of it) runs in
+    another process: both would send the same batches, and each be paid for."""
+
+
+#: The runs a run re-runs (its parent, and theirs) and the runs that re-run it (its children,
+#: and theirs), running now (UNION: a hostile file's loop of parents ends).
+_RUNNING_RELATIVES = """
+WITH RECURSIVE
+    up(id) AS (SELECT parent_run_id FROM runs WHERE run_id = :run
+               UNION SELECT r.parent_run_id FROM runs r JOIN up ON r.run_id = up.id),
+    down(id) AS (SELECT run_id FROM runs WHERE parent_run_id = :run
+                 UNION SELECT r.run_id FROM runs r JOIN down ON r.parent_run_id = down.id)
+SELECT run_id, owner, run_id IN (SELECT id FROM up) FROM runs
+WHERE status = 'running' AND run_id != :run AND (run_id IN (SELECT id FROM up) OR run_id IN (SELECT id FROM down))
+"""
+
+
+def _check_line_idle(connection: sqlite3.Connection, run_id: str, again: str) -> None:
+    """RunBusy when a run that `run_id` re-runs, or that re-runs it, runs in another process.
+    In the run's first transaction, which another's cannot interleave with (a re-run checked
+    its parent's status when it read it, before a resume could claim it)."""
+    for other, owner, above in connection.execute(_RUNNING_RELATIVES, {"run": run_id}):
+        if is_alive(owner):
+            how = f"re-runs run {other}, which is running" if above else f"is being re-run by run {other}"
+            raise RunBusy(f"run {run_id} {how} in another process: {again} once that has ended")
 
 
 def _check_parent_idle(connection: sqlite3.Connection, parent_run_id: str) -> None:
-    """In the re-run's first transaction, which a resume's claim cannot interleave with (the
-    re-run checked its parent's status when it read it, before a resume could claim it)."""
     row = connection.execute("SELECT status, owner FROM runs WHERE run_id = ?", (parent_run_id,)).fetchone()
     if row is not None and row[0] == "running" and is_alive(row[1]):
         raise RunBusy(f"run {parent_run_id} is running in another process: re-run it once it has ended")
+    _check_line_idle(connection, parent_run_id, "re-run it")
 
 
 def _claim(connection: sqlite3.Connection, run_id: str) -> None:
@@ -658,11 +680,7 @@ def _claim(connection: sqlite3.Connection, run_id: str) -> None:
     status, owner = row
     if status == "running" and is_alive(owner):
         raise RunNotResumable(f"run {run_id} is running in another process: it cannot be resumed now")
-    for child, child_owner in connection.execute(
-            "SELECT run_id, owner FROM runs WHERE parent_run_id = ? AND status = 'running'", (run_id,)):
-        if is_alive(child_owner):  # it sends this run's unfinished batches too
-            raise RunBusy(f"run {run_id} is being re-run by run {child} in another process: resume it once that "
-                          "has ended")
+    _check_line_idle(connection, run_id, "resume it")
     if status not in ("running", "interrupted", "cancelled"):
         raise RunNotResumable(f"run {run_id} is {status}: only an interrupted or cancelled run can be resumed")
 

@@ -320,6 +320,8 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
         "%2573k-a%252Fb\"c\\d",  # encoded twice
         "\\\\u0073k-a/b\"c\\d",  # the backslash itself escaped (a JSON string inside JSON)
         "\\x73\\X6B-a\\x2fb\"c\\d",  # \x escapes, as Python's repr of bytes (h11's bad header line)
+        "\\163\\153\\055a/b\"c\\d",  # octal escapes, and \U with eight digits
+        "\\U00000073k-a\\U0000002Fb\"c\\d",
         "sk&#x2d;a&#47;b&quot;c&bsol;d",  # HTML character references: hexadecimal, decimal, named
         "&#X0073;&#00107;-a&sol;b&QUOT;c\\d",
     ):

@@ -127,7 +127,7 @@ _HIDDEN = re.compile(
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
     \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times,
-    and \' as Python's repr writes it), as \xXX escapes, percent-encoded (any byte as %XX in
+    and \' as Python's repr writes it), as \xXX, \UXXXXXXXX and octal escapes, percent-encoded (any byte as %XX in
     either case, or encoded again as %25XX) and as HTML character references (`&#x2f;`,
     `&#47;`, `&sol;`), in any mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
     decode back to the key. A match starts a run of backslashes only at its first one, so a
@@ -135,7 +135,7 @@ def key_pattern(key: str) -> re.Pattern[str]:
     parts = []
     for i, ch in enumerate(key):
         backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
-        forms = [re.escape(ch), backslashes + f"(?i:u{ord(ch):04x})", backslashes + f"(?i:x{ord(ch):02x})",
+        forms = [re.escape(ch), backslashes + f"(?i:u(?:0000)?{ord(ch):04x}|x{ord(ch):02x}|0*{ord(ch):o})",
                  f"%(?:25)*(?i:{ord(ch):02x})", f"&#(?:[xX]0*(?i:{ord(ch):x})|0*{ord(ch)});?"]
         if ch in _BACKSLASH_ESCAPABLE:
             forms.append(backslashes + re.escape(ch))

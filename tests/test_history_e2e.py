@@ -471,32 +471,6 @@ def test_rerun_all_and_a_changed_store_is_refused_unless_replanned(store: Path, 
         assert moved > 0 and grown.json["status"] == "completed"
 
 
-def test_a_cancelled_run_is_resumed_under_its_id(store: Path, history: Path) -> None:
-    script = Server(hold={"ns/1", "ns/2", "ns/3", "ns/4", "ns/5", "ns/6", "ns/7", "ns/8"})
-    with ScriptedChatServer(script) as server:
-        process = start_query(store, history, server.base_url)
-        try:
-            wait_for(lambda: len(maps(server)) == 1)
-            process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=20)
-        finally:
-            script.release.set()
-    assert process.returncode == 130, err
-    cancelled = json.loads(out)
-    assert cancelled["status"] == "cancelled" and cancelled["run_id"]
-    assert cli(history, "runs", "--status", "cancelled", "--json").json["runs"][0]["run_id"] == cancelled["run_id"]
-    with ScriptedChatServer(Server()) as server:
-        # a unique prefix is enough
-        resumed = cli(history, "resume", cancelled["run_id"][:9], "--json", "--base-url", server.base_url)
-    assert resumed.code == 0, resumed.stderr
-    assert len(maps(server)) == 8
-    assert (resumed.json["run_id"], resumed.json["status"]) == (cancelled["run_id"], "completed")
-    done = cli(history, "resume", cancelled["run_id"])
-    assert (done.code, done.stdout) == (2, "")
-    assert done.stderr == (f"graphrag-tui: error: run {cancelled['run_id']} is completed: only an interrupted or "
-                           "cancelled run can be resumed (`rerun` starts a new run from it)\n")
-
-
 def cancelled_run(store: Path, history: Path) -> str:
     """A run cancelled (Ctrl+C) at its first batch: resumable, and re-runnable."""
     script = Server(hold=set(COMMUNITIES))
@@ -509,7 +483,24 @@ def cancelled_run(store: Path, history: Path) -> str:
         finally:
             script.release.set()
     assert process.returncode == 130, err
-    return str(json.loads(out)["run_id"])
+    cancelled = json.loads(out)
+    assert cancelled["status"] == "cancelled" and cancelled["run_id"]
+    return str(cancelled["run_id"])
+
+
+def test_a_cancelled_run_is_resumed_under_its_id(store: Path, history: Path) -> None:
+    run_id = cancelled_run(store, history)
+    assert cli(history, "runs", "--status", "cancelled", "--json").json["runs"][0]["run_id"] == run_id
+    with ScriptedChatServer(Server()) as server:
+        # a unique prefix is enough
+        resumed = cli(history, "resume", run_id[:9], "--json", "--base-url", server.base_url)
+    assert resumed.code == 0, resumed.stderr
+    assert len(maps(server)) == 8
+    assert (resumed.json["run_id"], resumed.json["status"]) == (run_id, "completed")
+    done = cli(history, "resume", run_id)
+    assert (done.code, done.stdout) == (2, "")
+    assert done.stderr == (f"graphrag-tui: error: run {run_id} is completed: only an interrupted or "
+                           "cancelled run can be resumed (`rerun` starts a new run from it)\n")
 
 
 def test_a_run_being_re_run_is_not_resumed_at_the_same_time(store: Path, history: Path) -> None:

@@ -272,25 +272,15 @@ def test_the_size_cap_also_comes_from_the_config_file_or_the_environment(
     assert [a["error"] for a in run.json["batches"][0]["attempts"]] == [CAP_MESSAGE.format(1000)] * 2
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "abc", "1e6", "\u00b2", ""])
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1e6", "\u00b2", "", "1099511627777", "9223372036854775807",
+                                   "99999999999999999999999"])
 def test_a_bad_size_cap_is_exit_2_in_one_line(store: Path, value: str) -> None:
+    """(A cap of 2**63 - 1 or more was taken, then failed every compressed reply as an internal error.)"""
     run = run_cli("query", str(store), QUESTION, "--base-url", "http://127.0.0.1:9/v1", "--model", "m1",
                   "--max-response-bytes", value, *ONE_BATCH_EACH, "--json")
     assert (run.code, run.stdout) == (2, "")
-    assert run.stderr == (
-        f"graphrag-tui: error: --max-response-bytes must be a positive whole number of bytes, got {value!r}\n"
-    )
-
-
-@pytest.mark.parametrize("value", ["1099511627777", "9223372036854775807", "99999999999999999999999"])
-def test_a_size_cap_past_1_tib_is_exit_2_in_one_line(store: Path, value: str) -> None:
-    """A cap of 2**63 - 1 or more was taken, then failed every compressed reply as an internal error."""
-    run = run_cli("query", str(store), QUESTION, "--base-url", "http://127.0.0.1:9/v1", "--model", "m1",
-                  "--max-response-bytes", value, *ONE_BATCH_EACH, "--json")
-    assert (run.code, run.stdout) == (2, "")
-    assert run.stderr == (
-        f"graphrag-tui: error: --max-response-bytes must be at most 1099511627776 bytes (1 TiB), got {value!r}\n"
-    )
+    must = "be at most 1099511627776 bytes (1 TiB)" if len(value) > 12 else "be a positive whole number of bytes"
+    assert run.stderr == f"graphrag-tui: error: --max-response-bytes must {must}, got {value!r}\n"
 
 
 def extra(result: dict[str, Any]) -> dict[str, Any]:

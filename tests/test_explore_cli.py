@@ -4,8 +4,10 @@ stays byte-identical."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,30 @@ def test_the_index_is_reused_then_rebuilt_when_the_store_changes(store: Path, en
     assert third.code == 0 and "building the search index" in third.stderr
     assert index_files(env) == [index] and index.stat().st_ino != stat.st_ino  # replaced in place
     assert sha256(store) == before
+
+
+def test_a_damaged_or_unwritable_index_is_one_line_or_built_again(store: Path, env: dict[str, str]) -> None:
+    """Each was an internal error: a folder where the index goes, an index whose ids are not
+    text; one without a table said the query could not be parsed."""
+    found = run_cli("search", str(store), "pie", "--json", env=env)
+    (index,) = index_files(env)
+    with contextlib.closing(sqlite3.connect(index)) as db:
+        db.execute("UPDATE ids_community SET id = x'1b5b324a'")
+        db.commit()
+    damaged = run_cli("search", str(store), "pie", env=env)
+    assert (damaged.code, damaged.stdout) == (2, "")
+    assert damaged.stderr == (f"graphrag-tui: error: The search index {index} is damaged (an id that is not text): "
+                              "delete it, and the next search builds it again\n")
+    with contextlib.closing(sqlite3.connect(index)) as db:
+        db.execute("DROP TABLE ids_claim")
+        db.commit()
+    again = run_cli("search", str(store), "pie", "--json", env=env)
+    assert (again.code, again.json) == (0, found.json) and "building the search index" in again.stderr
+    index.unlink()
+    index.mkdir()
+    folder = run_cli("search", str(store), "pie", env=env)
+    assert (folder.code, folder.stdout) == (2, "")
+    assert folder.stderr.splitlines()[-1] == f"graphrag-tui: error: Cannot write the search index {index}: Is a directory"
 
 
 def test_show_takes_the_first_kind_and_names_the_others(store: Path, env: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ with its own text search, `ready()` always true and `build` a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -153,6 +154,10 @@ def store_identity(path: Path, namespace: str) -> dict[str, object]:
     }
 
 
+#: The tables an index has: one missing (a damaged or edited file) and it is built again.
+_INDEX_TABLES = {"meta", *(f"{table}_{kind}" for kind in KINDS for table in ("fts", "ids"))}
+
+
 class SqliteTextSearch:
     """The FTS5 index of one namespace of an SQLite store, in `cache_dir`."""
 
@@ -182,7 +187,8 @@ class SqliteTextSearch:
             return None
         try:
             (recorded,) = conn.execute("SELECT identity FROM meta").fetchone()
-            if json.loads(recorded) == self._identity():
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if json.loads(recorded) == self._identity() and tables >= _INDEX_TABLES:  # (else built again)
                 return conn
         except (sqlite3.Error, TypeError, ValueError):
             pass
@@ -216,9 +222,10 @@ class SqliteTextSearch:
         except OSError as error:
             raise InputError(f"Cannot write the search index in {self.path.parent}: {error.strerror or error}") from None
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        temporary.unlink(missing_ok=True)
-        conn = sqlite3.connect(temporary, check_same_thread=False)
+        conn: sqlite3.Connection | None = None
         try:
+            temporary.unlink(missing_ok=True)
+            conn = sqlite3.connect(temporary, check_same_thread=False)
             conn.execute("PRAGMA journal_mode = OFF")
             conn.execute("PRAGMA synchronous = OFF")
             conn.execute("CREATE TABLE meta (identity TEXT NOT NULL)")
@@ -256,11 +263,14 @@ class SqliteTextSearch:
             os.replace(temporary, self.path)
             self.builds += 1
             return True
-        except sqlite3.Error as error:
-            raise InputError(f"Cannot write the search index {self.path}: {one_line(str(error))}") from None
+        except (sqlite3.Error, OSError) as error:  # (a folder where the index goes, a cache folder not writable)
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise InputError(f"Cannot write the search index {self.path}: {one_line(reason)}") from None
         finally:
-            conn.close()
-            temporary.unlink(missing_ok=True)
+            if conn is not None:
+                conn.close()
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
 
     # -- searching --------------------------------------------------------------------------
 
@@ -284,7 +294,11 @@ class SqliteTextSearch:
                 ).fetchall()
                 if len(rows) > limit:
                     more.add(kind)
-                results[kind] = self._hits(kind, [r[0] for r in rows[:limit]], terms)
+                ids = [r[0] for r in rows[:limit]]
+                if not all(isinstance(i, str) for i in ids):  # a file changed after it was built
+                    raise StoreError(f"The search index {self.path} is damaged (an id that is not text): delete it, "
+                                     "and the next search builds it again")
+                results[kind] = self._hits(kind, ids, terms)
         except sqlite3.OperationalError as error:
             raise InputError(f"Cannot parse the search query: {one_line(str(error), 200)}") from None
         except sqlite3.Error as error:

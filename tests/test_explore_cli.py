@@ -231,6 +231,12 @@ def test_tree_text_is_inert(tmp_path: Path, env: dict[str, str]) -> None:
     assert run.code == 0
     assert "\x1b" not in run.stdout and "\u202e" not in run.stdout
     assert run.stdout == "namespace ns: 1 roots\n  ns/1  ␛]52;c;AAAA␇evil  (level 0, 1 leaves, 0 claims)\n"
+    # search: inert in words, exact in JSON (its title had the visible symbols written into it)
+    found = run_cli("search", str(store), "evil", env=env)
+    assert found.code == 0 and "\x1b" not in found.stdout and "\u202e" not in found.stdout
+    as_json = run_cli("search", str(store), "evil", "--json", env=env)
+    assert as_json.json["results"]["community"][0]["title"] == "\x1b]52;c;AAAA\x07evil\u202e"
+    assert "\x1b" not in as_json.stdout  # (escaped as \u001b)
 
 
 def test_han_text_is_searched_character_by_character(tmp_path: Path, env: dict[str, str]) -> None:

@@ -323,5 +323,5 @@ class SqliteTextSearch:
             text, marks = snippet(body, terms)
             if not marks and kind in ("community", "entity") and row[1] is not None:  # a match in the title
                 text, marks = snippet(f"{title}: {body}", terms)
-            hits.append(SearchHit(row_id, kind, one_line(title), text, marks))
+            hits.append(SearchHit(row_id, kind, title, text, marks))  # (the title exact: the faces clean it)
         return hits

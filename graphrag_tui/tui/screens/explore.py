@@ -83,7 +83,7 @@ def tree_depth(item: TreeItem[TreeNode | None]) -> int:
 
 def hit_text(hit: SearchHit) -> Text:
     """A search result: title (and id), then the snippet with its matching words marked."""
-    text = Text.assemble((hit.title, "bold"))
+    text = Text.assemble((one_line(hit.title), "bold"))
     if hit.title != hit.id:
         text.append(f"  {one_line(hit.id)}", style="dim")
     snippet = Text(hit.snippet)

@@ -68,7 +68,38 @@ def _matches(word: str, terms: list[str]) -> bool:
 
 def snippet(text: str, terms: list[str], length: int = SNIPPET_LENGTH) -> tuple[str, tuple[tuple[int, int], ...]]:
     """About `length` characters of `text` (on one line, cleaned) around its first matching
-    word, and the (start, end) offsets of every matching word in that snippet."""
+    word, and the (start, end) offsets of every matching word in that snippet. Of a long
+    text only a stretch around that word is read: cleaning all of a 100 MB text, and listing
+    every match in it, took 30 s and 2 GB a result."""
+    if len(text) <= WHOLE_TEXT_UP_TO:
+        return _snippet(text, terms, length)
+    first = _first_match(text, terms)
+    low, high = max(0, first - length), min(len(text), first + 2 * length)
+    shown, marks = _snippet(text[low:high], terms, length)
+    if low and not shown.startswith("…"):
+        shown, marks = "…" + shown, tuple((s + 1, e + 1) for s, e in marks)
+    if high < len(text) and not shown.endswith("…"):
+        shown += "…"
+    return shown, marks
+
+
+#: Texts up to this long are read whole for their snippet.
+WHOLE_TEXT_UP_TO = 100_000
+
+
+def _first_match(text: str, terms: list[str]) -> int:
+    """Where the first matching word of a long text starts (0: none found): looked for word by
+    word in its first WHOLE_TEXT_UP_TO characters, then past them by its letters alone, in
+    one regular expression (word by word, 100 MB took two minutes)."""
+    start = next((m.start() for m in _WORD.finditer(text, 0, WHOLE_TEXT_UP_TO) if _matches(m.group(), terms)), None)
+    if start is not None:
+        return start
+    words = [re.escape(t.removesuffix("*")) for t in terms if t.removesuffix("*")]
+    found = re.search(r"(?<![^\W_])(?:" + "|".join(words) + ")", text, re.IGNORECASE) if words else None
+    return found.start() if found else 0
+
+
+def _snippet(text: str, terms: list[str], length: int) -> tuple[str, tuple[tuple[int, int], ...]]:
     flat = one_line(text)
     spans = [m.span() for m in _WORD.finditer(flat) if _matches(m.group(), terms)]
     start = 0

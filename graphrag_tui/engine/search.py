@@ -69,7 +69,8 @@ class GlobalSearch:
     `prior_unpaid` (a resumed re-run's batches kept from its parent); a re-run's parent paid
     for them, so they do not. `earlier_attempts`: a resumed run's attempts of batches
     it sends again (each went on after them when the run stopped): they stay first in the
-    batch's attempts (its new ones numbered on from them), and count as paid with `prior_paid`; `earlier_reduce_attempts` the
+    batch's attempts (its new ones numbered on from them), and count as paid with
+    `prior_paid`; `earlier_reduce_attempts` the
     same for its Reduce call (their prompt was this run's Reduce prompt: Reduce starts only
     once every batch has ended, and a resume sends none of them again).
 

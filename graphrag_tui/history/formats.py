@@ -235,8 +235,8 @@ def rating_json(rating: Rating) -> str:
 def with_ratings(found: Mapping[str, Any], ratings: Sequence[str], votes: Mapping[str, Sequence[Vote | None]],
                  paid: RatingsPaid | None) -> str:
     """A selection not yet chosen (`selection_json`'s, report None, as read) with the ratings
-    so far (each one's `rating_json`), the votes so far of the communities
-    not yet rated, and what the rating calls used so far."""
+    so far (each one's `rating_json`), the votes so far of the communities not yet rated,
+    and what the rating calls used so far."""
     head = {name: value for name, value in found.items() if name not in ("ratings", "votes", "ratings_paid")}
     head["votes"] = {cid: [None if v is None else v.model_dump(mode="json") for v in cast] for cid, cast in votes.items()}
     text = _with_paid(head, paid)

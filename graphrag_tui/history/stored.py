@@ -184,6 +184,8 @@ def recorded_prompts(text: str | None) -> Prompts:
 def _selection_so_far(selection: RecordedSelection | None) -> SelectionReport | None:
     """What an unfinished run's selection chose, or, when dynamic selection was still rating,
     its ratings so far (as a run cancelled then reports them)."""
-    if selection is None or selection.report is not None:
-        return None if selection is None else selection.report
+    if selection is None:
+        return None
+    if selection.report is not None:
+        return selection.report
     return SelectionReport(mode=selection.options.mode, ratings=list(selection.ratings))

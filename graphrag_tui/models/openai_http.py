@@ -102,6 +102,8 @@ _INVISIBLE = frozenset(chr(code) for first, last in _INVISIBLE_RANGES for code i
 def looks_blank(text: str) -> bool:
     """Whether a terminal shows `text` as nothing but spaces."""
     return not "".join(ch for ch in text if ch not in _INVISIBLE).strip()
+
+
 #: HTML's named character references, by the character each stands for (`&sol;` is `/`).
 _HTML_NAMES: dict[str, list[str]] = {}
 for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (the longest first: `amp;` before `amp`)

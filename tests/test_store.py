@@ -263,6 +263,70 @@ def test_walk_terminates_on_cycles_and_dangling_parents(tmp_path, indexes, open_
             "g/p", False, ["g/q"], True)
 
 
+
+def _naive_leaves(rows: list[tuple], roots: list[str]) -> dict[str, list[str]]:
+    """Each root's descendant leaves by walking down from it alone (SPEC §3.2)."""
+    children: dict[str, list[str]] = {}
+    for cid, _, _, _, _, parent, _ in rows:
+        if parent is not None:
+            children.setdefault(parent, []).append(cid)
+    found = {}
+    for root in roots:
+        seen, todo = {root}, [root]
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        found[root] = sorted(c for c in seen if c not in children)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_walk_of_communities_chained_within_a_level_matches_walking_from_each(tmp_path, seed, open_as):
+    """Parents at the same level or deeper (chains, cycles, self-parents, dangling links):
+    each community's leaves are those a walk from it alone finds, though the walk stops at
+    the other communities of the level."""
+    import random
+
+    rng = random.Random(seed)
+    ids = [f"g/{i:02d}" for i in range(30)]
+    rows = []
+    for cid in ids:
+        parent = rng.choice([None, "g/404", *ids]) if rng.random() < 0.85 else None
+        rows.append(community(cid, "g", f"Summary {cid}.", rng.randrange(2), parent))
+    claims = [claim(f"c/{cid}", "g", cid) for cid in ids]
+    path = make_store(tmp_path / "g.db", {"rag_entities": [("e/a", "g", "Alpha", None)],
+                                          "rag_community_summaries": rows, "rag_claims": claims},
+                      indexes=seed % 2 == 0)
+    with open_as(path, indexes=seed % 2 == 0) as store:
+        for level in (0, 1):
+            roots = [r[0] for r in rows if r[4] == level]
+            expected = {root: [f"c/{leaf}" for leaf in leaves] for root, leaves in _naive_leaves(rows, roots).items()}
+            found = {c.id: [cl.id for cl in c.claims] for c in store.select_communities("g", level)}
+            assert found == expected
+        for root in ids[:5]:
+            assert store.community(root).leaf_ids == _naive_leaves(rows, [root])[root]
+
+
+def test_plan_of_a_level_chained_to_itself_is_not_quadratic(tmp_path):
+    """3,000 communities of one level, each the parent of the next, the last a leaf's
+    parent: a walk from each took minutes (quadratic); each is planned with that leaf."""
+    import time
+
+    ids = [f"g/{i:05d}" for i in range(3000)]
+    rows = [community(cid, "g", "S.", 1, ids[i - 1] if i else None) for i, cid in enumerate(ids)]
+    rows.append(community("g/leaf", "g", "Leaf.", 2, ids[-1]))
+    path = make_store(tmp_path / "g.db", {"rag_entities": [("e/a", "g", "Alpha", None)],
+                                          "rag_community_summaries": rows,
+                                          "rag_claims": [claim("c/1", "g", "g/leaf")]})
+    started = time.perf_counter()
+    with CommunityStore.open(path) as store:
+        chosen = store.select_communities("g", 1)
+    assert time.perf_counter() - started < 5
+    assert len(chosen) == 3000
+    assert {tuple(cl.id for cl in c.claims) for c in chosen} == {("c/1",)}
+
 ORDERING = {
     "rag_parents": [("d/1", "t", "The log", "...")],
     "rag_children": [
@@ -491,7 +555,7 @@ def test_descendant_leaves_walk_down_tells_leaves_by_their_children(tmp_path, ro
              "level": level, "parent_community_id": parent} for cid, level, parent in rows])
         assert store._has_parent_index
         pairs = store._descendant_leaves("roots(id) AS (SELECT id FROM ns WHERE level = 0)", {"ns": "n"})
-    assert [tuple(pair) for pair in pairs] == expected
+    assert [(root, leaf) for root, leaves in pairs.items() for leaf in leaves] == expected
 
 
 @pytest.mark.parametrize(("rows", "expected"), [

@@ -249,11 +249,8 @@ class PostgresStore(CommunityStore):
         selected = [row for row in rows if row[1] is not None and row[1].strip()]
         if not selected or (level is None and ids is None):
             return selected, {cid: [cid] for cid, _ in selected}
-        leaves_of: defaultdict[str, list[str]] = defaultdict(list)
         roots = "roots(id) AS (SELECT unnest(CAST(:roots AS text[])))"
-        for root, leaf in self._descendant_leaves(roots, {**params, "roots": list(map(_FIRST, selected))}):
-            leaves_of[root].append(leaf)
-        return selected, leaves_of
+        return selected, self._descendant_leaves(roots, {**params, "roots": list(map(_FIRST, selected))})
 
     def iter_map_parts(
         self, namespace: str, level: int | None, ids: list[str] | None = None

@@ -25,6 +25,7 @@ from graphrag_tui.engine.selection import SelectionNode
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store import map_parts, provenance, table_rows
+from graphrag_tui.store.hierarchy import leaves_by_root
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
@@ -69,17 +70,21 @@ _IS_LEAF_BY_INDEX = """(
         SELECT 1 FROM rag_community_summaries WHERE namespace = :ns AND parent_community_id IS NOT NULL))
 )"""
 
-# Walk DOWN from the roots through the children. Fast with an index on
-# parent_community_id; without one every step would scan the table.
+# Walk DOWN from the roots through the children, stopping at another root (its leaves are
+# its own walk's: hierarchy.py adds them). Fast with an index on parent_community_id;
+# without one every step would scan the table.
 _WALK_DOWN = f"""
 down(root, id) AS (
     SELECT id, id FROM roots
     UNION
     SELECT down.root, s.id FROM down JOIN rag_community_summaries AS s
         ON s.parent_community_id = down.id AND s.namespace = :ns
+    WHERE down.id = down.root OR NOT EXISTS (SELECT 1 FROM roots WHERE roots.id = down.id)
 ),
-wanted(root, leaf) AS (
-    SELECT root, id FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
+wanted(root, leaf, nested) AS (
+    SELECT root, id, 0 FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
+    UNION ALL
+    SELECT root, id, 1 FROM down WHERE id != root AND id IN (SELECT id FROM roots)
 )
 """
 
@@ -94,8 +99,8 @@ leaf_up(leaf, id, parent) AS (
     FROM leaf_up JOIN rag_community_summaries AS s
         ON s.id = leaf_up.parent AND s.namespace = :ns
 ),
-wanted(root, leaf) AS (
-    SELECT DISTINCT id, leaf FROM leaf_up WHERE id IN (SELECT id FROM roots)
+wanted(root, leaf, nested) AS (
+    SELECT DISTINCT id, leaf, 0 FROM leaf_up WHERE id IN (SELECT id FROM roots)
 )
 """
 
@@ -705,10 +710,7 @@ class CommunityStore:
             return selected, {cid: [cid] for cid, _ in selected}
         roots = (f"roots(id) AS (SELECT id FROM ns "
                  f"WHERE {condition} AND NOT grt_is_blank(CAST(summary AS BLOB)))")
-        leaves_of: defaultdict[str, list[str]] = defaultdict(list)
-        for root, leaf in self._descendant_leaves(roots, params):
-            leaves_of[root].append(leaf)
-        return selected, leaves_of
+        return selected, self._descendant_leaves(roots, params)
 
     def _cited_chunks(self, claims: Iterable[tuple[Claim, ...]]) -> dict[str, Excerpt]:
         """The chunks (of any namespace) these claims cite, by id; ids with no row are left out."""
@@ -716,15 +718,15 @@ class CommunityStore:
         rows = self._query(_CHUNKS_SELECT, (json.dumps(cited),))
         return dict(zip(map(_FIRST, rows), map(_NEW_TUPLE, repeat(Excerpt), rows), strict=False))
 
-    def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> list[tuple]:
-        """(root, leaf) pairs, ordered by root, then leaf, for the roots that `roots_cte`
-        (a `roots(id) AS (...)` CTE) names."""
+    def _descendant_leaves(self, roots_cte: str, params: Mapping[str, Any]) -> defaultdict[str, list[str]]:
+        """Each root's descendant leaves, ordered by id, for the roots that `roots_cte` (a
+        `roots(id) AS (...)` CTE) names."""
         walk = _WALK_DOWN if self._has_parent_index else _WALK_UP
-        return self._query(
+        return leaves_by_root(self._query(
             f"WITH RECURSIVE {_NAMESPACE_CTES}, {roots_cte}, {walk} "
-            "SELECT root, leaf FROM wanted ORDER BY root COLLATE BINARY, leaf COLLATE BINARY",
+            "SELECT root, leaf, nested FROM wanted ORDER BY root COLLATE BINARY, leaf COLLATE BINARY",
             params,
-        )
+        ))
 
     def _leaf_claims(self, leaf_ids: str, names: dict[str, str]) -> dict[str, tuple[Claim, ...]]:
         """Claims of the leaves (a JSON array of ids) as {leaf id: (Claim, ...)}, in leaf,
@@ -786,8 +788,7 @@ class CommunityStore:
             "WHERE namespace = :ns AND parent_community_id = :id ORDER BY id COLLATE BINARY",
             params,
         )]
-        leaf_ids = [leaf for _, leaf in
-                    self._descendant_leaves("roots(id) AS (SELECT :id)", params)]
+        leaf_ids = self._descendant_leaves("roots(id) AS (SELECT :id)", params)[cid]
         leaves = json.dumps(leaf_ids)
         claims_by_leaf = self._leaf_claims(leaves, self._entity_names())
         claims = [claim for leaf in leaf_ids for claim in claims_by_leaf.get(leaf, ())]

@@ -191,6 +191,47 @@ def test_a_fifo_as_the_store_is_one_line_not_a_hang(tmp_path: Path) -> None:
             face, 2, "", f"graphrag-tui: error: Not a community store: {fifo} is not a regular file\n")
 
 
+
+def _with_schema_change(path: Path, *statements: str) -> Path:
+    hostile.base_store(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+    return path
+
+
+def test_a_required_table_that_is_an_endless_view_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    """A view's SQL runs on every read: a recursive one that never ends hung every command."""
+    store = _with_schema_change(
+        tmp_path / "store.db", "ALTER TABLE rag_community_summaries RENAME TO stored_summaries",
+        "CREATE VIEW rag_community_summaries AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+        "SELECT s.* FROM stored_summaries AS s, n")
+    before = snapshot(tmp_path)
+    for face, args in faces(store).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (
+            face, 2, "", f"graphrag-tui: error: Not a community store: {store} has rag_community_summaries as views, "
+                         "not tables (a view's SQL would run on every read)\n")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_column_computed_as_it_is_read_is_one_line(tmp_path: Path) -> None:
+    """A virtual generated column runs its SQL on every read (here 800 MB a row)."""
+    store = _with_schema_change(
+        tmp_path / "store.db", "ALTER TABLE rag_claims RENAME TO stored_claims",
+        "CREATE TABLE rag_claims (id TEXT, namespace TEXT, subject_entity_id TEXT, object_entity_id TEXT, "
+        "description TEXT AS (hex(zeroblob(400000000))) VIRTUAL, source_parent_id TEXT, source_chunk_id TEXT, "
+        "community_summary_id TEXT, type TEXT AS ('x') VIRTUAL)",
+        "INSERT INTO rag_claims (id, namespace, subject_entity_id, community_summary_id) "
+        "SELECT id, namespace, subject_entity_id, community_summary_id FROM stored_claims")
+    for face, args in faces(store).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (
+            face, 2, "", f"graphrag-tui: error: Not a community store: {store} computes column(s) "
+                         "rag_claims.description, rag_claims.type as they are read (virtual generated columns)\n")
+
 def test_a_wal_store_without_shm_is_read_whole_and_nothing_appears_beside_it(tmp_path: Path) -> None:
     store = hostile.wal_without_shm(tmp_path / "store.db")
     before = snapshot(tmp_path)

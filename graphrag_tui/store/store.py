@@ -330,23 +330,33 @@ def _check_file(path: Path) -> bytes:
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    names = {
-        row[0].lower()
-        for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    kinds = {
+        name.lower(): kind
+        for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")
     }
-    missing = [table for table in TABLES if table not in names]
+    missing = [table for table in TABLES if table not in kinds]
     if missing:
         raise InputError(
             f"Not a community store: {path} is missing table(s) {', '.join(missing)}"
         )
-    missing_columns = []
+    # A view's SQL runs on every read (a recursive one that never ends hung every command),
+    # and so does a virtual generated column's (hex(zeroblob(...)): gigabytes per row).
+    views = [table for table in TABLES if kinds[table] == "view"]
+    if views:
+        raise InputError(f"Not a community store: {path} has {', '.join(views)} as views, not tables (a view's SQL "
+                         "would run on every read)")
+    missing_columns, computed = [], []
     for table, columns in COLUMNS.items():  # extra columns are ignored
-        present = {row[1].lower() for row in conn.execute(f"PRAGMA table_info({table})")}
+        present = {row[1].lower(): row[6] for row in conn.execute(f"PRAGMA table_xinfo({table})")}
         missing_columns += [f"{table}.{col}" for col in columns if col not in present]
+        computed += [f"{table}.{col}" for col in (*columns, *OPTIONAL.get(table, ())) if present.get(col) == 2]
     if missing_columns:
         raise InputError(
             f"Not a community store: {path} is missing column(s) {', '.join(missing_columns)}"
         )
+    if computed:
+        raise InputError(f"Not a community store: {path} computes column(s) {', '.join(computed)} as they are read "
+                         "(virtual generated columns)")
 
 
 

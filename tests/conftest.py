@@ -142,7 +142,8 @@ def icu_database(postgres_cluster: PostgresCluster) -> Iterator[PgDatabase]:
     finally:
         postgres_cluster.drop_database(database.name)
 
-#: open_as(sqlite_path, indexes=True) -> an open store with that file's rows.
+#: open_as(sqlite_path, indexes=True, keys=True) -> an open store with that file's rows
+#: (on PostgreSQL, `keys` False drops the tables' primary keys too).
 OpenAs = Callable[..., Any]
 
 
@@ -157,7 +158,7 @@ def open_as(request: pytest.FixtureRequest) -> Iterator[OpenAs]:
     opened: list[Any] = []
     databases: list[PgDatabase] = []
 
-    def open_(path: Path, *, indexes: bool = True) -> Any:
+    def open_(path: Path, *, indexes: bool = True, keys: bool = True) -> Any:
         if request.param == "sqlite":
             store = CommunityStore.open(path)
         else:
@@ -165,7 +166,7 @@ def open_as(request: pytest.FixtureRequest) -> Iterator[OpenAs]:
 
             database = _fresh_database(request.getfixturevalue("postgres_cluster"))
             databases.append(database)
-            copy_sqlite_to_postgres(path, database, strict=False, indexes=indexes)
+            copy_sqlite_to_postgres(path, database, strict=False, indexes=indexes, keys=keys)
             store = open_store(database.url)
         opened.append(store)
         return store

@@ -49,11 +49,13 @@ def _adapt(table: str, row: dict[str, Any], *, strict: bool, members_as_text: bo
     return row
 
 
-def _relax(conn: Any, *, members_as_text: bool, indexes: bool) -> None:
-    """graphrag-ts's tables without their constraints (module doc)."""
+def _relax(conn: Any, *, members_as_text: bool, indexes: bool, keys: bool = True) -> None:
+    """graphrag-ts's tables without their constraints (module doc); without `keys`, without
+    their primary keys too."""
+    kinds = "('f', 'u')" if keys else "('f', 'u', 'p')"
     for table, name in conn.execute(
-            "SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE contype IN ('f', 'u') "
-            "AND connamespace = 'public'::regnamespace").fetchall():
+            f"SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE contype IN {kinds} "
+            "AND connamespace = 'public'::regnamespace ORDER BY contype = 'p'").fetchall():  # (keys last: others name them)
         conn.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}")
     dropped = "" if not indexes else "AND i.indisunique"
     for (name,) in conn.execute(
@@ -71,7 +73,7 @@ def _relax(conn: Any, *, members_as_text: bool, indexes: bool) -> None:
 
 
 def copy_sqlite_to_postgres(sqlite_path: Path, database: PgDatabase, *, strict: bool = True,
-                            indexes: bool = True) -> dict[str, int]:
+                            indexes: bool = True, keys: bool = True) -> dict[str, int]:
     """Every row of every table of `sqlite_path` into `database`, graphrag-ts's tables
     created first (module doc), one COPY per table in one transaction (the foreign keys,
     the communities' own parent link included, are checked at the end of each COPY, so row
@@ -81,9 +83,9 @@ def copy_sqlite_to_postgres(sqlite_path: Path, database: PgDatabase, *, strict: 
     source.row_factory = sqlite3.Row
     members_as_text = not strict and any(
         _members_list(raw) is None for (raw,) in source.execute("SELECT members FROM rag_community_summaries"))
-    if not strict or not indexes:
+    if not (strict and indexes and keys):
         with database.admin_connect() as conn:
-            _relax(conn, members_as_text=members_as_text, indexes=indexes)
+            _relax(conn, members_as_text=members_as_text, indexes=indexes, keys=keys)
     counts: dict[str, int] = {}
     with database.admin_connect() as conn:
         with conn.transaction(), conn.cursor() as cur:

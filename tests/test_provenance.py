@@ -232,3 +232,45 @@ def test_hostile_optional_values_are_read_as_text(tmp_path: Path) -> None:
     assert (claim.source_text, claim.type, claim.status, claim.start_date, claim.end_date) == (
         "quote \ufffd bytes", "7", None, "2.5", None)
     assert detail.claims[0] == claim
+
+
+def test_an_entity_id_repeated_in_a_store_without_keys_names_each_claim_once(
+    tmp_path: Path, open_as: OpenAs
+) -> None:
+    """Two rows of one entity id (a store without keys): every view lists each claim of it
+    once, named by the least of the two names (by code point), as planning names it."""
+    from graphrag_tui.session.explore import text_search_of
+    from graphrag_tui.store.explore import chunk_view
+    from tests.hostile_stores import base_store
+
+    path = base_store(tmp_path / "store.db")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE keyless (id TEXT, namespace TEXT, name TEXT, description TEXT)")
+        conn.execute("INSERT INTO keyless SELECT * FROM rag_entities")
+        conn.execute("DROP TABLE rag_entities")
+        conn.execute("ALTER TABLE keyless RENAME TO rag_entities")
+        conn.execute("INSERT INTO rag_entities VALUES ('e/1', 'ns', 'Harbour Board', NULL)")
+        conn.execute("INSERT INTO rag_entities VALUES ('e/2', 'ns', 'Mayor', NULL)")
+        conn.execute("INSERT INTO rag_entities VALUES ('e/2', 'ns', 'City Hall', NULL)")
+        conn.execute("UPDATE rag_claims SET object_entity_id = 'e/2' WHERE id = 'c/1'")
+    conn.close()
+    with open_as(path, indexes=False, keys=False) as store:
+        planned = {c.id: [(cl.id, cl.subject, cl.object) for cl in c.claims] for c in store.select_communities("ns", 1)}
+        detail = store.community("ns/0")
+        entity = entity_detail(store, "e/1")
+        chunk = chunk_view(store, "k/1")
+        provenance = store.claim_provenance("c/1")
+        search = text_search_of(store, "ns", tmp_path / "cache")
+        if not search.ready():
+            search.build()
+        found = search.search("bridge", ("claim",))
+    named = ("c/1", "Harbour Board", "City Hall")
+    assert planned == {"ns/1": [named], "ns/2": [("c/2", "Harbour Board", None)]}
+    assert detail is not None and [(c.id, c.subject, c.object) for c in detail.claims] == [named, planned["ns/2"][0]]
+    assert entity is not None and entity.name == "Harbour Board"
+    assert [(c.id, c.subject, c.object) for c in entity.claims] == [
+        named, ("c/2", "Harbour Board", None)]
+    assert chunk is not None and [(c.id, c.subject, c.object) for c in chunk.claims] == [named]
+    assert provenance is not None and (provenance.claim.subject, provenance.claim.object) == named[1:]
+    assert [(hit.id, hit.title) for hit in found.results["claim"]] == [("c/1", "Harbour Board -> City Hall")]

@@ -250,15 +250,19 @@ class ChunkView(_Frozen):
     claims: list[ClaimRef] = []
 
 
-_CLAIM_SELECT = """
+def entity_name_sql(entity_id: str) -> str:
+    """An entity's name by its id: of repeated ids (a store without keys; a join repeated
+    every claim of theirs), the least name by code point."""
+    return f"(SELECT min(CAST(name AS TEXT) COLLATE BINARY) FROM rag_entities WHERE id = {entity_id})"
+
+
+_CLAIM_SELECT = f"""
 SELECT coalesce(CAST(c.id AS TEXT), ''), CAST(c.namespace AS TEXT), coalesce(CAST(c.subject_entity_id AS TEXT), ''),
-       coalesce(CAST(se.name AS TEXT), CAST(c.subject_entity_id AS TEXT), ''),
-       CAST(c.object_entity_id AS TEXT), coalesce(CAST(oe.name AS TEXT), CAST(c.object_entity_id AS TEXT)),
+       coalesce({entity_name_sql("c.subject_entity_id")}, CAST(c.subject_entity_id AS TEXT), ''),
+       CAST(c.object_entity_id AS TEXT), coalesce({entity_name_sql("c.object_entity_id")}, CAST(c.object_entity_id AS TEXT)),
        coalesce(CAST(c.description AS TEXT), ''), CAST(c.community_summary_id AS TEXT),
        CAST(c.source_chunk_id AS TEXT), CAST(c.source_parent_id AS TEXT)
 FROM rag_claims AS c
-LEFT JOIN rag_entities AS se ON se.id = c.subject_entity_id
-LEFT JOIN rag_entities AS oe ON oe.id = c.object_entity_id
 """
 _CLAIM_FIELDS = ("id", "namespace", "subject_id", "subject", "object_id", "object", "description",
                  "community_id", "chunk_id", "document_id")
@@ -275,7 +279,7 @@ def entity_detail(store: CommunityStore, entity_id: str) -> EntityDetail | None:
     object (by id)."""
     rows = store._query(
         "SELECT CAST(id AS TEXT), CAST(namespace AS TEXT), coalesce(CAST(name AS TEXT), ''), description "
-        "FROM rag_entities WHERE id = ?", (entity_id,),
+        "FROM rag_entities WHERE id = ? ORDER BY name IS NULL, CAST(name AS TEXT) COLLATE BINARY LIMIT 1", (entity_id,),
     )
     if not rows:
         return None

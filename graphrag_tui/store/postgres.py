@@ -78,8 +78,8 @@ SELECT c.community_summary_id,
        string_agg({_CLAIM_LINE}, E'\\n' ORDER BY c.id COLLATE "C"),
        array_agg(c.source_chunk_id ORDER BY c.id COLLATE "C")
 FROM rag_claims AS c
-LEFT JOIN rag_entities AS subject ON subject.id = c.subject_entity_id
-LEFT JOIN rag_entities AS object ON object.id = c.object_entity_id
+LEFT JOIN LATERAL (SELECT min(name COLLATE "C") AS name FROM rag_entities WHERE id = c.subject_entity_id) AS subject ON true
+LEFT JOIN LATERAL (SELECT min(name COLLATE "C") AS name FROM rag_entities WHERE id = c.object_entity_id) AS object ON true
 WHERE c.community_summary_id = ANY(%(leaves)s)
 GROUP BY c.community_summary_id
 """
@@ -235,7 +235,7 @@ class PostgresStore(CommunityStore):
         return [NamespaceInfo(name=ns, **counts[ns]) for ns in sorted(counts)]
 
     def _entity_names(self) -> dict[str, str]:
-        return dict(self._stream("SELECT id, name FROM rag_entities WHERE name IS NOT NULL"))
+        return dict(self._stream('SELECT id, min(name COLLATE "C") FROM rag_entities WHERE name IS NOT NULL GROUP BY id'))
 
     def _selection(
         self, namespace: str, level: int | None, ids: list[str] | None = None

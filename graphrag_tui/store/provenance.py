@@ -64,8 +64,8 @@ def _blank_is_none(value: str | None) -> str | None:
 def _entity_names(query: Query, ids: Iterable[str | None]) -> dict[str, str]:
     wanted = [i for i in dict.fromkeys(ids) if i is not None]
     return dict(query(
-        "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text' "
-        "AND id IN (SELECT value FROM json_each(?))", (json.dumps(wanted),),
+        "SELECT id, min(name COLLATE BINARY) FROM rag_entities WHERE typeof(name) = 'text' "
+        "AND id IN (SELECT value FROM json_each(?)) GROUP BY id", (json.dumps(wanted),),
     ))
 
 

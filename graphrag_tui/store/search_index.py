@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store.explore import KIND_TABLES, KINDS, Kind
+from graphrag_tui.store.explore import KIND_TABLES, KINDS, Kind, entity_name_sql
 from graphrag_tui.store.marks import fts_query, query_terms, snippet, spaced
 from graphrag_tui.store.validation import StoreError
 
@@ -60,12 +60,9 @@ _ROWS_SQL: dict[Kind, str] = {
 _SHOWN_SQL: dict[Kind, str] = {
     "community": _ROWS_SQL["community"] + " WHERE id IN (SELECT value FROM json_each(?))",
     "entity": _ROWS_SQL["entity"] + " WHERE id IN (SELECT value FROM json_each(?))",
-    "claim": "SELECT c.id, coalesce(CAST(se.name AS TEXT), CAST(c.subject_entity_id AS TEXT), '') "
-             "|| coalesce(' -> ' || coalesce(CAST(oe.name AS TEXT), CAST(c.object_entity_id AS TEXT)), ''), "
-             "c.description FROM rag_claims AS c "
-             "LEFT JOIN rag_entities AS se ON se.id = c.subject_entity_id "
-             "LEFT JOIN rag_entities AS oe ON oe.id = c.object_entity_id "
-             "WHERE c.id IN (SELECT value FROM json_each(?))",
+    "claim": f"SELECT c.id, coalesce({entity_name_sql('c.subject_entity_id')}, CAST(c.subject_entity_id AS TEXT), '') "
+             f"|| coalesce(' -> ' || coalesce({entity_name_sql('c.object_entity_id')}, CAST(c.object_entity_id AS TEXT)), "
+             "''), c.description FROM rag_claims AS c WHERE c.id IN (SELECT value FROM json_each(?))",
     "chunk": "SELECT ch.id, p.title, ch.content FROM rag_children AS ch "
              "LEFT JOIN rag_parents AS p ON p.id = ch.parent_id WHERE ch.id IN (SELECT value FROM json_each(?))",
 }

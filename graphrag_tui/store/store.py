@@ -121,8 +121,9 @@ ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 # Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
 # and reading them all beats finding out which. A name that is not text counts as missing;
 # an id that is not text never matches a claim's (text) id, and a NULL id must not name a
-# NULL object.
-_ENTITY_NAMES_SELECT = "SELECT id, name FROM rag_entities WHERE typeof(name) = 'text' AND typeof(id) = 'text'"
+# NULL object. Of repeated ids (a store without keys), the least name by code point.
+_ENTITY_NAMES_SELECT = (
+    "SELECT id, min(name) FROM rag_entities WHERE typeof(name) = 'text' AND typeof(id) = 'text' GROUP BY id")
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
 _CHUNKS_SELECT = (

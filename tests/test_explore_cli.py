@@ -131,6 +131,14 @@ def test_a_damaged_or_unwritable_index_is_one_line_or_built_again(store: Path, e
     assert damaged.stderr == (f"graphrag-tui: error: The search index {index} is damaged (an id that is not text): "
                               "delete it, and the next search builds it again\n")
     with contextlib.closing(sqlite3.connect(index)) as db:
+        db.execute("UPDATE ids_community SET id = 'carol/1'")
+        db.execute("UPDATE fts_claim_config SET v = 5 WHERE k = 'version'")
+        db.commit()
+    newer = run_cli("search", str(store), "pie", env=env)
+    assert (newer.code, newer.stdout) == (2, "")
+    assert newer.stderr == (f"graphrag-tui: error: Cannot read the search index {index}: invalid fts5 file format "
+                            "(found 5, expected 4) - run 'rebuild': delete it, and the next search builds it again\n")
+    with contextlib.closing(sqlite3.connect(index)) as db:
         db.execute("DROP TABLE ids_claim")
         db.commit()
     again = run_cli("search", str(store), "pie", "--json", env=env)

@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,11 @@ BUILD_BATCH = 2000
 #: every match of a word that occurs in half a million claims would take seconds.
 RANK_WINDOW = 2000
 DEFAULT_LIMIT = 20
+#: What FTS5 says of a query it cannot parse (any other error is the index's: a damaged
+#: one said the query could not be parsed).
+_QUERY_ERROR = re.compile(
+    r"fts5: (syntax error|parser stack overflow)|no such column|unknown special query|unterminated string"
+    r"|expected integer")
 
 #: Per kind: the store's query of (id, title, text) for a namespace, by id, after an id.
 _ROWS_SQL: dict[Kind, str] = {
@@ -296,10 +302,11 @@ class SqliteTextSearch:
                     raise StoreError(f"The search index {self.path} is damaged (an id that is not text): delete it, "
                                      "and the next search builds it again")
                 results[kind] = self._hits(kind, ids, terms)
-        except sqlite3.OperationalError as error:
-            raise InputError(f"Cannot parse the search query: {one_line(str(error), 200)}") from None
         except sqlite3.Error as error:
-            raise StoreError(f"Cannot read the search index {self.path}: {one_line(str(error), 200)}") from None
+            if isinstance(error, sqlite3.OperationalError) and _QUERY_ERROR.match(str(error)):
+                raise InputError(f"Cannot parse the search query: {one_line(str(error), 200)}") from None
+            raise StoreError(f"Cannot read the search index {self.path}: {one_line(str(error), 200)}: delete it, and "
+                             "the next search builds it again") from None
         except MemoryError:  # (SQLite's out of memory)
             raise InputError("The search query needs more memory than there is: search for fewer words") from None
         finally:

@@ -34,14 +34,14 @@ elapsed = time.perf_counter() - started
 usage = resource.getrusage(resource.RUSAGE_SELF)
 with open("/proc/self/status") as status:
     peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print(elapsed, usage.ru_utime + usage.ru_stime, peak_kb, plan.summary_count, len(plan.batches))
+print(elapsed, usage.ru_utime + usage.ru_stime, peak_kb, plan.summary_count, len(plan.batches), time.thread_time())
 """
 
 
 def _plan(store: str) -> PlanRun:
     out = subprocess.run([sys.executable, "-c", PLAN_CHILD, store, QUESTION], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout.split()
-    return PlanRun(float(out[0]), float(out[1]), int(out[2]) / 1024, int(out[3]), int(out[4]))
+    return PlanRun(float(out[0]), float(out[1]), int(out[2]) / 1024, int(out[3]), int(out[4]), float(out[5]))
 
 
 def _describe(runs: list[PlanRun]) -> str:

@@ -78,10 +78,28 @@ SELECT c.community_summary_id,
        string_agg({_CLAIM_LINE}, E'\\n' ORDER BY c.id COLLATE "C"),
        array_agg(c.source_chunk_id ORDER BY c.id COLLATE "C")
 FROM rag_claims AS c
-LEFT JOIN LATERAL (SELECT min(name COLLATE "C") AS name FROM rag_entities WHERE id = c.subject_entity_id) AS subject ON true
-LEFT JOIN LATERAL (SELECT min(name COLLATE "C") AS name FROM rag_entities WHERE id = c.object_entity_id) AS object ON true
+{{entities}}
 WHERE c.community_summary_id = ANY(%(leaves)s)
 GROUP BY c.community_summary_id
+"""
+#: The claims' entities, by whether the store's entity ids are unique (graphrag-ts's key):
+#: of an id repeated, the least name by code point (a join repeated the id's claims), which
+#: costs planning a lookup per claim, so only a store without that key pays for it.
+_ENTITY_JOINS = {
+    True: "LEFT JOIN rag_entities AS subject ON subject.id = c.subject_entity_id\n"
+          "LEFT JOIN rag_entities AS object ON object.id = c.object_entity_id",
+    False: "\n".join(f'LEFT JOIN LATERAL (SELECT min(name COLLATE "C") AS name FROM rag_entities '
+                     f"WHERE id = c.{role}_entity_id) AS {role} ON true" for role in ("subject", "object")),
+}
+#: Whether a unique index (a primary key's too) on the entities' id alone holds for every row.
+_ENTITY_IDS_UNIQUE = """
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_index AS i
+    JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
+    JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE t.relname = 'rag_entities' AND t.relnamespace = CAST(current_schema() AS regnamespace)
+      AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'
+)
 """
 _EXCERPT_LINES = (
     "SELECT id, %(excerpt_start)s || id || %(excerpt_middle)s || coalesce(content, '') "
@@ -258,10 +276,11 @@ class PostgresStore(CommunityStore):
         selected, leaves_of = self._selection(namespace, level, ids)
         if not selected:
             return
+        leaf_lines = _LEAF_LINES.format(entities=_ENTITY_JOINS[self._pg_query(_ENTITY_IDS_UNIQUE)[0][0]])
 
         def read(group: list[tuple], store: PostgresStore) -> tuple[list[tuple], dict[str, Any], dict[str, str]]:
             leaves = json.loads(_group_leaves(group, leaves_of))
-            rows = store._pg_query(_LEAF_LINES, {**map_parts.LINE_PIECES, "leaves": leaves})
+            rows = store._pg_query(leaf_lines, {**map_parts.LINE_PIECES, "leaves": leaves})
             by_leaf = {leaf: (lines, chunks) for leaf, lines, chunks in rows}
             cited = _text_array(dict.fromkeys(chain.from_iterable(map(_SECOND, by_leaf.values()))))
             excerpts = dict(store._pg_query(_EXCERPT_LINES, {**map_parts.LINE_PIECES, "ids": cited})) if cited else {}

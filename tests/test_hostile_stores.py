@@ -293,3 +293,40 @@ def test_a_hot_journal_is_one_line_and_left_alone(tmp_path: Path) -> None:
         run = run_cli(*args, timeout=30)
         assert (face, run.code, run.stdout, run.stderr) == (face, 2, "", expected)
     assert snapshot(tmp_path) == before
+
+
+def _wal_of_one_transaction(store: Path, rows: int) -> bytes:
+    """The `-wal` of a WAL store's one committed transaction of `rows` chunks (over many
+    pages), as its writer left it before closing."""
+    hostile.base_store(store, wal=True)
+    writer = sqlite3.connect(store, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("BEGIN")
+    writer.executemany("INSERT INTO rag_children VALUES (?, 'ns', 'd/1', ?)",
+                       [(f"k/x{i}", "text " * 200) for i in range(rows)])
+    writer.execute("COMMIT")
+    wal = store.with_name(store.name + "-wal").read_bytes()
+    writer.close()
+    return wal
+
+
+@pytest.mark.parametrize("kind", ["empty", "not_a_wal", "torn_before_its_commit", "committed"])
+def test_a_wal_without_shm_is_left_as_it_is_whatever_it_holds(tmp_path: Path, kind: str) -> None:
+    """SQLite deleted a `-wal` with no committed transaction as a read-only connection
+    closed: a writer in exclusive locking mode (whose `-wal` starts empty) then lost its
+    next commit. Such a file is now not read, and left byte-identical."""
+    from graphrag_tui.store.wal import holds_commit
+
+    committed = _wal_of_one_transaction(tmp_path / "source.db", 300)  # pages of 4 KiB: some 70 frames
+    (tmp_path / "source.db").unlink()
+    store = hostile.base_store(tmp_path / "store.db", wal=True)
+    contents = {"empty": b"", "not_a_wal": b"\x37\x7f\x06\x82" + bytes(range(256)) * 20,
+                "torn_before_its_commit": committed[:-5000], "committed": committed}[kind]
+    store.with_name("store.db-wal").write_bytes(contents)
+    assert holds_commit(store.with_name("store.db-wal")) == (kind == "committed")
+    before = snapshot(tmp_path)
+    run = run_cli("info", str(store), "--json")
+    assert run.code == 0, run.stderr
+    chunks = run.json["namespaces"][0]["chunk_count"]
+    assert chunks == (301 if kind == "committed" else 1)
+    assert snapshot(tmp_path) == before

@@ -30,6 +30,7 @@ from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
 from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
+from graphrag_tui.store.wal import holds_commit
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Descendant leaves expanded per round of queries in `iter_communities` (about ten times as
@@ -289,8 +290,9 @@ def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
 
     Header bytes 18/19 are 2 for a WAL-mode file. Even a `mode=ro` connection to such a
     file creates `-shm` (and may create `-wal`). Without a `-wal` file nobody is writing,
-    so `immutable=1` reads the file as it is, with no locking or side files. A `-wal`
-    without a `-shm` is left over (every connection of a writer maps the `-shm`): its
+    so `immutable=1` reads the file as it is, with no locking or side files; so too with a
+    `-wal` that holds no committed transaction (wal.py: SQLite deleted such a file). A
+    `-wal` without a `-shm` is left over, or a writer's in exclusive locking mode: its
     frames must be read, so the connection keeps its WAL index in its own memory
     (exclusive locking mode, which SQLite only allows read-only without file locks). With
     both files, a writer may be active: plain `mode=ro` shares its `-shm` and sees its
@@ -300,7 +302,7 @@ def _readonly_connection(path: Path, header: bytes) -> sqlite3.Connection:
     is_wal = header[18] == 2 or header[19] == 2
     wal_file = path.with_name(path.name + "-wal")
     shm_file = path.with_name(path.name + "-shm")
-    if is_wal and not wal_file.exists():
+    if is_wal and (not wal_file.exists() or not shm_file.exists() and not holds_commit(wal_file)):
         return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, check_same_thread=False)
     if is_wal and not shm_file.exists():
         conn = sqlite3.connect(uri + "?mode=ro&vfs=unix-none", uri=True, check_same_thread=False)

@@ -330,3 +330,83 @@ def test_a_wal_without_shm_is_left_as_it_is_whatever_it_holds(tmp_path: Path, ki
     chunks = run.json["namespaces"][0]["chunk_count"]
     assert chunks == (301 if kind == "committed" else 1)
     assert snapshot(tmp_path) == before
+
+
+def test_a_utf16_store_is_one_line(tmp_path: Path) -> None:
+    """Its ids were read as bytes that are not UTF-8 (every command said so, wrongly), and
+    its blank summaries were planned."""
+    store = tmp_path / "store.db"
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA encoding = 'UTF-16le'")  # (before the first table)
+    conn.executescript(hostile.LAX_SCHEMA)
+    conn.execute("INSERT INTO rag_community_summaries VALUES ('ns/1', 'ns', 'Bridge', 'Funded.', 0, NULL, NULL)")
+    conn.commit()
+    conn.close()
+    for face, args in faces(store).items():
+        run = run_cli(*args, timeout=30)
+        assert (face, run.code, run.stdout, run.stderr) == (
+            face, 2, "", f"graphrag-tui: error: Not a community store: {store} is encoded in UTF-16le: graphrag-tui "
+                         "reads UTF-8 stores (sqlite3 can convert it: .dump it into a new file)\n")
+
+
+@pytest.mark.parametrize("collation", ["NOCASE", '"rtrim"'])
+def test_a_table_that_compares_text_otherwise_than_by_code_point_is_one_line(tmp_path: Path, collation: str) -> None:
+    """With parent_community_id NOCASE, ns/0's children were planned under NS/0 too."""
+    store = _with_schema_change(
+        tmp_path / "store.db", "ALTER TABLE rag_community_summaries RENAME TO stored_summaries",
+        f"CREATE TABLE rag_community_summaries (id TEXT PRIMARY KEY, namespace TEXT, community_name TEXT, "
+        f"summary_content TEXT, level INTEGER, parent_community_id TEXT COLLATE {collation}, members TEXT)",
+        "INSERT INTO rag_community_summaries SELECT * FROM stored_summaries")
+    run = run_cli("info", str(store), timeout=30)
+    assert (run.code, run.stdout, run.stderr) == (
+        2, "", f"graphrag-tui: error: Not a community store: {store}: rag_community_summaries compares text with "
+               f"COLLATE {collation}; graphrag-tui compares ids and names by code point\n")
+
+
+@pytest.mark.parametrize(("index", "searched"), [
+    ("CREATE INDEX parents ON rag_community_summaries (parent_community_id)", True),
+    ("CREATE INDEX parents ON rag_community_summaries (parent_community_id) WHERE 0", False),
+    ("CREATE INDEX parents ON rag_community_summaries (parent_community_id COLLATE NOCASE)", False),
+    ("CREATE INDEX parents ON rag_community_summaries (namespace, parent_community_id)", False),
+])
+def test_the_walk_down_needs_an_index_it_can_search(tmp_path: Path, index: str, searched: bool) -> None:
+    """A partial or NOCASE index on the parent column was taken for one the walk down can
+    search: each step then scanned the table (20,000 communities took 28 s to plan, 40,000
+    97 s); the walk up by primary key is taken instead."""
+    from tests.test_store import BARE_SCHEMA
+
+    store = tmp_path / "store.db"
+    conn = sqlite3.connect(store)
+    conn.executescript(BARE_SCHEMA)
+    conn.execute(index)
+    conn.close()
+    with CommunityStore.open(store) as opened:
+        assert opened._has_parent_index is searched
+
+
+@pytest.mark.parametrize("hostile_part", ["nocase_namespace", "trigger"])
+def test_a_destination_that_would_change_what_is_written_is_refused_untouched(tmp_path: Path, hostile_part: str) -> None:
+    """Copying namespace `ns` into a store whose namespace column is NOCASE deleted its
+    namespace `NS` (someone's work); a trigger that dropped every claim left the copy
+    saying it wrote them."""
+    from graphrag_tui.store.schema import SCHEMA_SQL
+
+    source = hostile.base_store(tmp_path / "source.db")
+    target = tmp_path / "target.db"
+    conn = sqlite3.connect(target)
+    if hostile_part == "nocase_namespace":
+        conn.executescript(SCHEMA_SQL.replace("namespace TEXT NOT NULL", "namespace TEXT NOT NULL COLLATE NOCASE"))
+        problem = "Not a community store: {target}: rag_parents compares text with COLLATE NOCASE; graphrag-tui " \
+                  "compares ids and names by code point"
+    else:
+        conn.executescript(SCHEMA_SQL + "CREATE TRIGGER quiet BEFORE INSERT ON rag_claims BEGIN SELECT RAISE(IGNORE); END;")
+        problem = "cannot write store {target}: it has triggers on rag_claims, which would change what is written " \
+                  "(drop them, or write into another store)"
+    conn.execute("INSERT INTO rag_community_summaries (id, namespace, summary_content, level) "
+                 "VALUES ('NS/keep', 'NS', 'Work already done.', 0)")
+    conn.commit()
+    conn.close()
+    before = snapshot(tmp_path)
+    run = run_cli("copy", str(source), str(target))
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {problem.format(target=target)}\n")
+    assert snapshot(tmp_path) == before

@@ -16,11 +16,22 @@ from graphrag_tui.store.schema import (
     insert_sql,
     schema_statements,
 )
-from graphrag_tui.store.validation import StoreError
+from graphrag_tui.store.validation import StoreError, check_text_order
 
 BUSY_TIMEOUT_S = 10.0
 #: SQLite virtual-machine steps between two polls of `interrupted` while writing.
 POLL_STEPS = 10_000
+
+
+def _check_no_triggers(conn: sqlite3.Connection, store_path: Path) -> None:
+    """A trigger on the tables written could change or drop the rows (RAISE(IGNORE)
+    dropped every one, and the import said it wrote them)."""
+    tables = ", ".join(f"'{table}'" for table in TABLES)
+    found = sorted({table for (table,) in conn.execute(
+        f"SELECT lower(tbl_name) FROM sqlite_master WHERE type = 'trigger' AND lower(tbl_name) IN ({tables})")})
+    if found:
+        raise StoreError(f"cannot write store {store_path}: it has triggers on {', '.join(found)}, which would change "
+                         "what is written (drop them, or write into another store)")
 
 
 class WriteInterrupted(Exception):
@@ -84,6 +95,8 @@ class SqliteWriter:
             conn.execute("BEGIN IMMEDIATE")
             for statement in schema_statements():  # inside the transaction: DDL rolls back too
                 conn.execute(statement)
+            check_text_order(conn, store_path)
+            _check_no_triggers(conn, store_path)
         return writer
 
     @property

@@ -29,7 +29,7 @@ from graphrag_tui.store.hierarchy import leaves_by_root
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import ChunkDetail, ClaimDetail, ClaimProvenance, CommunityRef, GoToMatch
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES, add_column_sql, create_schema, insert_sql
-from graphrag_tui.store.validation import StoreError, check_communities, lenient_text
+from graphrag_tui.store.validation import StoreError, check_communities, check_text_order, lenient_text
 from graphrag_tui.store.wal import holds_commit
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -333,6 +333,7 @@ def _check_file(path: Path) -> bytes:
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    check_text_order(conn, path)
     kinds = {
         name.lower(): kind
         for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")
@@ -389,13 +390,14 @@ class CommunityStore:
         conn.create_function("grt_is_blank", 1, _is_blank, deterministic=True)
         # Sorts and temporary indexes stay in memory: no temp files next to anything.
         conn.execute("PRAGMA temp_store = MEMORY")
+        # An index the walk down can search: not partial, led by the parent column in BINARY
+        # order (a partial or NOCASE one made it scan the table per step: minutes).
         self._has_parent_index = any(
-            row[0] == "parent_community_id"
+            conn.execute("SELECT lower(name), coll FROM pragma_index_xinfo(?) WHERE key ORDER BY seqno LIMIT 1",
+                         (name,)).fetchone() == ("parent_community_id", "BINARY")
             for (name,) in conn.execute(
-                "SELECT name FROM pragma_index_list('rag_community_summaries')"
+                "SELECT name FROM pragma_index_list('rag_community_summaries') WHERE NOT partial"
             )
-            for row in conn.execute("SELECT name FROM pragma_index_info(?)", (name,))
-            .fetchall()[:1]
         )
         claim_columns = {row[1].lower() for row in conn.execute("PRAGMA table_info(rag_claims)")}
         #: The optional `rag_claims` columns this store has (`schema.OPTIONAL`), read where present.

@@ -10,11 +10,13 @@ valid UTF-8 is read with U+FFFD in place of the bad bytes (see `CommunityStore._
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
+from graphrag_tui.store.schema import TABLES
 
 _TABLE = "rag_community_summaries"
 
@@ -37,6 +39,27 @@ LIMIT 1
 class StoreError(InputError):
     """A store that cannot be read: one line naming the file and, for a bad row, the table,
     the column and the row (its id, or its rowid when the id itself is bad)."""
+
+
+#: A collation a table's SQL names (its name bare, or quoted any of SQLite's ways).
+_COLLATE = re.compile(r"""\bCOLLATE\s+(\w+|"[^"]*"|'[^']*'|`[^`]*`|\[[^\]]*\])""", re.IGNORECASE)
+
+
+def check_text_order(conn: sqlite3.Connection, path: Path) -> None:
+    """StoreError for a store that is not UTF-8, or whose tables compare text otherwise than
+    by code point (SPEC §2): with a NOCASE parent column, one community's children were
+    planned under another of the same letters, and writing a namespace deleted its
+    namesakes in other cases."""
+    (encoding,) = conn.execute("PRAGMA encoding").fetchone()
+    if encoding != "UTF-8":  # (its ids read as bytes, which UTF-16 took for bad UTF-8)
+        raise StoreError(f"Not a community store: {path} is encoded in {encoding}: graphrag-tui reads UTF-8 stores "
+                         "(sqlite3 can convert it: .dump it into a new file)")
+    tables = ", ".join(f"'{table}'" for table in TABLES)
+    for table, sql in conn.execute(f"SELECT lower(name), sql FROM sqlite_master WHERE lower(name) IN ({tables})"):
+        for found in _COLLATE.finditer(sql or ""):
+            if found.group(1).strip("\"'`[]").upper() != "BINARY":
+                raise StoreError(f"Not a community store: {path}: {table} compares text with COLLATE "
+                                 f"{one_line(found.group(1), 40)}; graphrag-tui compares ids and names by code point")
 
 
 def is_utf8(raw: bytes | None) -> bool:

@@ -410,3 +410,39 @@ def test_a_destination_that_would_change_what_is_written_is_refused_untouched(tm
     run = run_cli("copy", str(source), str(target))
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {problem.format(target=target)}\n")
     assert snapshot(tmp_path) == before
+
+
+def test_ids_that_are_numbers_are_read_as_the_claims_cite_them(tmp_path: Path) -> None:
+    """Chunks, claims and entities with INTEGER PRIMARY KEY ids: `show` was an internal
+    error, search found none of them, and planning's two reads disagreed on the excerpts."""
+    from graphrag_tui.store.schema import SCHEMA_SQL
+
+    schema = SCHEMA_SQL
+    for table in ("rag_claims", "rag_children", "rag_entities"):
+        schema = schema.replace(f"{table} (\n    id TEXT PRIMARY KEY", f"{table} (\n    id INTEGER PRIMARY KEY")
+    assert schema.count("id INTEGER PRIMARY KEY") == 3
+    store = tmp_path / "store.db"
+    conn = sqlite3.connect(store)
+    conn.executescript(schema + """
+        INSERT INTO rag_parents VALUES ('ns/d1', 'ns', 'Harbour report', 'full text');
+        INSERT INTO rag_children VALUES (1, 'ns', 'ns/d1', 'The harbor grew.');
+        INSERT INTO rag_entities VALUES (1, 'ns', 'Port Authority', 'runs the harbor');
+        INSERT INTO rag_community_summaries VALUES ('ns/0', 'ns', 'Root', 'The harbor and its trade.', 0, NULL, NULL);
+        INSERT INTO rag_claims VALUES (1, 'ns', 1, NULL, 'pays for the harbor', 'ns/d1', 1, 'ns/0');
+    """)
+    conn.close()
+    with CommunityStore.open(store) as opened:
+        (planned,) = opened.select_communities("ns", None)
+        (parts,) = opened.iter_map_parts("ns", None)
+    assert [(c.id, c.subject, c.chunk_id) for c in planned.claims] == [("1", "Port Authority", "1")]
+    assert [(e.chunk_id, e.content) for e in planned.excerpts] == [("1", "The harbor grew.")]
+    assert (parts.claim_lines, parts.excerpt_lines) == (
+        ("- Port Authority: pays for the harbor",), ("- [Chunk 1] The harbor grew.",))
+    shown = run_cli("show", str(store), "ns/0", "--json")
+    assert shown.code == 0, shown.stderr
+    assert [(c["id"], c["subject"]) for c in shown.json["claims"]] == [("1", "Port Authority")]
+    assert [(c["id"], c["content"]) for c in shown.json["chunks"]] == [("1", "The harbor grew.")]
+    found = run_cli("search", str(store), "harbor", "--json", env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert found.code == 0, found.stderr
+    assert {kind: [hit["id"] for hit in hits] for kind, hits in found.json["results"].items()} == {
+        "community": ["ns/0"], "entity": ["1"], "claim": ["1"], "chunk": ["1"]}

@@ -32,13 +32,14 @@ LINE_PIECES = {
 }
 
 # Rebuilt for each read (a writable store may have changed). As in the store's
-# `_entity_names`: a name that is not text counts as missing, an id that is not text
-# never matches a claim's (text) id, and of repeated ids the least name by code point wins.
+# `_entity_names`: a name that is not text counts as missing, an id that is a number
+# matches by its text, any other that is not text never matches a claim's (text) id, and of
+# repeated ids the least name by code point wins.
 NAMES_COPY = (
     "CREATE TEMP TABLE IF NOT EXISTS grt_entity_names(id TEXT PRIMARY KEY, name TEXT NOT NULL) WITHOUT ROWID",
     "DELETE FROM temp.grt_entity_names",
-    "INSERT INTO temp.grt_entity_names SELECT id, min(name) FROM rag_entities "
-    "WHERE typeof(name) = 'text' AND typeof(id) = 'text' GROUP BY id",
+    "INSERT OR REPLACE INTO temp.grt_entity_names SELECT CAST(id AS TEXT), min(name) FROM rag_entities "
+    "WHERE typeof(name) = 'text' AND typeof(id) IN ('text', 'integer') GROUP BY id",
 )
 
 # A claim's line, as `maptext.claim_lines` renders it from `CommunityStore._leaf_claims`'s

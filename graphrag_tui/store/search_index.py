@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from graphrag_tui.store.store import CommunityStore
 
 #: Bumped when the index's layout changes: an index of another version is rebuilt.
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 #: Rows read from the store per query while building (the store's lock is free in between,
 #: so the app's other reads of the store go on).
 BUILD_BATCH = 2000
@@ -239,13 +239,15 @@ class SqliteTextSearch:
             if progress:
                 progress(0, total)
             for kind in KINDS:
-                rowid, after = 0, ""
+                rowid, after = 0, None
                 while True:
                     if cancelled and cancelled():
                         return False
+                    # From the first id of any type (`id > ''` left out numbers, which sort first), then on.
                     rows = self.store._query(
-                        f"{_ROWS_SQL[kind]} WHERE namespace = ? AND id > ? ORDER BY id LIMIT {BUILD_BATCH}",
-                        (self.namespace, after),
+                        f"{_ROWS_SQL[kind]} WHERE namespace = ? AND id IS NOT NULL{'' if after is None else ' AND id > ?'} "
+                        f"ORDER BY id LIMIT {BUILD_BATCH}",
+                        (self.namespace,) if after is None else (self.namespace, after),
                     )
                     if not rows:
                         break
@@ -316,7 +318,7 @@ class SqliteTextSearch:
     def _hits(self, kind: Kind, ids: list[str], terms: list[str]) -> list[SearchHit]:
         if not ids:
             return []
-        by_id = {row[0]: row for row in self.store._query(_SHOWN_SQL[kind], (json.dumps(ids),))}
+        by_id = {_as_text(row[0]): row for row in self.store._query(_SHOWN_SQL[kind], (json.dumps(ids),))}
         hits = []
         for row_id in ids:
             row = by_id.get(row_id)

@@ -121,14 +121,16 @@ ORDER BY c.community_summary_id COLLATE BINARY, c.id COLLATE BINARY
 
 # Every entity's name: a claim may name an entity of another namespace (odd, but allowed),
 # and reading them all beats finding out which. A name that is not text counts as missing;
-# an id that is not text never matches a claim's (text) id, and a NULL id must not name a
-# NULL object. Of repeated ids (a store without keys), the least name by code point.
+# an id that is a number matches a claim's by its text (as the claims read it), any other
+# id that is not text never matches, and a NULL id must not name a NULL object. Of repeated
+# ids (a store without keys), the least name by code point.
 _ENTITY_NAMES_SELECT = (
-    "SELECT id, min(name) FROM rag_entities WHERE typeof(name) = 'text' AND typeof(id) = 'text' GROUP BY id")
+    "SELECT CAST(id AS TEXT), min(name) FROM rag_entities WHERE typeof(name) = 'text' "
+    "AND typeof(id) IN ('text', 'integer') GROUP BY id")
 
 # Chunks whose ids are in a JSON array parameter; dangling ids simply give no row.
-_CHUNKS_SELECT = (
-    "SELECT id, coalesce(CAST(content AS TEXT), '') FROM rag_children "
+_CHUNKS_SELECT = (  # (an id of another type, a number, is read as the claims cite it: as text)
+    "SELECT CAST(id AS TEXT), coalesce(CAST(content AS TEXT), '') FROM rag_children "
     "WHERE id IN (SELECT value FROM json_each(?))"
 )
 
@@ -817,7 +819,7 @@ class CommunityStore:
             row[0]: ChunkDetail(id=row[0], content=_text(row[1]), parent_id=_text(row[2]),
                                 parent_title=_text(row[3]))
             for row in self._query(
-                "SELECT ch.id, coalesce(ch.content, ''), ch.parent_id, p.title "
+                "SELECT CAST(ch.id AS TEXT), coalesce(ch.content, ''), ch.parent_id, p.title "
                 "FROM rag_children AS ch LEFT JOIN rag_parents AS p ON p.id = ch.parent_id "
                 "WHERE ch.id IN (SELECT value FROM json_each(?))",
                 (json.dumps([c for c in cited if isinstance(c, str)]),),

@@ -71,6 +71,8 @@ async def test_empty_fields_send_the_built_in_prompt_and_a_bad_value_is_shown_no
         async with app.run_test(size=SIZE) as pilot:
             field = app.screen.query_one("#opt-answer_language", Input)
             field.value = "Fr\x1bench"
+            assert field.value == "French"  # (a field keeps no control characters)
+            field.value = "F" * 201
             await ask(pilot)
             await pilot.pause()
             error = app.screen.query_one("#err-answer_language", Static)

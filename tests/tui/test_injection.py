@@ -370,3 +370,42 @@ async def test_an_answer_that_reads_as_html_is_shown_as_the_model_wrote_it(tmp_p
             await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
                              what="the comparison")
             assert f"0 {HTML}" in screen_text(app)
+
+
+async def test_text_pasted_into_a_field_keeps_no_control_characters(tmp_path: Path) -> None:
+    """A pasted clear-screen and OSC 52 clipboard write went to the terminal as the question
+    field (and Explore's search box) was drawn: every field drops controls and bidi
+    overrides from what is typed, pasted or set, and keeps the rest."""
+    from textual import events
+    from textual.widgets import Input
+
+    from graphrag_tui.tui.widgets.clean_input import CleanInput
+
+    store = build_store(tmp_path / "s.db", [{"id": "ns/1", "summary_content": "Harbour."}])
+    pasted = "who funds \x1b[2J\x1b]52;c;ZXZpbA==\x07 the \u202ebridge\x9b?\x00"
+    kept = "who funds [2J]52;c;ZXZpbA== the bridge?"
+    app = make_app(store, cache_dir=tmp_path / "cache")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(app.screen.query("#query")), what="the main screen")
+        fields = list(app.screen.query(Input))
+        assert fields and all(isinstance(field, CleanInput) for field in fields)
+        query = app.screen.query_one("#query", Input)
+        query.focus()
+        await pilot.pause()
+        query.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert query.value == kept
+        query.value = "set \x1b[2J"
+        assert query.value == "set [2J"
+        output = terminal_output(app)
+        assert not any(code in CSI.sub("", output) for code in FORBIDDEN), output
+        app.screen.query_one("#run").focus()
+        await pilot.press("x")
+        await wait_until(pilot, lambda: bool(app.screen.query("#explore-query")), what="Explore")
+        search = app.screen.query_one("#explore-query", Input)
+        search.focus()
+        await pilot.pause()
+        search.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert search.value == kept
+        assert not any(code in CSI.sub("", terminal_output(app)) for code in FORBIDDEN)

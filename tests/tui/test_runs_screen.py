@@ -788,6 +788,10 @@ async def test_untrusted_text_of_a_run_is_shown_literally(store: Path, history: 
         async with app.run_test(size=(200, 40)) as pilot:
             await ready(pilot)
             await finished_run(pilot, HOSTILE)
+            db = sqlite3.connect(history)  # as the CLI records it from its argv (the app's field cleans it)
+            with db:
+                db.execute("UPDATE runs SET question = ?", (HOSTILE,))
+            db.close()
             await open_runs(pilot)
             shown = "Who funds [@click=app.quit]the[/] [b]bridge␛[2J?"
             assert rows(pilot, "#runs-table")[0][5] == shown[:39] + "…"  # the table cuts at 40

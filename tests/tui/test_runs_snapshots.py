@@ -58,6 +58,9 @@ async def two_runs(pilot: Pilot, script: object) -> None:
     db = sqlite3.connect("history.db")
     with db:
         db.execute("UPDATE runs SET store_path = ?", (SHOWN_STORE,))
+        # the question as the CLI records it from its argv (the app's field keeps no control characters)
+        db.execute("UPDATE runs SET question = ? WHERE question = ?",
+                   ("Who pays for the [b]bridge[/b]?\x1b[2J", "Who pays for the [b]bridge[/b]?[2J"))
     db.close()
 
 

@@ -30,6 +30,7 @@ from ...store.explore import SORT_KEYS, Hierarchy, Kind, SortKey, TreeNode
 from ...store.search_index import SearchHit, SearchResults
 from ..messages import OpenCommunity, OpenRecord
 from ..safe_text import one_line
+from ..widgets.clean_input import CleanInput
 from ..widgets.footer import KeyFooter
 from ..widgets.lazy_tree import LazyTree
 from ..widgets.option_list import RoomyOptionList
@@ -160,7 +161,7 @@ class ExploreScreen(Screen):
     # -- composing --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder=SEARCH_PLACEHOLDER, id="explore-query")
+        yield CleanInput(placeholder=SEARCH_PLACEHOLDER, id="explore-query")
         yield ProgressBar(id="index-progress", show_eta=False)
         yield Static(self._status(), id="explore-status")
         tree: LazyTree[TreeNode | None] = LazyTree(Text(one_line(self.explore.namespace)), self.populate,

@@ -13,11 +13,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from ..safe_text import one_line
+from ..widgets.clean_input import CleanInput
 
 T = TypeVar("T")
-
-#: Typed or pasted text may not hold control characters or bidirectional overrides.
-NO_CONTROLS = r"[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*"
 
 
 class InputDialog(ModalScreen[T | None]):
@@ -47,8 +45,7 @@ class InputDialog(ModalScreen[T | None]):
         with Vertical(id=f"{self.NAME}-dialog", classes="dialog"):
             yield Static(Text(self.HEADING), id=f"{self.NAME}-title", classes="dialog-title")
             yield Static(Text(self.hint()), classes="hint")
-            yield Input(value=self._value, placeholder=self._placeholder, id=f"{self.NAME}-input",
-                        restrict=NO_CONTROLS)
+            yield CleanInput(value=self._value, placeholder=self._placeholder, id=f"{self.NAME}-input")
             yield Static(Text(""), id=f"{self.NAME}-error", classes="dialog-error")
             yield Static(Text(f"Enter: {self.ENTER_DOES}   Esc: cancel"), classes="hint")
 

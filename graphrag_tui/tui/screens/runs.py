@@ -24,6 +24,7 @@ from ...history import RESUMABLE, RunHistory, RunSummary
 from ...session.run_failure import failure_words
 from ..safe_text import one_line
 from ..stored_runs import duration_s, scope_text, started_text, tokens_text
+from ..widgets.clean_input import CleanInput
 from ..widgets.footer import KeyFooter
 
 #: Seconds of no typing in the filter before the list follows it.
@@ -92,7 +93,7 @@ class RunsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="runs-title")
-        yield Input(placeholder="Filter: part of a question, namespace, model, status or run id",
+        yield CleanInput(placeholder="Filter: part of a question, namespace, model, status or run id",
                     id="runs-filter-input")
         table: DataTable[object] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         for label in COLUMNS:

@@ -26,7 +26,7 @@ from ..messages import OpenCommunity
 from ..model_markdown import ModelMarkdown, literal_html_parser
 from ..run_state import RunState
 from ..safe_text import clean, markdown_cut, one_line
-from ..screens.input_dialog import NO_CONTROLS
+from .clean_input import CleanInput
 from .option_list import RoomyOptionList
 from .setup_form import in_form_terms
 
@@ -93,7 +93,7 @@ class AnswerPanel(VerticalScroll):
         yield Markdown("", open_links=False, id="answer-text", parser_factory=literal_html_parser)
         yield Static(id="answer-long")
         yield Static(Text("Rests on communities (Enter opens one):", style="bold"), id="citations-title")
-        yield Input(placeholder="filter by id or name", id="citations-filter", restrict=NO_CONTROLS)
+        yield CleanInput(placeholder="filter by id or name", id="citations-filter")
         yield RoomyOptionList(id="citations")
 
     def update_from(self, state: RunState) -> None:

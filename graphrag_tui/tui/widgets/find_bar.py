@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
-from ..screens.input_dialog import NO_CONTROLS
+from .clean_input import CleanInput
 
 #: How a text match is marked: all of them, and the current one.
 MATCH_STYLE = "black on #b58900"
@@ -123,8 +123,8 @@ class FindBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Find:"), id="find-label")
-        yield Input(placeholder="text to find (Enter/Down: next, Up: previous, Esc: close)",
-                    id="find-input", restrict=NO_CONTROLS)
+        yield CleanInput(placeholder="text to find (Enter/Down: next, Up: previous, Esc: close)",
+                         id="find-input")
         yield Static(Text(""), id="find-count")
 
     def open(self, targets: Sequence[Widget]) -> None:

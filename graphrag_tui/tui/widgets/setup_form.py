@@ -27,6 +27,7 @@ from ...engine.selection import SELECT_MODES, SelectMode
 from ...errors import InputError
 from ...store import NamespaceInfo
 from ..safe_text import one_line
+from .clean_input import CleanInput
 
 OPTION_LABELS = {
     "map_budget": "Map budget",
@@ -140,7 +141,7 @@ class SetupForm(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Label("Question", classes="first", id="query-label")
-        yield Input(placeholder="What are the main themes?", id="query")
+        yield CleanInput(placeholder="What are the main themes?", id="query")
         with Horizontal(classes="option-row", id="model-row"):
             yield Label("Model", classes="option-label", id="model-label")
             yield Select(self.models, value=self.initial_model, allow_blank=False, compact=True, id="model")
@@ -167,20 +168,20 @@ class SetupForm(VerticalScroll):
         for name in FALLBACK_DEFAULTS:
             with Horizontal(classes="option-row"):
                 yield Label(OPTION_LABELS[name], classes="option-label")
-                yield Input(
+                yield CleanInput(
                     str(getattr(self.initial_options, name)), id=f"opt-{name}", classes="option-input", compact=True
                 )
             yield Static("", id=f"err-{name}", classes="field-error")
         with Horizontal(classes="option-row"):
             yield Label("Seed", classes="option-label")
             seed = "" if self.initial_seed is None else str(self.initial_seed)
-            yield Input(seed, placeholder="random", id="opt-seed", classes="option-input", compact=True)
+            yield CleanInput(seed, placeholder="random", id="opt-seed", classes="option-input", compact=True)
         yield Static("", id="err-seed", classes="field-error")
         yield Checkbox("Shuffle communities", self.initial_shuffle, id="shuffle", compact=True)
         for name, (label, placeholder, _) in FORM_TEXT_FIELDS.items():
             with Horizontal(classes="option-row"):
                 yield Label(label, classes="option-label")
-                yield Input(self.initial_form_text[name] or "", placeholder=placeholder, id=f"opt-{name}",
+                yield CleanInput(self.initial_form_text[name] or "", placeholder=placeholder, id=f"opt-{name}",
                             classes="option-input", compact=True)
             yield Static("", id=f"err-{name}", classes="field-error")
         yield Checkbox(Text("General knowledge"), self.initial_general_knowledge,

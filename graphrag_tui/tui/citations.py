@@ -4,12 +4,15 @@ whose numbers are community numbers of the run's namespace (the importer's ids a
 `<namespace>/<number>`).
 
 `cited_ids` lists them in order of first appearance; `link_citations` makes each one a
-Markdown link `community:<id>` that the answer panel opens (the Markdown widget never
-opens links itself)."""
+Markdown link `community-<nonce>:<id>` that the answer panel opens (the Markdown widget
+never opens links itself). The nonce is this process's: a link the model wrote,
+`[ns/1](community:ns/2)`, showed one community and opened another; no model can write one
+the panel opens."""
 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable
 from itertools import accumulate
 from urllib.parse import quote
@@ -19,7 +22,7 @@ from .model_markdown import literal_html_parser
 #: `Reports (1, 2, 3, +more)` inside a `[Data: ...]` citation (GraphRAG's prompts' form).
 _REPORTS_RE = re.compile(r"(Reports\s*\()([^()\]]*)(\))", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"[0-9]+")
-SCHEME = "community:"
+SCHEME = f"community-{secrets.token_hex(8)}:"
 
 
 def _id_pattern(ids: Iterable[str]) -> re.Pattern[str] | None:

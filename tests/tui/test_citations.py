@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Markdown
 
 from graphrag_tui.history import RunHistory
-from graphrag_tui.tui.citations import cited_ids, link_citations
+from graphrag_tui.tui.citations import SCHEME, cited_ids, link_citations
 from graphrag_tui.tui.screens.run_view import RunViewScreen
 from tests.chat_server import Scripted, ScriptedChatServer, map_reply, reduce_reply
 from tests.stores import three_leaves
@@ -26,16 +26,16 @@ def test_a_citation_in_code_or_in_a_link_is_left_as_written() -> None:
             "[about ns/2](https://example.com), https://example.com/ns/1 and <https://example.com/ns/2>.\n\n"
             "- a list of ns/1\n    continued by ns/2")
     assert link_citations(text, "ns", IDS) == text.replace(
-        "then ns/1.", "then [ns/1](community:ns%2F1).").replace(
-        "a list of ns/1", "a list of [ns/1](community:ns%2F1)").replace(
-        "continued by ns/2", "continued by [ns/2](community:ns%2F2)")
+        "then ns/1.", f"then [ns/1]({SCHEME}ns%2F1).").replace(
+        "a list of ns/1", f"a list of [ns/1]({SCHEME}ns%2F1)").replace(
+        "continued by ns/2", f"continued by [ns/2]({SCHEME}ns%2F2)")
     assert cited_ids(text, "ns", IDS) == IDS  # (cited all the same)
 
 
 def test_report_numbers_are_read_as_written_however_long() -> None:
     text = f"Funded [Data: Reports (002, {HUGE}, \u0661)]."
     assert cited_ids(text, "ns", IDS) == ["ns/2", f"ns/{HUGE}"]  # (a digit other than ASCII is no number)
-    assert link_citations(text, "ns", IDS) == f"Funded [Data: Reports ([002](community:ns%2F2), {HUGE}, \u0661)]."
+    assert link_citations(text, "ns", IDS) == f"Funded [Data: Reports ([002]({SCHEME}ns%2F2), {HUGE}, \u0661)]."
 
 
 async def test_an_answer_citing_a_report_number_of_thousands_of_digits_is_shown(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ async def test_an_answer_citing_a_report_number_of_thousands_of_digits_is_shown(
             await ask(pilot)
             await wait_finished(pilot)
             # (a report number is a link whether or not the store has it: opening one says so)
-            shown = f"The bridge [Data: Reports ([1](community:ns%2F1), [{HUGE}](community:ns%2F{HUGE}))]."
+            shown = f"The bridge [Data: Reports ([1]({SCHEME}ns%2F1), [{HUGE}]({SCHEME}ns%2F{HUGE}))]."
             assert app.screen.query_one("#answer-text", Markdown).source == shown
             (run,) = RunHistory(history).list_runs()
             app.open_stored_run(run.run_id)

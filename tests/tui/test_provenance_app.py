@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
 from graphrag_tui.store.schema import SCHEMA_SQL
+from graphrag_tui.tui.citations import SCHEME
 from graphrag_tui.tui.messages import OpenBatch, OpenRecord
 from graphrag_tui.tui.provenance_text import APPROXIMATE_STYLE, QUOTED_STYLE
 from graphrag_tui.tui.screens.claim import ClaimScreen
@@ -274,7 +275,7 @@ async def test_rests_on_lists_the_answers_citations_first_with_names_a_filter_an
             assert options(app, "#citations") == ["● ns/2  Fishing fleets", "● ns/1  Bridge funding"]
             markdown = app.screen.query_one("#answer-text", Markdown)
             assert markdown.source == (
-                "The authority pays [Data: Reports ([2](community:ns%2F2))]. See also [ns/1](community:ns%2F1).")
+                f"The authority pays [Data: Reports ([2]({SCHEME}ns%2F2))]. See also [ns/1]({SCHEME}ns%2F1).")
             field = app.screen.query_one("#citations-filter", Input)
             field.focus()
             await pilot.press(*"bridge")
@@ -282,7 +283,11 @@ async def test_rests_on_lists_the_answers_citations_first_with_names_a_filter_an
             await pilot.press("enter")  # from the filter to the list
             assert app.focused is app.screen.query_one("#citations", OptionList)
             # What a click on the citation does (MarkdownBlock.action_link):
+            # A link the model wrote, showing one community and naming another, opens nothing.
             markdown.post_message(Markdown.LinkClicked(markdown, "community:ns%2F2"))
+            await pilot.pause()
+            assert isinstance(app.screen, MainScreen)
+            markdown.post_message(Markdown.LinkClicked(markdown, f"{SCHEME}ns%2F2"))
             await wait_community(pilot)
             assert app.screen.community_id == "ns/2"
 

@@ -52,6 +52,28 @@ def test_reports_without_those_columns_import_as_before(tmp_path: Path) -> None:
         assert detail is not None and (detail.rank, detail.rating_explanation, detail.findings) == (None, None, [])
 
 
+
+def test_a_rank_written_as_text_is_kept_and_a_column_of_structs_is_one_line(tmp_path: Path) -> None:
+    """A rank column of strings lost every rank with no note; a summary column of structs was
+    stored as each struct's Python repr."""
+    tables = index_tables()
+    for number, report in enumerate(tables["community_reports"]):
+        report["rank"] = ["7.5", " 3 ", "high", "nan", "1e999", "-2"][number % 6]
+    store = tmp_path / "s.db"
+    import_graphrag(write_index(tmp_path / "out", tables=tables), store, "ns")
+    with sqlite3.connect(store) as conn:
+        ranks = [r[0] for r in conn.execute("SELECT rank FROM rag_community_summaries ORDER BY rowid")]
+    assert ranks == [7.5, 3.0, None, None, None, -2.0]
+    tables = index_tables()
+    for number, report in enumerate(tables["community_reports"]):
+        report["summary"] = {"a": number, "b": "x"}
+    folder = write_index(tmp_path / "structs", tables=tables)
+    run = run_cli("import-graphrag", str(folder), str(tmp_path / "t.db"), "--namespace", "ns")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: {folder / 'community_reports.parquet'}: column 'summary' holds "
+                          "struct<a: int64, b: string>, not text or a number\n")
+    assert not (tmp_path / "t.db").exists()
+
 def test_hostile_rank_and_findings_are_read_leniently(tmp_path: Path) -> None:
     store = build_store(tmp_path / "h.db", [
         {"id": "ns/1", "summary_content": "one", "rank": "high", "findings": "not json"},

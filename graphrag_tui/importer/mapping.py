@@ -61,8 +61,7 @@ def _report_extras(table: Table, index: int, row: dict, columns: tuple[str, ...]
     for column in columns:
         value = row.get(column)
         if column == "rank":
-            number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-            values.append(float(number) if number is not None and math.isfinite(number) else None)
+            values.append(_rank(value))
         elif column == "findings":
             items = as_list(table, column, index, value)
             values.append(json.dumps(
@@ -73,6 +72,20 @@ def _report_extras(table: Table, index: int, row: dict, columns: tuple[str, ...]
         else:
             values.append(as_text(value))
     return values
+
+
+def _rank(value: object) -> float | None:
+    """A finite number, or one written as text ("7.5": a rank column of strings lost every
+    rank), else None."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def store_id(namespace: str, key: object) -> str:

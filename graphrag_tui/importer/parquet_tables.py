@@ -32,6 +32,9 @@ class Column:
     name: str
     aliases: tuple[str, ...] = ()
     required: bool = True
+    #: Whether its cells may be lists (else each is text or a number: a struct written as
+    #: text was stored as its Python repr).
+    lists: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -44,9 +47,9 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("community"),
         Column("level"),
         Column("parent"),
-        Column("entity_ids"),
-        Column("children", required=False),  # absent before 2.x: derived from `parent`
-        Column("text_unit_ids", required=False),
+        Column("entity_ids", lists=True),
+        Column("children", required=False, lists=True),  # absent before 2.x: derived from `parent`
+        Column("text_unit_ids", required=False, lists=True),
     ),
     "community_reports": (
         Column("community"),
@@ -58,7 +61,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         # Kept in optional store columns (issue 15); `rank_explanation` is 1.x's name.
         Column("rank", required=False),
         Column("rating_explanation", aliases=("rank_explanation",), required=False),
-        Column("findings", required=False),
+        Column("findings", required=False, lists=True),
     ),
     "entities": (
         Column("id"),
@@ -78,7 +81,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("human_readable_id", required=False),
         Column("text", aliases=("chunk",)),
         # 3.x: one document id per unit; up to 2.x: a list of them.
-        Column("document_id", aliases=("document_ids",)),
+        Column("document_id", aliases=("document_ids",), lists=True),
     ),
     "covariates": (
         Column("id"),
@@ -244,6 +247,9 @@ def _open_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...])
             continue
         if names.count(actual) > 1:  # (its rows read the last one)
             raise InputError(f"{path} has {names.count(actual)} columns named {actual!r}: which to read is not known")
+        kind = parquet.schema_arrow.field(actual).type
+        if not column.lists and _nested(kind):
+            raise InputError(f"{path}: column {actual!r} holds {one_line(kind)}, not text or a number")
         source_columns[column.name] = actual
 
     columns = sorted(set(source_columns.values()))
@@ -258,6 +264,15 @@ def _open_table(pq: Any, name: str, path: Path, extra_required: tuple[str, ...])
     except Exception as exc:
         raise InputError(f"cannot read {path}: {one_line(exc)}") from None
     return _OpenTable(name, path, parquet, source_columns, estimate, limit)
+
+
+def _nested(kind: Any) -> bool:
+    """Whether an Arrow type holds values of other types (a struct, a list, a map)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_nested(kind))
 
 
 def _read_table(table: _OpenTable) -> Table:

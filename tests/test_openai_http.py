@@ -356,8 +356,13 @@ def html_referenced(ch: str) -> str:
     return f"&#x{ord(ch):x};"
 
 
+def octal_escaped(ch: str) -> str:
+    return "".join(f"\\{b:03o}" for b in ch.encode())
+
+
 @pytest.mark.parametrize("hide", [lambda ch: ch, json_escaped, percent_encoded, bytes_escaped, html_referenced,
-                                  lambda ch: f"&#{ord(ch)};"], ids=["raw", "json", "percent", "bytes", "html", "html-dec"])
+                                  lambda ch: f"&#{ord(ch)};", octal_escaped, lambda ch: f"\\U{ord(ch):08x}"],
+                         ids=["raw", "json", "percent", "bytes", "html", "html-dec", "octal", "U"])
 def test_the_key_with_invisible_characters_between_its_characters_is_masked(hide) -> None:
     """Shown on a terminal (or once safe_text.clean removed the bidi controls) it would read as the key."""
     pattern = key_pattern(KEY)
@@ -374,7 +379,8 @@ def test_the_key_echoed_in_a_bad_header_line_with_invisible_characters_is_masked
     line = repr(bytearray(("X-Echo Bearer " + "\u200b".join(KEY)).encode()))
     assert mask_key(f"illegal header line: {line}", pattern) == "illegal header line: bytearray(b'X-Echo Bearer ***')"
     assert mask_key("&ZeroWidthSpace;".join(KEY) + " " + "&shy;".join(KEY), pattern) == "*** ***"
-    for near_miss in (KEY[:8] + "&#x41;" + KEY[8:], KEY[:8] + "\\x41" + KEY[8:], KEY[:8] + "&amp;" + KEY[8:]):
+    for near_miss in (KEY[:8] + "&#x41;" + KEY[8:], KEY[:8] + "\\x41" + KEY[8:], KEY[:8] + "&amp;" + KEY[8:],
+                      KEY[:8] + "\\101" + KEY[8:], KEY[:8] + "\\U00000041" + KEY[8:]):
         assert mask_key(near_miss, pattern) == near_miss  # a visible character inside: not the key
 
 

@@ -109,16 +109,18 @@ _HTML_NAMES: dict[str, list[str]] = {}
 for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (the longest first: `amp;` before `amp`)
     _HTML_NAMES.setdefault(_value, []).append(re.escape(_name))
 #: What may hide between two of the key's characters: an invisible character; a JSON \u
-#: escape of any character outside printable ASCII (a surrogate too); a \x escape (Python's
-#: repr of bytes, as h11 quotes a bad header line), a percent-encoded byte or an HTML
+#: escape of any character outside printable ASCII (a surrogate too), or a \U one; a \x or
+#: octal escape (Python's repr of bytes, as h11 quotes a bad header line; C's), a percent-encoded byte or an HTML
 #: numeric reference of anything outside printable ASCII; or an HTML named reference of an
 #: invisible character (`&ZeroWidthSpace;`). The escaped forms take in more than the
 #: invisible ones: masking a little more than the key costs nothing. (An escape is matched
 #: from the first backslash of its run, so a run of backslashes costs linear time.)
 _HIDDEN = re.compile(
     "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _INVISIBLE_RANGES) + "]"
+    r"|\\(?<!\\\\)\\*U(?!000000(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{8}"
     r"|\\(?<!\\\\)\\*[uU](?!00(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{4}"
     r"|\\(?<!\\\\)\\*[xX](?:[01][0-9a-fA-F]|7[fF]|[89a-fA-F][0-9a-fA-F])"
+    r"|\\(?<!\\\\)\\*(?!0(?:4[1-7]|[5-7][0-7])|1(?:[0-6][0-7]|7[0-6]))[0-3][0-7]{2}"
     r"|%(?:25)*(?:[01][0-9a-fA-F]|20|7[fF]|[89a-fA-F][0-9a-fA-F])"
     r"|&#[xX]0*+(?!(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E])(?![0-9a-fA-F]))[0-9a-fA-F]{1,6};?"
     r"|&#0*+(?!(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?![0-9]))[0-9]{1,7};?"

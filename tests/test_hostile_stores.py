@@ -349,18 +349,36 @@ def test_a_utf16_store_is_one_line(tmp_path: Path) -> None:
                          "reads UTF-8 stores (sqlite3 can convert it: .dump it into a new file)\n")
 
 
-@pytest.mark.parametrize("collation", ["NOCASE", '"rtrim"'])
-def test_a_table_that_compares_text_otherwise_than_by_code_point_is_one_line(tmp_path: Path, collation: str) -> None:
-    """With parent_community_id NOCASE, ns/0's children were planned under NS/0 too."""
+@pytest.mark.parametrize(("collation", "name"), [
+    ("COLLATE NOCASE", "NOCASE"), ('COLLATE "rtrim"', "rtrim"), ("COLLATE/**/NOCASE", "NOCASE"),
+    ("COLLATE -- a comment\n NoCase", "NoCase")])
+def test_a_table_that_compares_text_otherwise_than_by_code_point_is_one_line(
+    tmp_path: Path, collation: str, name: str
+) -> None:
+    """With parent_community_id NOCASE, ns/0's children were planned under NS/0 too; a
+    comment between COLLATE and its name hid it."""
     store = _with_schema_change(
         tmp_path / "store.db", "ALTER TABLE rag_community_summaries RENAME TO stored_summaries",
         f"CREATE TABLE rag_community_summaries (id TEXT PRIMARY KEY, namespace TEXT, community_name TEXT, "
-        f"summary_content TEXT, level INTEGER, parent_community_id TEXT COLLATE {collation}, members TEXT)",
+        f"summary_content TEXT, level INTEGER, parent_community_id TEXT {collation}, members TEXT)",
         "INSERT INTO rag_community_summaries SELECT * FROM stored_summaries")
     run = run_cli("info", str(store), timeout=30)
     assert (run.code, run.stdout, run.stderr) == (
         2, "", f"graphrag-tui: error: Not a community store: {store}: rag_community_summaries compares text with "
-               f"COLLATE {collation}; graphrag-tui compares ids and names by code point\n")
+               f"COLLATE {name}; graphrag-tui compares ids and names by code point\n")
+
+
+def test_the_word_collate_in_a_string_a_comment_or_a_quoted_name_is_no_collation(tmp_path: Path) -> None:
+    """Each of these stores compares by code point: they were refused."""
+    store = _with_schema_change(
+        tmp_path / "store.db", "ALTER TABLE rag_community_summaries RENAME TO stored_summaries",
+        "CREATE TABLE rag_community_summaries (id TEXT PRIMARY KEY, namespace TEXT DEFAULT 'x COLLATE NOCASE', "
+        "community_name TEXT, -- was COLLATE NOCASE\n summary_content TEXT COLLATE BINARY, level INTEGER, "
+        "parent_community_id TEXT /* COLLATE RTRIM */, members TEXT CHECK (members != 'COLLATE RTRIM'), "
+        "\"collate nocase\" TEXT)",
+        "INSERT INTO rag_community_summaries SELECT *, NULL FROM stored_summaries")
+    run = run_cli("info", str(store), timeout=30)
+    assert run.code == 0, run.stderr
 
 
 @pytest.mark.parametrize(("index", "searched"), [

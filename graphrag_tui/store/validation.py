@@ -41,8 +41,18 @@ class StoreError(InputError):
     the column and the row (its id, or its rowid when the id itself is bad)."""
 
 
-#: A collation a table's SQL names (its name bare, or quoted any of SQLite's ways).
-_COLLATE = re.compile(r"""\bCOLLATE\s+(\w+|"[^"]*"|'[^']*'|`[^`]*`|\[[^\]]*\])""", re.IGNORECASE)
+#: SQL's tokens as SQLite reads them: a comment, a string, a quoted name, a word, a sign.
+_TOKEN = re.compile(r"""--[^\n]*|/\*.*?(?:\*/|\Z)|'(?:[^']|'')*'?|"(?:[^"]|"")*"?|`(?:[^`]|``)*`?|\[[^\]]*\]?"""
+                    r"|[\w$\x80-\U0010ffff]+|\S", re.DOTALL)
+
+
+def _collations(sql: str) -> list[str]:
+    """The collation names a table's SQL gives after COLLATE, as SQLite reads them: past
+    comments (`COLLATE/**/NOCASE` is NOCASE), never inside a string, a quoted name or a
+    comment (`DEFAULT 'x COLLATE NOCASE'` names none)."""
+    tokens = [t for t in _TOKEN.findall(sql) if not t.startswith(("--", "/*"))]
+    return [name[1:-1] if name[:1] in "\"'`[" and len(name) > 1 else name
+            for word, name in zip(tokens, tokens[1:], strict=False) if word.upper() == "COLLATE"]
 
 
 def check_text_order(conn: sqlite3.Connection, path: Path) -> None:
@@ -56,10 +66,10 @@ def check_text_order(conn: sqlite3.Connection, path: Path) -> None:
                          "(sqlite3 can convert it: .dump it into a new file)")
     tables = ", ".join(f"'{table}'" for table in TABLES)
     for table, sql in conn.execute(f"SELECT lower(name), sql FROM sqlite_master WHERE lower(name) IN ({tables})"):
-        for found in _COLLATE.finditer(sql or ""):
-            if found.group(1).strip("\"'`[]").upper() != "BINARY":
+        for name in _collations(sql or ""):
+            if name.upper() != "BINARY":
                 raise StoreError(f"Not a community store: {path}: {table} compares text with COLLATE "
-                                 f"{one_line(found.group(1), 40)}; graphrag-tui compares ids and names by code point")
+                                 f"{one_line(name, 40)}; graphrag-tui compares ids and names by code point")
 
 
 def is_utf8(raw: bytes | None) -> bool:

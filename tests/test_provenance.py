@@ -274,3 +274,26 @@ def test_an_entity_id_repeated_in_a_store_without_keys_names_each_claim_once(
     assert chunk is not None and [(c.id, c.subject, c.object) for c in chunk.claims] == [named]
     assert provenance is not None and (provenance.claim.subject, provenance.claim.object) == named[1:]
     assert [(hit.id, hit.title) for hit in found.results["claim"]] == [("c/1", "Harbour Board -> City Hall")]
+
+
+
+def test_a_name_that_is_not_text_names_no_entity_in_any_view(tmp_path: Path) -> None:
+    """An entity id repeated with the names 7 (a number, in a column of no type) and 'Zed':
+    planning named it Zed, `show` and search 7."""
+    from graphrag_tui.store.explore import claim_view
+    from tests.hostile_stores import base_store
+
+    path = base_store(tmp_path / "store.db")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE rag_entities")
+        conn.execute("CREATE TABLE rag_entities (id TEXT, namespace TEXT, name, description TEXT)")
+        conn.executemany("INSERT INTO rag_entities VALUES ('e/1', 'ns', ?, NULL)", [(7,), ("Zed",)])
+    conn.close()
+    with CommunityStore.open(path) as store:
+        (planned,) = [c for c in store.select_communities("ns", None) if c.id == "ns/1"]
+        shown = claim_view(store, "c/1")
+        entity = entity_detail(store, "e/1")
+    assert [claim.subject for claim in planned.claims] == ["Zed"]
+    assert shown is not None and shown.claim.subject == "Zed"
+    assert entity is not None and entity.name == "Zed"

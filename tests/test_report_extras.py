@@ -64,6 +64,19 @@ def test_a_rank_written_as_text_is_kept_and_a_column_of_structs_is_one_line(tmp_
     with sqlite3.connect(store) as conn:
         ranks = [r[0] for r in conn.execute("SELECT rank FROM rag_community_summaries ORDER BY rowid")]
     assert ranks == [7.5, 3.0, None, None, None, -2.0]
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = write_index(tmp_path / "decimals")
+    reports = pq.read_table(folder / "community_reports.parquet")
+    ranks = pa.array([decimal.Decimal("2.5")] * reports.num_rows, pa.decimal128(5, 1))
+    pq.write_table(reports.set_column(reports.schema.get_field_index("rank"), "rank", ranks),
+                   folder / "community_reports.parquet")
+    import_graphrag(folder, tmp_path / "d.db", "ns")
+    with sqlite3.connect(tmp_path / "d.db") as conn:
+        assert {r[0] for r in conn.execute("SELECT rank FROM rag_community_summaries")} == {2.5}
     tables = index_tables()
     for number, report in enumerate(tables["community_reports"]):
         report["summary"] = {"a": number, "b": "x"}

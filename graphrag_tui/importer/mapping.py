@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from graphrag_tui.errors import InputError
@@ -75,14 +76,14 @@ def _report_extras(table: Table, index: int, row: dict, columns: tuple[str, ...]
 
 
 def _rank(value: object) -> float | None:
-    """A finite number, or one written as text ("7.5": a rank column of strings lost every
-    rank), else None."""
+    """A finite number (a decimal too), or one written as text ("7.5": a rank column of
+    strings lost every rank), else None."""
     if isinstance(value, str):
         try:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not isinstance(value, (int, float, Decimal)) or isinstance(value, bool):
         return None
     number = float(value)
     return number if math.isfinite(number) else None

@@ -251,9 +251,11 @@ class ChunkView(_Frozen):
 
 
 def entity_name_sql(entity_id: str) -> str:
-    """An entity's name by its id: of repeated ids (a store without keys; a join repeated
-    every claim of theirs), the least name by code point."""
-    return f"(SELECT min(CAST(name AS TEXT) COLLATE BINARY) FROM rag_entities WHERE id = {entity_id})"
+    """An entity's name by its id, as planning names it: of repeated ids (a store without
+    keys; a join repeated every claim of theirs), the least name by code point; a name that
+    is not text counts as none."""
+    return (f"(SELECT min(name COLLATE BINARY) FROM rag_entities WHERE id = {entity_id} "
+            "AND typeof(name) = 'text')")
 
 
 _CLAIM_SELECT = f"""
@@ -279,7 +281,8 @@ def entity_detail(store: CommunityStore, entity_id: str) -> EntityDetail | None:
     object (by id)."""
     rows = store._query(
         "SELECT CAST(id AS TEXT), CAST(namespace AS TEXT), coalesce(CAST(name AS TEXT), ''), description "
-        "FROM rag_entities WHERE id = ? ORDER BY name IS NULL, CAST(name AS TEXT) COLLATE BINARY LIMIT 1", (entity_id,),
+        "FROM rag_entities WHERE id = ? ORDER BY NOT (typeof(name) = 'text'), CAST(name AS TEXT) COLLATE BINARY "
+        "LIMIT 1", (entity_id,),
     )
     if not rows:
         return None

@@ -75,17 +75,15 @@ _IS_LEAF_BY_INDEX = """(
 # its own walk's: hierarchy.py adds them). Fast with an index on parent_community_id;
 # without one every step would scan the table.
 _WALK_DOWN = f"""
-down(root, id) AS (
-    SELECT id, id FROM roots
+down(root, id, nested) AS (
+    SELECT id, id, FALSE FROM roots
     UNION
-    SELECT down.root, s.id FROM down JOIN rag_community_summaries AS s
-        ON s.parent_community_id = down.id AND s.namespace = :ns
-    WHERE down.id = down.root OR NOT EXISTS (SELECT 1 FROM roots WHERE roots.id = down.id)
+    SELECT down.root, s.id, EXISTS (SELECT 1 FROM roots WHERE roots.id = s.id)
+    FROM down JOIN rag_community_summaries AS s ON s.parent_community_id = down.id AND s.namespace = :ns
+    WHERE NOT down.nested
 ),
 wanted(root, leaf, nested) AS (
-    SELECT root, id, 0 FROM down WHERE {_IS_LEAF_BY_INDEX.format(row="down")}
-    UNION ALL
-    SELECT root, id, 1 FROM down WHERE id != root AND id IN (SELECT id FROM roots)
+    SELECT root, id, nested FROM down WHERE nested OR {_IS_LEAF_BY_INDEX.format(row="down")}
 )
 """
 

@@ -349,3 +349,51 @@ def test_an_id_that_comes_twice_in_a_source_without_keys_is_not_blamed_on_anothe
                           "(an ID of namespace 'harbor-city' is already used by another namespace, or comes twice in "
                           "its rows)\n")
     assert not out.exists()
+
+
+#: Destinations whose rows a write would not simply put or delete: (setup SQL, the refusal).
+_QUIET = "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END'"
+_WRITES_ELSEWHERE = {
+    "trigger": ((_QUIET, "CREATE TRIGGER quiet BEFORE INSERT ON rag_claims FOR EACH ROW EXECUTE FUNCTION quiet()"),
+                "rag_claims has triggers"),
+    "rule": (("CREATE RULE quiet AS ON INSERT TO rag_entities DO INSTEAD NOTHING",), "rag_entities has rules"),
+    "view": (("ALTER TABLE rag_parents RENAME TO parents_elsewhere",
+              "CREATE VIEW rag_parents AS SELECT * FROM parents_elsewhere"), "rag_parents is not a table"),
+    "inherited": (("CREATE TABLE claims_archive () INHERITS (rag_claims)", _QUIET,
+                   "CREATE TRIGGER quiet BEFORE DELETE ON claims_archive FOR EACH ROW EXECUTE FUNCTION quiet()"),
+                  "claims_archive has triggers"),
+    "row_security": (("ALTER TABLE rag_children ENABLE ROW LEVEL SECURITY",
+                      "CREATE POLICY others ON rag_children USING (namespace <> 'harbor-city') WITH CHECK (true)"),
+                     "rag_children has row-level security"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_WRITES_ELSEWHERE))
+def test_a_destination_that_would_change_what_is_written_is_refused_untouched(
+        pg_database: PgDatabase, kind: str) -> None:
+    """A trigger that returned NULL, or a DO INSTEAD NOTHING rule, dropped every row after
+    `--replace` had deleted the namespace; a view wrote elsewhere; row-level security left
+    the rows it hid beside the new ones."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    setup, problem = _WRITES_ELSEWHERE[kind]
+    role = f"writer_{pg_database.name}"
+    with pg_database.admin_connect() as conn:
+        for statement in setup:
+            conn.execute(statement)
+        # superusers pass by row-level security: it applies to a role of its own
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'w-secret-1'")
+        conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+    url = pg_database.cluster.url(pg_database.name, role=role, password="w-secret-1")
+    before = pg_counts(pg_database)
+    try:
+        run = cli(pg_database, "copy", str(SAMPLE), url, "--namespace", "harbor-city", "--replace")
+    finally:
+        with pg_database.admin_connect() as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    location = f"postgresql://{role}:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {location}: {problem}, which would change what is "
+                          "written or deleted (write into another database); nothing was written\n")
+    assert "w-secret-1" not in run.stderr
+    assert pg_counts(pg_database) == before

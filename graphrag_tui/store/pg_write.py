@@ -65,6 +65,32 @@ OPTIONAL_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
 #: The temporary table's column types where not text.
 _STAGE_TYPES = {"level": "integer", "members": "text[]", "rank": "real"}
 _STAGE = "grt_stage"
+#: The store's tables whose rows a write would not simply put or delete, and why: a view or
+#: a foreign table (the rows go elsewhere), a trigger or a rule (a BEFORE INSERT trigger that
+#: returns NULL, or DO INSTEAD NOTHING, dropped every row after the namespace was deleted),
+#: row-level security that applies to the role (a DELETE leaves the rows it hides), on the
+#: table or on a table that inherits from it (a DELETE reaches those too). Foreign keys are
+#: triggers of PostgreSQL's own (`tgisinternal`).
+_WRITES_ELSEWHERE = """
+WITH RECURSIVE written(oid) AS (
+    SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema() AND c.relname = ANY(%s)
+    UNION SELECT i.inhrelid FROM pg_inherits i JOIN written w ON i.inhparent = w.oid
+)
+SELECT c.relname, CASE
+    WHEN c.relkind NOT IN ('r', 'p') THEN 'is not a table'
+    WHEN EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) THEN 'has triggers'
+    WHEN EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid) THEN 'has rules'
+    ELSE 'has row-level security'
+END
+FROM written w JOIN pg_class c ON c.oid = w.oid
+WHERE c.relkind NOT IN ('r', 'p')
+   OR EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal)
+   OR EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid)
+   OR row_security_active(c.oid)
+ORDER BY c.relname
+LIMIT 1
+"""
 #: Seconds between two looks at `interrupted` while the write goes on.
 INTERRUPT_POLL_S = 0.1
 #: Seconds a cancel request may take to reach the server.
@@ -181,6 +207,9 @@ class PgWriter:
                 raise StoreError(f"cannot write into {self.location}: table {table} has no column(s) "
                                  f"{', '.join(lacking)} (graphrag-ts's migrations are not all applied); "
                                  "nothing was written")
+        for table, problem in self._conn.execute(_WRITES_ELSEWHERE, (list(TABLES),)):
+            raise StoreError(f"cannot write into {self.location}: {table} {problem}, which would change what is "
+                             "written or deleted (write into another database); nothing was written")
 
     def _columns(self, table: str) -> set[str]:
         return {name for (name,) in self._conn.execute(

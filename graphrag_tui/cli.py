@@ -1138,29 +1138,44 @@ def _masked(text: str, argv: Sequence[str]) -> str:
     return mask_urls(text)
 
 
+class _NotedInterrupt:
+    """Ctrl+C as Python raises it (KeyboardInterrupt), noted: raised inside a function SQLite
+    calls (the store's checks at open), it reaches the command as the statement's error
+    ("user-defined function raised exception"), which was said as a bad store (exit 2)."""
+
+    def __init__(self) -> None:
+        self.noted = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.noted = True
+        raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    interrupt = _NotedInterrupt()
     if as_program:  # a character the terminal's encoding lacks is shown as "?", never a crash
         for stream in (sys.stdout, sys.stderr):
             if hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors="replace")
+        signal.signal(signal.SIGINT, interrupt)
     try:
         code = _run(argv)
         sys.stdout.flush()  # here, so that a closed pipe is caught below
     except BrokenPipeError:  # `graphrag-tui plan ... | head -1`: stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
-    except InputError as error:
-        _warn(f"graphrag-tui: error: {_masked(str(error), argv)}")
-        code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
         code = 130
-    except Exception as error:  # a bug: one line, the traceback only on request
-        if caused_by_interrupt(error):
+    except Exception as error:
+        if interrupt.noted or caused_by_interrupt(error):  # (an error Ctrl+C caused)
             _warn("graphrag-tui: interrupted")
             code = 130
+        elif isinstance(error, InputError):
+            _warn(f"graphrag-tui: error: {_masked(str(error), argv)}")
+            code = 2
         elif isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
             # a path the user gave (a folder, a variable): Python 3.11's Path.exists() raises it
             _warn(f"graphrag-tui: error: cannot use {mask_urls(one_line(str(error.filename), 200))}: {error.strerror}")

@@ -578,6 +578,42 @@ def test_ctrl_c_during_start_up_is_one_line(store: Path) -> None:
     assert 130 in outcomes
 
 
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to see the store opened from outside")
+def test_ctrl_c_while_the_store_is_read_is_an_interrupt_not_a_bad_store(tmp_path: Path) -> None:
+    """Ctrl+C lands in a function SQLite calls per row (the store's checks at open, the
+    planning read): SQLite turned it into "user-defined function raised exception", which
+    was said as a bad store, exit 2."""
+    import sqlite3
+
+    from graphrag_tui.store.schema import SCHEMA_SQL
+
+    store = tmp_path / "many.db"
+    conn = sqlite3.connect(store)
+    conn.executescript(SCHEMA_SQL)
+    conn.executemany("INSERT INTO rag_community_summaries (id, namespace, summary_content, level) "
+                     "VALUES (?, 'ns', 'The harbour keeps a ledger.', 0)", ((f"ns/{i}",) for i in range(400_000)))
+    conn.commit()
+    conn.close()
+    for delay in (0.0, 0.1, 0.4):  # from the store's opening (its checks) into planning's read
+        process = subprocess.Popen([EXECUTABLE, "plan", str(store), QUESTION, "--no-config"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env())
+        deadline = time.monotonic() + 30
+        while not _has_open(process.pid, store):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.001)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        assert process.communicate(timeout=30) == (b"", b"graphrag-tui: interrupted\n")
+        assert process.returncode == 130
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:  # (a descriptor closed while it was looked at)
+        return False
+
 LONG_NAME = "c" * 300  # one path component over the 255 bytes a file name may have
 
 

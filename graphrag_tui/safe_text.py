@@ -4,7 +4,8 @@ One module for every human-readable output: the app, the CLI's text output and t
 exports. It removes what a terminal would act on: C0 control characters other than tab
 and newline (ESC starts ANSI and OSC sequences), DEL and C1 controls become visible
 symbols; bidirectional overrides and isolates, and the line/paragraph separators some
-terminals treat as newlines, are removed. Lone surrogates (which cannot be encoded)
+terminals treat as newlines, are removed; invisible format characters (a zero-width space,
+tag characters) are shown as their code point, ⟨U+200B⟩. Lone surrogates (which cannot be encoded)
 become U+FFFD. Markup is never parsed: the app renders these as `Text`/`Content`.
 """
 
@@ -20,6 +21,12 @@ _TABLE.update({code: "\ufffd" for code in range(0x80, 0xA0)})
 for _code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C, 0x2028, 0x2029):
     _TABLE[_code] = None
 _TABLE.update({code: "\ufffd" for code in range(0xD800, 0xE000)})
+# Invisible format characters are shown as their code point: two ids that differ by a zero-width
+# space looked the same, and tag characters (U+E0000-E007F) carry text that a model reads
+# and a reader does not see. The joiners (U+200C, U+200D) stay: scripts and emoji need them.
+INVISIBLE = (0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070), 0xFEFF, *range(0x1D173, 0x1D17B),
+             *range(0xE0000, 0xE0080))
+_TABLE.update({code: f"\u27e8U+{code:04X}\u27e9" for code in INVISIBLE})
 
 
 def clean(text: str | None) -> str:
@@ -48,7 +55,8 @@ def one_line(text: str | None, limit: int | None = None) -> str:
 
 # In JSON text, every character `clean` would change (other than the C0 controls, which
 # json.dumps escapes itself) becomes a \u escape: the same JSON value, inert on a terminal.
-_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _TABLE if code >= 0x20}
+_JSON_ESCAPES = {code: f"\\u{code:04x}" if code <= 0xFFFF else json.dumps(chr(code))[1:-1]  # (a surrogate pair)
+                 for code in _TABLE if code >= 0x20}
 
 
 def inert_json(value: object, *, ascii_only: bool = False, indent: int | None = None) -> str:

@@ -93,6 +93,22 @@ def test_plan_shows_hostile_community_ids_inert(hostile_store: Path) -> None:
     assert as_json.json["batches"][0]["community_ids"] == [f"{NAMESPACE}/1{HOSTILE}", f"{NAMESPACE}/2"]
 
 
+
+def test_invisible_characters_in_ids_and_text_are_shown(tmp_path: Path) -> None:
+    """Two ids that differ by a zero-width space looked the same in every output, and tag
+    characters hid text that the model reads: both are shown as their code points; the JSON
+    keeps the exact text."""
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "obey")
+    store = build_store(tmp_path / "s.db", [{"id": "ns/1", "summary_content": "Harbour." + hidden},
+                                             {"id": "ns/\u200b1", "summary_content": "Bridge."}])
+    run = run_cli("plan", str(store), QUESTION, "--no-config", "--no-shuffle")
+    assert (run.code, run.stderr) == (0, "")
+    assert run.stdout.splitlines()[1].endswith(" 2 parts: ns/1, ns/⟨U+200B⟩1")
+    shown = run_cli("show", str(store), "ns/1")
+    assert "Harbour.⟨U+E006F⟩⟨U+E0062⟩⟨U+E0065⟩⟨U+E0079⟩" in shown.stdout
+    as_json = run_cli("plan", str(store), QUESTION, "--no-config", "--no-shuffle", "--json")
+    assert "\\u200b" in as_json.stdout and as_json.json["batches"][0]["community_ids"] == ["ns/1", "ns/\u200b1"]
+
 def test_verbose_logs_are_inert(hostile_store: Path) -> None:
     run = run_cli("query", str(hostile_store), QUESTION, "--no-config", "--no-shuffle", "-v")
     assert run.code == 0

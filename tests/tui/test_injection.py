@@ -61,6 +61,10 @@ CSI = re.compile(r"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]")
         ("line\nnext\ttab\r", "line\nnext\ttab␍"),
         ("abc\u202edef\u202ag\u2066h\u2069\u200ei\u200fj\u061ck", "abcdefghijk"),
         ("x\u2028y\u2029z", "xyz"),
+        # invisible: ids that differ by one looked the same; tag characters hide text from the reader
+        ("ns/\u200b1 \ufeffa\u2060b", "ns/⟨U+200B⟩1 ⟨U+FEFF⟩a⟨U+2060⟩b"),
+        ("hi\U000E0041\U000E007F", "hi⟨U+E0041⟩⟨U+E007F⟩"),
+        ("zwj \u200d zwnj \u200c 👩\u200d💻", "zwj \u200d zwnj \u200c 👩\u200d💻"),
         ("中文 é ✓ ␛ literal", "中文 é ✓ ␛ literal"),
         (EVIL, EVIL_SHOWN),
         ("", ""),
@@ -374,15 +378,16 @@ async def test_an_answer_that_reads_as_html_is_shown_as_the_model_wrote_it(tmp_p
 
 async def test_text_pasted_into_a_field_keeps_no_control_characters(tmp_path: Path) -> None:
     """A pasted clear-screen and OSC 52 clipboard write went to the terminal as the question
-    field (and Explore's search box) was drawn: every field drops controls and bidi
-    overrides from what is typed, pasted or set, and keeps the rest."""
+    field (and Explore's search box) was drawn: every field drops controls, bidi overrides
+    and invisible characters (tag characters hide text the model would read) from what is
+    typed, pasted or set, and keeps the rest."""
     from textual import events
     from textual.widgets import Input
 
     from graphrag_tui.tui.widgets.clean_input import CleanInput
 
     store = build_store(tmp_path / "s.db", [{"id": "ns/1", "summary_content": "Harbour."}])
-    pasted = "who funds \x1b[2J\x1b]52;c;ZXZpbA==\x07 the \u202ebridge\x9b?\x00"
+    pasted = "who funds \x1b[2J\x1b]52;c;ZXZpbA==\x07 the \u202ebridge\x9b?\x00\u200b\U000E0041\U000E0042"
     kept = "who funds [2J]52;c;ZXZpbA== the bridge?"
     app = make_app(store, cache_dir=tmp_path / "cache")
     async with app.run_test(size=SIZE) as pilot:

@@ -1,4 +1,4 @@
-"""A text field that keeps no control characters or bidirectional overrides.
+"""A text field that keeps no control characters, bidirectional overrides or invisible characters.
 
 An Input shows its value as it is: a pasted escape sequence (a clear screen, an OSC 52
 clipboard write) went to the terminal as the field was drawn. What is typed, pasted or set
@@ -10,8 +10,12 @@ import re
 
 from textual.widgets import Input
 
-#: What a field drops: C0 and C1 controls, DEL, and the bidirectional overrides and isolates.
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from ...safe_text import INVISIBLE
+
+#: What a field drops: C0 and C1 controls, DEL, the bidirectional overrides and isolates, and
+#: the invisible format characters (a pasted question's tag characters are text the model
+#: would read and the field does not show).
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069" + "".join(map(chr, INVISIBLE)) + "]")
 
 
 class CleanInput(Input):

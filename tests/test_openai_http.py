@@ -396,6 +396,14 @@ def test_a_key_with_a_percent_sign_and_a_backslash_is_masked_with_or_without_inv
     assert mask_key(f"<{key}> <{key[:3]}\u200b{key[3:]}>", pattern) == "<***> <***>"
 
 
+def test_a_key_split_by_invisible_characters_as_the_terminal_cleaning_shows_them_is_masked() -> None:
+    from graphrag_tui.safe_text import clean
+
+    shown = clean(KEY[:4] + "\u200b" + KEY[4:9] + "\U000E0041" + KEY[9:])
+    assert "⟨U+200B⟩" in shown and "⟨U+E0041⟩" in shown
+    assert mask_key(f"key: {shown}.", key_pattern(KEY)) == "key: ***."
+
+
 @pytest.mark.parametrize("key", ["sk-abc\r", "sk-a\nb", " sk-abc", "sk-abc ", "sk-a b", "sk-é", "sk-\x00", "sk-\x85"])
 def test_a_key_that_cannot_go_in_a_header_is_an_input_error_naming_the_variable(key: str) -> None:
     for base_url, variable in (("http://localhost/v1", "MY_KEY"), ("https://api.openai.com/v1", None)):

@@ -112,7 +112,8 @@ for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (
 #: escape of any character outside printable ASCII (a surrogate too), or a \U one; a \x or
 #: octal escape (Python's repr of bytes, as h11 quotes a bad header line; C's), a percent-encoded byte or an HTML
 #: numeric reference of anything outside printable ASCII; or an HTML named reference of an
-#: invisible character (`&ZeroWidthSpace;`). The escaped forms take in more than the
+#: invisible character (`&ZeroWidthSpace;`); or an invisible character as the terminal
+#: cleaning shows it (`⟨U+200B⟩`, safe_text). The escaped forms take in more than the
 #: invisible ones: masking a little more than the key costs nothing. (An escape is matched
 #: from the first backslash of its run, so a run of backslashes costs linear time.)
 _HIDDEN = re.compile(
@@ -125,6 +126,7 @@ _HIDDEN = re.compile(
     r"|&#[xX]0*+(?!(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E])(?![0-9a-fA-F]))[0-9a-fA-F]{1,6};?"
     r"|&#0*+(?!(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?![0-9]))[0-9]{1,7};?"
     "|&(?:" + "|".join(name for ch in sorted(_INVISIBLE) for name in _HTML_NAMES.get(ch, ())) + ")"
+    "|\u27e8U\\+[0-9A-F]{4,5}\u27e9"
 )
 
 

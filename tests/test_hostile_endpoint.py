@@ -205,6 +205,44 @@ def test_a_key_with_both_quotes_echoed_in_a_bad_status_line_is_masked(store: Pat
         assert "SECRET" not in text
 
 
+
+@pytest.mark.parametrize("form", ["reason", "utf-16", "controls"])
+def test_a_key_echoed_in_the_status_reason_in_utf_16_or_between_control_characters_is_masked(
+        store: Path, tmp_path: Path, form: str) -> None:
+    """`-v` logged httpx's request line, which quotes the server's reason phrase, with the
+    key in it; a body in UTF-16 (a NUL between the key's characters), or with DEL or an ANSI
+    sequence between them, showed the key readable between `␀`s in every output and the
+    history."""
+    key = "sk-test-SECRET0123456789"
+
+    class Echo(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(65536)
+            auth = f"Bearer {key}"
+            if form == "reason":
+                head, body = f"HTTP/1.1 401 Bad {auth}\r\n".encode(), b"denied"
+            elif form == "utf-16":
+                head, body = b"HTTP/1.1 401 Unauthorized\r\n", f"auth was: {auth}".encode("utf-16-le")
+            else:
+                head, body = b"HTTP/1.1 401 Unauthorized\r\n", ("\x7f".join(auth[:12]) + "\x1b[0m" + auth[12:]).encode()
+            self.request.sendall(head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    history = tmp_path / "history.db"
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        run = run_cli("query", str(store), QUESTION, "--base-url", url, "--model", "m1", *ONE_BATCH_EACH,
+                      "--api-key-env", "MY_KEY", "--history", str(history), "-v", env=clean_env(MY_KEY=key))
+        server.shutdown()
+    assert run.code == 1, run.stderr
+    if form == "reason":
+        assert '"HTTP/1.1 401 Bad Bearer ***"' in run.stderr
+    else:
+        assert "***" in run.stdout
+    for text in (run.stdout, run.stderr, history.read_bytes().decode("utf-16-le", "replace"),
+                 history.read_bytes().decode("latin-1")):
+        assert "SECRET" not in "".join(ch for ch in text if ch.isalnum())
+
 def test_a_deeply_nested_completion_body_is_an_invalid_attempt_that_is_retried(store: Path) -> None:
     script = Scripted({
         "ns/1": [Reply(DEEP), map_reply("The port authority funds the bridge.", 90)],

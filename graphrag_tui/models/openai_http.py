@@ -113,10 +113,13 @@ for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (
 #: octal escape (Python's repr of bytes, as h11 quotes a bad header line; C's), a percent-encoded byte or an HTML
 #: numeric reference of anything outside printable ASCII; or an HTML named reference of an
 #: invisible character (`&ZeroWidthSpace;`); or an invisible character as the terminal
-#: cleaning shows it (`⟨U+200B⟩`, safe_text). The escaped forms take in more than the
+#: cleaning shows it (`⟨U+200B⟩`, safe_text); or a control character (a body in UTF-16 has a
+#: NUL between the key's characters; the cleaning shows them as `␀`), an ANSI escape
+#: sequence whole, or the symbol the cleaning shows for one. The escaped forms take in more than the
 #: invisible ones: masking a little more than the key costs nothing. (An escape is matched
 #: from the first backslash of its run, so a run of backslashes costs linear time.)
 _HIDDEN = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2400-\u2426]|"
     "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _INVISIBLE_RANGES) + "]"
     r"|\\(?<!\\\\)\\*U(?!000000(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{8}"
     r"|\\(?<!\\\\)\\*[uU](?!00(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{4}"
@@ -128,6 +131,10 @@ _HIDDEN = re.compile(
     "|&(?:" + "|".join(name for ch in sorted(_INVISIBLE) for name in _HTML_NAMES.get(ch, ())) + ")"
     "|\u27e8U\\+[0-9A-F]{4,5}\u27e9"
 )
+
+
+#: The control characters among `_HIDDEN`'s that are ASCII (the quick test in `mask_key`).
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def key_pattern(key: str) -> re.Pattern[str]:
@@ -184,7 +191,8 @@ def mask_key(text: str, pattern: re.Pattern[str]) -> str:
     cleaning for it would join into the key. Those are found in the text without its hidden
     forms (one pattern with them between every two characters compiled ten times slower)."""
     masked = pattern.sub(_MASK, text)
-    if masked.isascii() and "\\" not in masked and "%" not in masked and "&" not in masked:
+    if masked.isascii() and "\\" not in masked and "%" not in masked and "&" not in masked \
+            and _ASCII_CONTROL.search(masked) is None:
         return masked
     stripped = _HIDDEN.sub("", masked)
     if len(stripped) == len(masked) or pattern.search(stripped) is None:
@@ -381,7 +389,31 @@ def _has_default_capath() -> bool:
 
 #: What the escaped forms of a secret are written with: \\uXXXX, \\xXX, %XX and HTML's `&#x2f;`,
 #: `&#47;` and named references (letters).
-_FORM_CHARS = frozenset("\\%&#;" + string.ascii_letters + string.digits)
+_FORM_CHARS = frozenset("\\%&#;[]?" + string.ascii_letters + string.digits
+                        + "".join(map(chr, (*range(0x20), *range(0x7F, 0xA0), *range(0x2400, 0x2427)))))
+
+
+class _KeyMaskingLog(logging.Filter):
+    """httpx's own log lines (`-v`) quote what a server sent (its status line's reason
+    phrase): a server that wrote the key there had it logged. The key of every open client
+    is masked in them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patterns: dict[int, re.Pattern[str]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.patterns:
+            message = masked = record.getMessage()
+            for pattern in list(self.patterns.values()):
+                masked = mask_key(masked, pattern)
+            if masked != message:
+                record.msg, record.args = masked, None
+        return True
+
+
+_KEY_MASKING_LOG = _KeyMaskingLog()
+logging.getLogger("httpx").addFilter(_KEY_MASKING_LOG)
 
 
 class _StreamMasker:
@@ -501,6 +533,8 @@ class OpenAIChatModel:
         secrets = ([api_key] if api_key else []) + ([] if loopback else proxy_secrets(environ))
         self._secret_chars = frozenset("".join(secrets))  # (a set: never the key itself)
         self._key_pattern = secrets_pattern(secrets)
+        if self._key_pattern is not None:
+            _KEY_MASKING_LOG.patterns[id(self)] = self._key_pattern
         self.description = f"{model} @ {_host_port(url)}"
         self._headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING,
                          **check_headers(headers or {}, "[model.headers]")}
@@ -658,6 +692,7 @@ class OpenAIChatModel:
         return [self._mask(i) for i in ids]
 
     async def aclose(self) -> None:
+        _KEY_MASKING_LOG.patterns.pop(id(self), None)
         await self._client.aclose()
 
     async def __aenter__(self) -> OpenAIChatModel:

@@ -190,6 +190,14 @@ async def test_2xx_without_completion_is_http_error() -> None:
     assert info.value.raw_response == '{"choices": []}'
 
 
+@pytest.mark.parametrize("body", ["[1, 2, 3]", '"hello"', "null", "42"])
+async def test_2xx_json_that_is_no_object_is_http_error(body: str) -> None:
+    """It was an internal error (AttributeError: 'list' object has no attribute 'get')."""
+    info = await failure(lambda r: Reply(body))
+    assert (info.value.kind, info.value.status, info.value.message, info.value.raw_response) == (
+        "http", 200, "unexpected response body", body)
+
+
 async def test_slow_reply_times_out() -> None:
     with ScriptedChatServer(lambda r: Reply(completion("late"), delay=1.0)) as server:
         model = OpenAIChatModel(server.base_url, "m", None, timeout=0.2)

@@ -649,7 +649,8 @@ class OpenAIChatModel:
                     adaptations.append(adapted)
                 continue
             data = self._parse_body(status, body)
-            content, usage = _message_content(data), parse_usage(data.get("usage"))
+            content = _message_content(data)
+            usage = parse_usage(data.get("usage")) if isinstance(data, dict) else None
             if content is None:
                 raise ModelError("http", "unexpected response body", status=status, raw_response=self._mask(body),
                                  adaptations=tuple(adaptations), usage=usage)

@@ -84,6 +84,16 @@ def test_sse_events_across_every_split() -> None:
         assert events == ['{"a":1}', "x\ny", "[DONE]", "z", "é"]
 
 
+def test_one_leading_byte_order_mark_is_ignored_as_the_sse_format_says() -> None:
+    """It made the first line `\\ufeffdata: ...`, an unknown field: the first event was lost."""
+    data = b'\xef\xbb\xbfdata: {"a":1}\n\ndata: \xef\xbb\xbfx\n\n'
+    for size in range(1, 5):
+        reader, events = SSEReader(), []
+        for i in range(0, len(data), size):
+            events += reader.feed(data[i : i + size])
+        assert events + reader.close() == ['{"a":1}', "\ufeffx"]
+
+
 def test_a_long_sse_line_in_many_chunks_is_joined_once() -> None:
     reader = SSEReader()
     started = time.perf_counter()

@@ -12,7 +12,8 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 class SSEReader:
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # (utf-8-sig: one byte order mark that starts the stream is not read, as the format says)
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self._partial: list[str] = []  # the line that has not ended yet, in pieces
         self._data: list[str] = []
 

@@ -21,6 +21,7 @@ _URL_USERINFO = re.compile(r"(?i)(postgres(?:ql)?://)([^\n/?#]*)@")
 # rest of a password holding one. One already masked is left, so the `:` after it stays.)
 _PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password=)(?!\*\*\*(?:[&\s:#'\"]|$))[^&\s#]*")
 _QUOTED = re.compile(r'"([^"]*)"')
+_SPLIT = re.compile(r"[\"'\s]+")
 # An http(s) URL's query string (`--base-url` may carry one, with a credential in it).
 _HTTP_QUERY = re.compile(r"(?i)(\bhttps?://[^\s?#'\"]*\?)[^\s#'\"]*")
 
@@ -58,7 +59,8 @@ def mask_url_secrets(text: str, url: str) -> str:
     """`text`, a message about `url` (libpq's, say), with the URL's secrets masked: each
     double-quoted piece that holds one or is part of one (libpq quotes the piece it cannot
     read: `invalid percent-encoded token: "S3cr%zzet"`), and every other occurrence of one
-    of four characters or more (a shorter one would mask the message's words)."""
+    of four characters or more, or of a piece of one between its quotes and spaces (a
+    shorter one would mask the message's words)."""
     secrets = url_secrets(url)
     if not secrets:
         return text
@@ -68,10 +70,14 @@ def mask_url_secrets(text: str, url: str) -> str:
         hit = any(secret in piece or (piece and piece in secret) for secret in secrets)
         return f'"{MASK}"' if hit else match.group(0)
 
-    text = _QUOTED.sub(quoted, text)
+    # whole first: a secret holding a quote was cut where libpq quoted it, and its rest shown
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, MASK)
+    text = _QUOTED.sub(quoted, text)
+    for piece in sorted({p for secret in secrets for p in _SPLIT.split(secret)}, key=len, reverse=True):
+        if len(piece) >= 4:  # what a quote or a space left of a secret
+            text = text.replace(piece, MASK)
     return text
 
 

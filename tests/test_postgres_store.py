@@ -318,11 +318,18 @@ def test_a_password_with_an_unencoded_separator_is_refused_and_never_shown(url: 
      "argument store: Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:notaport/db (see graphrag-tui info --help)"),
     ("postgresql://u:S3cret\ttab@127.0.0.1:99999/db",
      "argument store: Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:99999/db (see graphrag-tui info --help)"),
-], ids=["percent-userinfo", "percent-parameter", "percent-sslpassword", "space", "space-bad-port", "tab-bad-port"])
+    ("postgresql://u@127.0.0.1:5432/db?password=Ab cd\"S3cretTail",
+     'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db?password=*** (unexpected spaces found in "***", use '
+     "percent-encoded spaces (%20) instead)"),
+    ("postgresql://u:Ab\"S3cret Tail@127.0.0.1:5432/db",
+     'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db (unexpected spaces found in "***", use '
+     "percent-encoded spaces (%20) instead)"),
+], ids=["percent-userinfo", "percent-parameter", "percent-sslpassword", "space", "space-bad-port", "tab-bad-port",
+        "quote-and-space-parameter", "quote-and-space-userinfo"])
 def test_a_url_libpq_cannot_read_never_shows_its_password(url: str, shown: str) -> None:
     """libpq quotes the piece of a URL it cannot read, here the password; and a password
     with a space escaped the masking of a URL no parser accepts."""
-    line = _one_line_error(run_cli("info", url), "S3cr", "zzet", "two", "tab", "S3%")
+    line = _one_line_error(run_cli("info", url), "S3cr", "zzet", "two", "tab", "S3%", "Tail")
     assert line == f"graphrag-tui: error: {shown}"
 
 

@@ -820,6 +820,11 @@ def damaged_result() -> str:
                  [("runs",), ("runs", "delete", "{id}")], id="partial-index"),
     pytest.param("ALTER TABLE runs ADD COLUMN checked TEXT CHECK (length(hex(zeroblob(1000))) > 1)",
                  [("runs",), ("rerun", "{id}", "--all")], id="check-constraint"),
+    # SQLite reads a comment as a space: `AS/**/(` hid the generated column from the check
+    pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS/**/(hex(zeroblob(1000)))",
+                 [("runs",), ("runs", "delete", "{id}")], id="generated-column-comment"),
+    pytest.param("ALTER TABLE runs ADD COLUMN big TEXT AS--\n(hex(zeroblob(1000)))", [("runs",)],
+                 id="generated-column-line-comment"),
 ])
 def test_a_damaged_history_row_is_one_line_for_every_command(
     store: Path, history: Path, tmp_path: Path, damage: str, commands: list[tuple[str, ...]]

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InputError
+from ..sql_tokens import sql_tokens
 from .schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 
 #: How long a write waits for another writer (the app and a CLI at once) before giving up.
@@ -118,9 +118,15 @@ def _checked_version(connection: sqlite3.Connection, path: Path) -> int:
     return version
 
 
-#: What in a table's SQL runs as rows are read or written: a CHECK, a DEFAULT expression, a
-#: generated column (`AS (...)`). The history's own tables have none.
-_RUNNING_SQL = re.compile(r"\bCHECK\b|\bDEFAULT\s*\(|\bGENERATED\b|\bAS\s*\(", re.IGNORECASE)
+def _runs_sql(table_sql: str) -> bool:
+    """Whether a table's SQL holds what runs as rows are read or written: a CHECK, a
+    DEFAULT expression, a generated column (`AS (...)`), read as SQLite reads it (a comment
+    between AS and its expression hid one). The history's own tables have none."""
+    tokens = [token.upper() for token in sql_tokens(table_sql)]
+    return any(token in ("CHECK", "GENERATED") or token in ("DEFAULT", "AS") and following == "("
+               for token, following in zip(tokens, [*tokens[1:], ""], strict=True))
+
+
 #: The history's one index of its own (the others are its keys').
 _INDEXES = {"runs_store": "CREATE INDEX runs_store ON runs (store_path)"}
 
@@ -130,7 +136,7 @@ def _check_no_sql_of_its_own(connection: sqlite3.Connection, path: Path) -> None
     generated column of `hex(zeroblob(450000000))` took 2.2 GB to list the runs, and an
     index's WHERE (or a CHECK) ran as much on every write."""
     for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"):
-        own = kind == "table" and not _RUNNING_SQL.search(sql)  # (a generated column is written `AS (...)`)
+        own = kind == "table" and not _runs_sql(sql)
         if not (own or kind == "index" and _INDEXES.get(name) == " ".join(sql.split())):
             raise HistoryError(f"run history {path} holds SQL graphrag-tui never writes (a generated column, a CHECK, "
                                "a DEFAULT expression or an index of its own), which would run as it is read or "

@@ -10,12 +10,12 @@ valid UTF-8 is read with U+FFFD in place of the bad bytes (see `CommunityStore._
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
+from graphrag_tui.sql_tokens import sql_tokens
 from graphrag_tui.store.schema import TABLES
 
 _TABLE = "rag_community_summaries"
@@ -41,16 +41,11 @@ class StoreError(InputError):
     the column and the row (its id, or its rowid when the id itself is bad)."""
 
 
-#: SQL's tokens as SQLite reads them: a comment, a string, a quoted name, a word, a sign.
-_TOKEN = re.compile(r"""--[^\n]*|/\*.*?(?:\*/|\Z)|'(?:[^']|'')*'?|"(?:[^"]|"")*"?|`(?:[^`]|``)*`?|\[[^\]]*\]?"""
-                    r"|[\w$\x80-\U0010ffff]+|\S", re.DOTALL)
-
-
 def _collations(sql: str) -> list[str]:
     """The collation names a table's SQL gives after COLLATE, as SQLite reads them: past
     comments (`COLLATE/**/NOCASE` is NOCASE), never inside a string, a quoted name or a
     comment (`DEFAULT 'x COLLATE NOCASE'` names none)."""
-    tokens = [t for t in _TOKEN.findall(sql) if not t.startswith(("--", "/*"))]
+    tokens = sql_tokens(sql)
     return [name[1:-1] if name[:1] in "\"'`[" and len(name) > 1 else name
             for word, name in zip(tokens, tokens[1:], strict=False) if word.upper() == "COLLATE"]
 

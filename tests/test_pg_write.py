@@ -397,3 +397,22 @@ def test_a_destination_that_would_change_what_is_written_is_refused_untouched(
                           "written or deleted (write into another database); nothing was written\n")
     assert "w-secret-1" not in run.stderr
     assert pg_counts(pg_database) == before
+
+
+def test_a_destination_that_compares_namespaces_without_case_is_refused_untouched(pg_database: PgDatabase) -> None:
+    """With a case-insensitive (nondeterministic) collation, copying `harbor-city` without
+    --replace deleted `HARBOR-CITY`, someone else's namespace (found by a probe)."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "tea-history-zh").code == 0
+    with pg_database.admin_connect() as conn:
+        conn.execute("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)")
+        for table in TABLES:
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN namespace TYPE text COLLATE ci")
+            conn.execute(f"UPDATE {table} SET namespace = 'HARBOR-CITY'")
+    before = pg_counts(pg_database)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: rag_children.namespace "
+                          "compares text with a nondeterministic collation; graphrag-tui compares ids and names by "
+                          "code point; nothing was written\n")
+    assert pg_counts(pg_database) == before
+    assert pg_rows(pg_database, "SELECT DISTINCT namespace FROM rag_claims") == [("HARBOR-CITY",)]

@@ -161,6 +161,72 @@ def test_a_database_with_an_icu_collation_gives_the_same_batches(tmp_path: Path,
 # -- read-only --------------------------------------------------------------------------------
 
 
+
+def test_a_null_community_id_is_one_line(graphrag_ts_database: PgDatabase) -> None:
+    """It crashed `tree` and planning (internal error), and `copy` wrote it into a file no
+    command would open."""
+    with graphrag_ts_database.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_community_summaries DROP CONSTRAINT rag_community_summaries_pkey CASCADE")
+        conn.execute("ALTER TABLE rag_community_summaries ALTER COLUMN id DROP NOT NULL")
+        conn.execute("INSERT INTO rag_community_summaries (id, namespace, community_name, summary_content, level) "
+                     "VALUES ('ns/1', 'ns', 'One', 'Fine.', 0), (NULL, 'ns', 'Two', 'Bad.', 1)")
+    masked = graphrag_ts_database.url.replace(graphrag_ts_database.cluster.reader_password, "***")
+    for command in (("info",), ("tree",)):
+        line = _one_line_error(run_cli(*command, graphrag_ts_database.url), *graphrag_ts_database.passwords)
+        assert line == f"graphrag-tui: error: Bad community store {masked}: rag_community_summaries.id is NULL, not text"
+
+
+_EVIL = "CREATE FUNCTION evil() RETURNS boolean LANGUAGE sql AS 'SELECT true'"
+#: Stores whose reads would run SQL of the database's own, or compare text otherwise than by
+#: code point: (the changes, the refusal after the store's name).
+_UNSAFE = {
+    "view": ((_EVIL, "ALTER TABLE rag_community_summaries RENAME TO summaries_elsewhere",
+              "CREATE VIEW rag_community_summaries AS SELECT * FROM summaries_elsewhere WHERE evil()"),
+             "Not a community store: {url}: rag_community_summaries is a view, whose SQL would run on every read"),
+    "materialized-view": (("ALTER TABLE rag_entities RENAME TO entities_elsewhere",
+                           "CREATE MATERIALIZED VIEW rag_entities AS SELECT * FROM entities_elsewhere",
+                           "GRANT SELECT ON rag_entities TO PUBLIC"),
+                          "Not a community store: {url}: rag_entities is a materialized view, whose SQL would run on "
+                          "every read"),
+    "row-security": ((_EVIL, "ALTER TABLE rag_claims ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON rag_claims USING (evil())"),
+                     "Not a community store: {url}: rag_claims has row-level security whose policies call functions "
+                     "of the database's own, whose SQL would run on every read"),
+    "collation": (("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+                   "ALTER TABLE rag_entities ALTER COLUMN namespace TYPE text COLLATE ci"),
+                  "Not a community store: {url}: rag_entities.namespace compares text with a nondeterministic "
+                  "collation; graphrag-tui compares ids and names by code point"),
+    "char": (("ALTER TABLE rag_parents ALTER COLUMN namespace TYPE char(40)",),
+             "Bad community store {url}: rag_parents.namespace is character, not text"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_UNSAFE))
+def test_a_store_whose_reads_would_run_its_own_sql_or_compare_text_otherwise_is_refused(
+        sample_pg: PgDatabase, kind: str) -> None:
+    """A view's function turned the read-only session's defaults off and then wrote and
+    slept as it was read; a case-insensitive collation made `harbor-city` and `HARBOR-CITY`
+    one namespace; char(n) padded each namespace, listed twice (found by a probe)."""
+    changes, refusal = _UNSAFE[kind]
+    with sample_pg.admin_connect() as conn:
+        for change in changes:
+            conn.execute(change)
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    line = _one_line_error(run_cli("info", sample_pg.url), *sample_pg.passwords)
+    assert line == "graphrag-tui: error: " + refusal.format(url=masked)
+
+
+def test_an_operator_of_the_database_s_own_does_not_shadow_the_built_in_one(sample_pg: PgDatabase) -> None:
+    """A search_path that names the tables' schema before pg_catalog made its `=` on text
+    ours: every namespace's rows matched every other's."""
+    before = run_cli("info", sample_pg.url, "--json")
+    assert before.code == 0, before.stderr
+    with sample_pg.admin_connect() as conn:
+        conn.execute("CREATE FUNCTION public.always(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true'")
+        conn.execute("CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.always)")
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET search_path = public, pg_catalog")
+    after = run_cli("info", sample_pg.url, "--json")
+    assert (after.code, after.stdout) == (0, before.stdout), after.stderr
+
 def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sample_pg: PgDatabase) -> None:
     with open_store(sample_pg.admin_url) as store:
         with pytest.raises(StoreError, match="read-only transaction") as refused:

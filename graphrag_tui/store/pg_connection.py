@@ -2,7 +2,8 @@
 
 `connect(location)` opens a session that cannot write: `default_transaction_read_only=on`
 and a statement timeout are sent with the connection's startup options (after any options
-of the URL or PGOPTIONS, so they win). `connect(location, read_only=False)` is for the
+of the URL or PGOPTIONS, so they win), and the built-in functions come first in its search
+path (`pg_safety`). `connect(location, read_only=False)` is for the
 commands that write (import, copy). Every failure becomes a `StoreError` naming the store
 by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.location import PostgresLocation, mask_urls
+from graphrag_tui.store.pg_safety import pin_catalog
 from graphrag_tui.store.validation import StoreError
 from graphrag_tui.url_mask import mask_url_secrets
 
@@ -106,11 +108,17 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
         # the server's one-line error
         extra["client_encoding"] = "UTF8"
     try:
-        return psycopg.connect(location.url, **extra)  # type: ignore[no-any-return]
+        conn = psycopg.connect(location.url, **extra)
     except psycopg.Error as error:
         raise _failure(location, error) from None
     except UnicodeError as error:
         raise StoreError(f"Cannot open store {location}: {one_line(str(error), 200)}") from None
+    try:
+        pin_catalog(conn)
+    except psycopg.Error as error:
+        conn.close()
+        raise query_failure(location, error) from None
+    return conn  # type: ignore[no-any-return]
 
 
 def query_failure(location: PostgresLocation, error: BaseException) -> StoreError:

@@ -39,6 +39,7 @@ from graphrag_tui.store import map_parts, table_rows
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
 from graphrag_tui.store.pg_dialect import to_postgres
+from graphrag_tui.store.pg_safety import unsafe_relation
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import CommunityRef
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
@@ -59,7 +60,8 @@ _SECOND = itemgetter(1)
 _NEW_TUPLE = tuple.__new__
 
 #: What a required column's type must be (information_schema's data_type).
-_TEXT_TYPES = frozenset({"text", "character varying", "character"})
+#: (Not `character`: char(n) pads its text with spaces, and each namespace was listed twice.)
+_TEXT_TYPES = frozenset({"text", "character varying"})
 _INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
 _MEMBERS_TYPES = frozenset({"ARRAY", "text", "character varying", "json", "jsonb"})
 _INTEGER_COLUMNS = {("rag_community_summaries", "level")}
@@ -147,6 +149,7 @@ class PostgresStore(CommunityStore):
         without the tables, or a column of the wrong type."""
         conn = connect(location)
         try:
+            _check_safe(conn, location)  # (first: information_schema lists no materialized view)
             columns = _check_schema(conn, location)
             _check_communities(conn, location)
             return cls(conn, location, columns)
@@ -406,17 +409,29 @@ def _check_readable(conn: Any, location: PostgresLocation, missing: list[str], a
                          f"{', '.join(unreadable)} (GRANT SELECT on graphrag-ts's tables to it)")
 
 
+def _check_safe(conn: Any, location: PostgresLocation) -> None:
+    psycopg = driver()
+    try:
+        problem = unsafe_relation(conn)
+    except psycopg.Error as error:
+        raise query_failure(location, error) from None
+    if problem is not None:
+        raise StoreError(f"Not a community store: {location}: {problem}")
+
+
 def _check_communities(conn: Any, location: PostgresLocation) -> None:
-    """What the types cannot say: a NULL namespace or level (graphrag-ts forbids both; a
+    """What the types cannot say: a NULL id, namespace or level (graphrag-ts forbids them; a
     table copied in by hand may not), as the SQLite store's checks at open say it."""
     psycopg = driver()
     try:
         row = conn.execute(
-            "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE namespace IS NULL OR level IS NULL "
-            'ORDER BY id COLLATE "C" LIMIT 1'
+            "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE id IS NULL OR namespace IS NULL "
+            'OR level IS NULL ORDER BY id COLLATE "C" NULLS FIRST LIMIT 1'
         ).fetchone()
     except psycopg.Error as error:
         raise query_failure(location, error) from None
+    if row is not None and row[0] is None:  # (it crashed the tree and planning)
+        raise StoreError(f"Bad community store {location}: rag_community_summaries.id is NULL, not text")
     if row is not None:
         problem = "namespace is NULL, not text" if row[1] else "level is NULL, not an integer"
         raise StoreError(f"Bad community store {location}: rag_community_summaries.{problem} "

@@ -14,7 +14,7 @@ from graphrag_tui.tui.widgets.batch_grid import BatchGrid
 from tests.chat_server import ScriptedChatServer, map_reply
 from tests.stores import three_leaves
 
-from .conftest import Scripted, ask, make_app, screen_text, wait_finished, wait_until
+from .conftest import Scripted, ask, make_app, screen_text, wait_community, wait_finished, wait_until
 
 
 @pytest.fixture
@@ -126,3 +126,41 @@ async def test_narrowing_the_terminal_under_another_screen_keeps_the_app(store: 
             await pilot.press("escape")
             await pilot.pause()
             assert app.is_running and app.return_code is None and isinstance(app.screen, MainScreen)
+
+
+async def test_paging_an_empty_table_keeps_the_app(store: Path) -> None:
+    """PageDown on the Retries table of a run without failed attempts: an empty table moves
+    its cursor to row -1, and a highlight of no row was read as one, which ended the app
+    (found by a probe)."""
+    with ScriptedChatServer(answered()) as server:
+        app = make_app(store, server.base_url)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            app.screen.query_one(BatchGrid).focus()
+            await pilot.press("4")
+            app.screen.query_one("#retries-table").focus()
+            await pilot.press("pagedown", "pageup", "enter")
+            await pilot.pause()
+            assert app.is_running and app.return_code is None and isinstance(app.screen, MainScreen)
+
+
+async def test_paging_a_community_s_hierarchy_with_no_room_keeps_the_app(tmp_path: Path) -> None:
+    """In a community's hierarchy on a 20×5 terminal the list had no room to lay out its
+    lines, and PageDown looked one up and raised KeyError, which ended the app (found by a
+    probe)."""
+    import shutil
+
+    from graphrag_tui.models.factory import ModelSettings
+    from tests.pg_stores import SAMPLE
+
+    store = Path(shutil.copy(SAMPLE, tmp_path / "sample.db"))
+    app = make_app(store, None, model_settings=ModelSettings())
+    async with app.run_test(size=(20, 5)) as pilot:
+        await pilot.pause()
+        app.screen.query_one(BatchGrid).focus()
+        await pilot.press("g", *"harbor-city/1", "enter")
+        await wait_community(pilot)
+        await pilot.press("down", "pagedown", "pageup")
+        await pilot.pause()
+        assert app.is_running and app.return_code is None

@@ -1,6 +1,8 @@
-"""Textual's OptionList, measured safely in a narrow place."""
+"""Textual's OptionList, measured and paged safely in a narrow place."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.geometry import Size
 from textual.widgets import OptionList
@@ -15,3 +17,10 @@ class RoomyOptionList(OptionList):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         padding = self.get_component_styles("option-list--option").padding.width
         return super().get_content_height(container, viewport, max(width, padding + 1))
+
+    def _move_page(self, direction: Any) -> None:
+        """PageUp and PageDown before the list had room to lay out its lines (a 20×5
+        terminal): Textual's looked the highlighted option's line up and raised KeyError,
+        which ended the app."""
+        if (self.highlighted or 0) in self._index_to_line:
+            super()._move_page(direction)

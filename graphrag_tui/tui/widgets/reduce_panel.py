@@ -48,4 +48,5 @@ class ReducePanel(Vertical):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.post_message(OpenBatch(int(event.row_key.value or 0)))
+        if event.row_key is not None:  # (an empty table's cursor is row -1)
+            self.post_message(OpenBatch(int(event.row_key.value or 0)))

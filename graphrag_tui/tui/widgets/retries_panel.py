@@ -45,12 +45,16 @@ class RetriesPanel(Vertical):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
+        if event.row_key is None:  # (a key that moves the cursor of an empty table: row -1)
+            return
         index = int(event.row_key.value or 0)
         if 0 <= index < len(self._failures):
             self.query_one("#retries-detail", Static).update(failure_text(self._failures[index]))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
+        if event.row_key is None:
+            return
         failure = self._failures[int(event.row_key.value or 0)]
         if failure.batch_index is not None:
             self.post_message(OpenBatch(failure.batch_index))

@@ -70,5 +70,5 @@ class SelectionPanel(Vertical):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.row_key.value is not None:
+        if event.row_key is not None and event.row_key.value is not None:
             self.post_message(OpenCommunity(str(event.row_key.value)))

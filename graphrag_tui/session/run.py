@@ -17,6 +17,7 @@ and `parent_run_id` or `resume_run_id` before `run` (see continuation.py).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -85,6 +86,24 @@ class SearchRequest:
     known_votes: Mapping[str, tuple[Vote | None, ...]] = field(default_factory=dict)
 
 
+#: The history's first and last writes of the app's runs (`history_off_loop`), in order.
+_HISTORY_WRITES = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-write")
+
+
+async def _off_loop(work: Callable[[], None]) -> None:
+    """`work` on the history's own thread while the loop goes on. A wait that is cancelled
+    (the app quitting) still waits for it: the run's record is written before the app goes."""
+    job = _HISTORY_WRITES.submit(work)
+    try:
+        await asyncio.wrap_future(job)
+    except asyncio.CancelledError:
+        if job.cancelled():  # (before it started)
+            work()
+        else:
+            job.result()
+        raise
+
+
 class RunSession:
     def __init__(
         self,
@@ -97,9 +116,14 @@ class RunSession:
         wall_clock: Callable[[], datetime] = utc_now,
         history: Path | None = None,
         on_warning: Callable[[str], None] | None = None,
+        history_off_loop: bool = False,
     ) -> None:
         self.store = store
         self.history = history
+        #: Whether the history's first and last writes of the run, which wait for a history
+        #: another process holds (up to its busy timeout), run off the event loop: the app's
+        #: screen froze for 5 s when a run started on a locked history.
+        self.history_off_loop = history_off_loop
         self.on_warning = on_warning or (lambda text: log.warning("%s", text))
         self.on_event = on_event
         self.on_long_response = on_long_response
@@ -229,7 +253,12 @@ class RunSession:
             self.started_at = self.wall_clock().isoformat()
         if settings is not None and settings.rate_limits is not None:
             self._note_pacing(settings.rate_limits)
-        self._start_recording(model, settings, prices)
+        if self.history_off_loop and self.history is not None:
+            await _off_loop(lambda: self._start_recording(model, settings, prices))
+        else:
+            self._start_recording(model, settings, prices)
+        if self._recorder is not None:
+            self._next_tick = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
         try:
             self.result = await self.search.run()
         except Exception as error:
@@ -238,7 +267,11 @@ class RunSession:
         except BaseException:  # the process or its task is ending: what finished is kept
             self._abandon()
             raise
-        self._finish_recording(self.result)
+        if self.history_off_loop and self._recorder is not None:
+            recorder, result = self._take_recorder(), self.result
+            await _off_loop(lambda: self._finish_recording(result, recorder))
+        else:
+            self._finish_recording(self.result)
         return self.result
 
     def _note_pacing(self, limits: RateLimits) -> None:
@@ -297,7 +330,6 @@ class RunSession:
             return
         self.run_id = self._recorder.run_id
         self._plan_unrecorded = dynamic
-        self._next_tick = asyncio.get_running_loop().call_later(FLUSH_INTERVAL, self._tick)
 
     def _tick(self) -> None:
         """Every FLUSH_INTERVAL while the run goes: the recorder commits what arrived."""
@@ -351,10 +383,11 @@ class RunSession:
             self._next_tick.cancel()
         return recorder
 
-    def _finish_recording(self, result: SearchResult) -> None:
+    def _finish_recording(self, result: SearchResult, recorder: RunRecorder | None = None) -> None:
+        """`recorder`: the run's, taken from it on the loop (this may run off it)."""
         if self.finished_at is None:
             self.finished_at = self.wall_clock().isoformat()
-        recorder = self._take_recorder()
+        recorder = recorder or self._take_recorder()
         if recorder is None:
             return
         recorder.finish(result, self.finished_at)

@@ -428,6 +428,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             wall_clock=self.wall_clock,
             history=self.settings.history,
             on_warning=self._history_warning,
+            history_off_loop=True,
         )
         run.on_plan = poster  # dynamic selection's plan, in order with the events around it
         self.run_worker(self._run(run, request, self.model_kind), name="global-search", group="run", exit_on_error=False)

@@ -222,7 +222,7 @@ class RunHistoryActions:
         poster = self._event_poster()
         session: dict[str, Any] = dict(
             on_event=poster, on_long_response=self.spill.add, cancel=self.cancel_event,
-            clock=self.clock, wall_clock=self.wall_clock, on_warning=self._history_warning,
+            clock=self.clock, wall_clock=self.wall_clock, on_warning=self._history_warning, history_off_loop=True,
         )
         run: RunSession | None = None
         try:

@@ -63,6 +63,35 @@ async def test_the_app_and_a_cli_write_one_history_at_once(store: Path, tmp_path
     assert stored.result == app.run_state.result  # the app's run, as it ended, is in the history
 
 
+
+async def test_a_locked_history_does_not_freeze_the_screen(store: Path, tmp_path: Path) -> None:
+    """Another process holding the history: the run's first write waited out the busy
+    timeout (5 s) on the app's loop, which drew nothing and took no key meanwhile (found by
+    a probe). The run goes on, unrecorded, with the warning."""
+    import sqlite3
+    import time
+
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(slow) as server:
+        app = make_app(store, server.base_url, options=OPTIONS, history=history)
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            lock = sqlite3.connect(history, timeout=0, isolation_level=None)
+            lock.execute("BEGIN EXCLUSIVE")
+            ticks: list[float] = []
+            app.set_interval(0.05, lambda: ticks.append(time.monotonic()))
+            try:
+                await pilot.pause(0.2)
+                await ask(pilot)
+                await pilot.pause(1.5)
+            finally:
+                lock.rollback()
+                lock.close()
+            assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 1.0
+            await wait_finished(pilot)
+            assert app.run_state.result is not None and app.run_state.result.status == "completed"
+
 async def test_a_run_the_app_quits_in_the_middle_of_is_recorded_interrupted(store: Path, tmp_path: Path) -> None:
     history = tmp_path / "history.db"
     release = threading.Event()

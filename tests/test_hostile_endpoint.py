@@ -415,3 +415,22 @@ def test_the_base_url_query_string_stays_after_the_endpoint_path(store: Path) ->
     assert paths == [("GET", "/v1/models?api-version=2024-01-01")] + [
         ("POST", "/v1/chat/completions?api-version=2024-01-01")
     ] * 4
+
+
+def test_a_credential_in_the_base_url_query_string_is_not_recorded(store: Path, tmp_path: Path) -> None:
+    """`?key=...` was kept in the history's model settings, plain, while every output left
+    it out (found by a probe). The history keeps the rest of the query; a re-run sends that."""
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)},
+                      reduce=reduce_reply("The port authority."))
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(script) as server:
+        url = server.base_url + "?api-version=2024-01-01&key=sk-SECRET-QS&access_token=SECRET-TOKEN"
+        run = run_cli("query", str(store), QUESTION, "--base-url", url, "--model", "m1", *ONE_BATCH_EACH, "--json",
+                      "--history", str(history))
+        assert run.code == 0, run.stderr
+        recorded = b"".join(path.read_bytes() for path in tmp_path.iterdir() if path.name.startswith("history.db"))
+        assert b"SECRET" not in recorded and b"api-version=2024-01-01" in recorded
+        again = run_cli("rerun", run.json["run_id"], "--all", "--history", str(history), "--json")
+        assert again.code == 0, again.stderr
+        paths = {r.path for r in server.requests[5:] if r.method == "POST"}
+    assert paths == {"/v1/chat/completions?api-version=2024-01-01"}

@@ -26,6 +26,12 @@ from graphrag_tui.store.pg_dialect import UnportableSQL, to_postgres
     ("POSTGRESQL://u:p@h/d?sslmode=require&password=zz", "postgresql://u:***@h/d?sslmode=require&password=***"),
     ("postgresql://[::1]:5432/d", "postgresql://[::1]:5432/d"),
     ("postgresql://h/d?user=carol&password=pw", "postgresql://carol:***@h/d?password=***"),
+    # libpq takes the query's host, port and dbname over the URL's own: a re-run of the
+    # recorded URL went to the host libpq never used (found by a probe)
+    ("postgresql://leaky@no-such-host.invalid:45705/base?host=127.0.0.1", "postgresql://leaky@127.0.0.1:45705/base"),
+    ("postgresql://u:p@prod.example:1/other?port=45705&dbname=base&host=127.0.0.1&sslmode=disable",
+     "postgresql://u:***@127.0.0.1:45705/base?sslmode=disable"),
+    ("postgresql:///graph?host=/var/run/postgresql", "postgresql:///graph?host=/var/run/postgresql"),
 ])
 def test_a_url_is_shown_masked_in_every_form(given: str, shown: str) -> None:
     location = parse_location(given)

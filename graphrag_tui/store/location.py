@@ -81,16 +81,23 @@ def _masked_url(url: str) -> tuple[str, str]:
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         raise InputError(f"Not a PostgreSQL URL: {mask_url_secrets(mask_urls(url), url)}") from None
-    database = unquote(parts.path.lstrip("/"))
-    user = user or next((v for k, v in query if k == "user"), "")
+    # libpq takes the query's user, host, port and dbname over the URL's own: they are shown
+    # (and recorded) where the URL's would be (`?host=` was dropped, and a re-run went to the other host)
+    given = dict(query)
+    database = given.get("dbname", unquote(parts.path.lstrip("/")))
+    user = given.get("user", user)
     has_password = has_password or any(k.lower() in SECRET_PARAMETERS for k, _ in query)
-    host = host or next((v for k, v in query if k == "host"), "")
+    host = given.get("host", host)
+    port_text = given.get("port", "" if port is None else str(port))
+    moved = {"user", "host", "port", "dbname"}
+    if host.startswith(("/", "@")):  # a socket's folder stays in the query, where a URL can hold it
+        host = ""
+        moved.discard("host")
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address
     userinfo = (user + (f":{MASK}" if has_password else "") + "@") if user or has_password else ""
-    netloc = userinfo + host + (f":{port}" if port is not None else "")
-    shown = [f"{k}={MASK if k.lower() in SECRET_PARAMETERS else v}" for k, v in query
-             if k not in ("user", "host")]
+    netloc = userinfo + host + (f":{port_text}" if port_text else "")
+    shown = [f"{k}={MASK if k.lower() in SECRET_PARAMETERS else v}" for k, v in query if k not in moved]
     masked = f"postgresql://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
     return mask_urls(masked), database
 

@@ -58,7 +58,7 @@ import errno
 import logging
 import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -669,14 +669,15 @@ async def _run_query(
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await models.close()
-    if settings.kind != "extractive" and model_answered(result):  # a note says only what is known
+    if settings.kind != "extractive" and model_answered(result, run.prior):  # a note says only what is known
         _warn(f"note: {model.description} answered")
     return result
 
 
-def model_answered(result: SearchResult) -> bool:
-    """Whether any call to the model came back as a usable reply."""
-    attempts = [a for b in result.batches for a in b.attempts] + result.reduce.attempts
+def model_answered(result: SearchResult, kept: Container[int] = ()) -> bool:
+    """Whether any call this run made came back as a usable reply (`kept`: the batches a
+    re-run or a resume kept from before, answered then)."""
+    attempts = [a for b in result.batches if b.index not in kept for a in b.attempts] + result.reduce.attempts
     return any(a.error_kind is None for a in attempts)
 
 

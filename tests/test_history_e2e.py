@@ -243,6 +243,24 @@ def test_kill_9_at_the_first_map_call_keeps_the_plan_and_resume_sends_every_batc
     assert [b["answer"] for b in resumed.json["batches"]] == [f"{c} says the port authority pays." for c in order]
 
 
+
+def test_a_rerun_whose_every_call_failed_does_not_say_the_model_answered(store: Path, history: Path) -> None:
+    """It said `note: m1 @ ... answered`, counting the batches it kept from its parent (found
+    by a probe); a re-run that got an answer says so."""
+    with ScriptedChatServer(Server(fail={"ns/2"})) as server:
+        parent = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                     "--json")
+        assert parent.code == 0, parent.stderr
+        server.script = lambda request: Reply({"error": "boom"}, status=500)  # Map and Reduce
+        failed = cli(history, "rerun", parent.json["run_id"], "--failed", "--json")
+        server.script = Server()
+        answered = cli(history, "rerun", parent.json["run_id"], "--failed", "--json")
+        where = server.base_url.split("//")[1].split("/")[0]
+    index = next(i for i, batch in enumerate(parent.json["batches"]) if batch["status"] == "failed")
+    assert (failed.json["status"], failed.json["batches"][index]["status"]) == ("failed", "failed")
+    assert "note:" not in failed.stderr, failed.stderr
+    assert f"note: m1 @ {where} answered" in answered.stderr.splitlines(), answered.stderr
+
 def test_rerun_failed_sends_exactly_the_failed_batches_again_and_keeps_the_rest(store: Path, history: Path) -> None:
     before = sha256(store)
     failing = {"ns/2", "ns/5"}

@@ -1347,6 +1347,11 @@ def test_rerun_of_a_run_still_running_in_another_process_is_refused(store: Path,
             assert (rerun.code, rerun.stdout) == (2, "")
             assert rerun.stderr == (f"graphrag-tui: error: run {running[0][0]} is running in another process: "
                                     "re-run it once it has ended\n")
+            # (it advised `rerun`, which refuses it as well)
+            resume = cli(history, "resume", running[0][0])
+            assert (resume.code, resume.stdout) == (2, "")
+            assert resume.stderr == (f"graphrag-tui: error: run {running[0][0]} is running in another process: it "
+                                     "cannot be resumed now\n")
             assert len(server.chat_requests()) == sent
         finally:
             script.release.set()

@@ -128,6 +128,8 @@ def prepare_resume(stored: StoredRun, store: CommunityStore, *, history: Path, *
     """The same run, prepared to go on: the batches that finished (succeeded or failed) are
     kept, the others sent (after any attempts they had made, which stay in their records).
     Only an interrupted or cancelled run can be resumed."""
+    if stored.status == "running":  # (its owner lives: a finished or dead one is not `running` here)
+        raise InputError(f"run {stored.run_id} is running in another process: it cannot be resumed now")
     if stored.status not in RESUMABLE:
         raise InputError(
             f"run {stored.run_id} is {stored.status}: only an interrupted or cancelled run can be resumed "

@@ -123,6 +123,16 @@ def test_a_prefix_with_quotes_backslashes_or_tsquery_operators_is_a_word_on_post
         assert _found(sample_pg.url, query) == harbor != nothing, query
 
 
+
+def test_a_query_the_server_refuses_is_not_a_lost_server(sample_pg: PgDatabase) -> None:
+    """A prefix past PostgreSQL's limit of a word (2,047 characters) was said as `Lost the
+    database server`: the driver counts that limit among its operational errors (found by a
+    probe)."""
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    line = _one_line_error(run_cli("search", sample_pg.url, "a" * 3000 + "*", "--namespace", "harbor-city"),
+                           *sample_pg.passwords)
+    assert line.startswith(f"graphrag-tui: error: Cannot read store {masked}: word is too long in tsquery: ")
+
 # -- the collation ---------------------------------------------------------------------------
 
 #: Ids whose order by code point ("10" < "9" < "B" < "Z" < "_z" < "a") is not en-US's.

@@ -121,12 +121,21 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     return conn  # type: ignore[no-any-return]
 
 
+def server_lost(error: BaseException) -> bool:
+    """Whether a failed statement lost its session: the driver's OperationalError without a
+    server's code, or one of a lost connection or of a server shutting down (the driver counts
+    a limit the server met, `word is too long in tsquery`, as operational too)."""
+    psycopg = driver()
+    code = getattr(error, "sqlstate", None)
+    return isinstance(error, psycopg.OperationalError) and (not code or code.startswith(("08", "57P")))
+
+
 def query_failure(location: PostgresLocation, error: BaseException) -> StoreError:
     """A failed read as one line: a lost server, the statement timeout, or the error."""
     psycopg = driver()
     if isinstance(error, psycopg.errors.QueryCanceled):
         return StoreError(f"Cannot read store {location}: a query ran longer than the "
                           f"statement timeout ({STATEMENT_TIMEOUT_S} s)")
-    if isinstance(error, psycopg.OperationalError):
+    if server_lost(error):
         return StoreError(f"Lost the database server of store {location}: {driver_text(error)}")
     return StoreError(f"Cannot read store {location}: {driver_text(error)}")

@@ -33,7 +33,7 @@ from typing import Any
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
-from graphrag_tui.store.pg_connection import connect, driver, driver_text
+from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
 from graphrag_tui.store.pg_safety import unsafe_relation
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
@@ -170,7 +170,7 @@ class PgWriter:
                     "nothing was written")
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return f"cannot write into {self.location}: {text} (the role needs to write these tables); nothing was written"
-        if isinstance(error, psycopg.OperationalError):
+        if server_lost(error):
             return f"Lost the database server of store {self.location}: {text}; nothing was written"
         return f"cannot write into {self.location}: {text}; nothing was written"
 

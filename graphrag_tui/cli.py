@@ -54,6 +54,7 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
 
 # The other imports come after the hook: Ctrl+C while they load (most of the start-up) is handled.
 import argparse
+import contextlib
 import errno
 import logging
 import signal
@@ -1046,8 +1047,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         raise InputError(f"runs export: {' and '.join(map(path_text, existing))} "
                          f"exist{'s' * (len(existing) == 1)}; nothing is written (--overwrite replaces them)")
     store_location = recorded_store(stored)
-    with open_store(store_location) as store:
-        inputs = [*store_files(store_location), *sqlite_files(history.path)]
+    inputs = [*store_files(store_location), *sqlite_files(history.path)]
+    with contextlib.ExitStack() as stack:
+        try:
+            store = stack.enter_context(open_store(store_location))
+        except InputError as error:  # moved or deleted since: the run itself is all in the history
+            _warn(f"note: {error}: the report names the communities without their text")
+            store = None
         json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs,
                                           info=recorded_run_info(stored))
     _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")

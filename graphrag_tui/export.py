@@ -201,10 +201,11 @@ def _selection(result: SearchResult) -> list[str]:
     return [*out, ""]
 
 
-def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo | None = None) -> str:
+def markdown_report(result: SearchResult, store: CommunityStore | None, info: RunInfo | None = None) -> str:
     """A readable provenance report: the run, the answer -> selected Map answers -> each
     community they rest on, once -> its claims -> the source text they cite; and each
-    failed batch with its errors."""
+    failed batch with its errors. Without the store (a recorded run's, moved or deleted
+    since), the communities are named only."""
     out = [f"# {_inline(result.query) or '(empty question)'}", "", "## Run", ""]
     out += _run_lines(result, info)
     out += ["", "## Answer", ""]
@@ -227,13 +228,16 @@ def markdown_report(result: SearchResult, store: CommunityStore, info: RunInfo |
     cited = list(dict.fromkeys(cid for selected in result.selected_map_answers for cid in selected.community_ids))
     if cited:
         out += ["## Communities", ""]
-        for community_id in cited:
+        if store is None:
+            out += ["_The run's store was not at hand when this report was written: its communities' summaries, "
+                    "claims and sources are not shown._", "", *(f"- {_inline(cid)}" for cid in cited), ""]
+        for community_id in cited if store is not None else ():
             out += _community_section(community_id, store.community(community_id))
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def write_export(
-    result: SearchResult, store: CommunityStore, path: str | Path, *, inputs: Iterable[Path] = (),
+    result: SearchResult, store: CommunityStore | None, path: str | Path, *, inputs: Iterable[Path] = (),
     info: RunInfo | None = None
 ) -> tuple[Path, Path]:
     """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report), by the rules

@@ -649,6 +649,27 @@ def test_an_unknown_run_id_is_one_line_and_exit_2(store: Path, history: Path, co
                          f"in the run history {history}\n"
 
 
+
+def test_runs_export_of_a_run_whose_store_is_gone_names_its_communities(store: Path, history: Path,
+                                                                        tmp_path: Path) -> None:
+    """It was exit 2, `Store not found`, and nothing written, though the whole run is in the
+    history (found by a probe)."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    store.rename(tmp_path / "moved.db")
+    exported = cli(history, "runs", "export", run.json["run_id"], str(tmp_path / "report"))
+    assert exported.code == 0, exported.stderr
+    assert exported.stdout == f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.md'}\n"
+    assert exported.stderr.startswith("note: ") and exported.stderr.count("\n") == 1
+    assert exported.stderr.endswith(": the report names the communities without their text\n")
+    cited = list(dict.fromkeys(c for answer in run.json["selected_map_answers"] for c in answer["community_ids"]))
+    assert cited
+    report = (tmp_path / "report.md").read_text()
+    assert report.endswith("## Communities\n\n_The run's store was not at hand when this report was written: its "
+                           "communities' summaries, claims and sources are not shown._\n\n"
+                           + "".join(f"- {c}\n" for c in cited))
+
 def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Path, history: Path, tmp_path: Path) -> None:
     with ScriptedChatServer(Server()) as server:
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,

@@ -1022,7 +1022,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print_runs(runs, history.succeeded_batches(r.run_id for r in runs))
         return 0
     if args.runs_command == "delete":
-        _say(f"deleted run {history.delete(args.run)}")
+        _say(f"deleted run {one_line(history.delete(args.run))}")
         return 0
     stored = history.load(args.run)
     if args.runs_command == "show":

@@ -670,6 +670,27 @@ def test_runs_export_of_a_run_whose_store_is_gone_names_its_communities(store: P
                            "communities' summaries, claims and sources are not shown._\n\n"
                            + "".join(f"- {c}\n" for c in cited))
 
+
+def test_a_run_whose_id_no_run_can_have_can_be_deleted(store: Path, history: Path) -> None:
+    """An edited file's run with an id like `../../x y` was listed as unreadable, and `runs
+    delete` refused it as unknown: only sqlite3 could remove it (found by a probe)."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    odd = "../../x y\x1b[2J"
+    for table in ("runs", "run_plans", "batch_records"):
+        db = sqlite3.connect(history)
+        db.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", (odd, run.json["run_id"]))
+        db.commit()
+        db.close()
+    listed = cli(history, "runs")
+    assert (listed.code, listed.stdout) == (0, "no recorded runs\n") and listed.stderr.startswith("warning: 1 run ")
+    deleted = cli(history, "runs", "delete", odd)
+    assert (deleted.code, deleted.stdout, deleted.stderr) == (0, "deleted run ../../x y␛[2J\n", "")
+    assert rows(history, "SELECT count(*) FROM runs") == [(0,)]
+    assert cli(history, "runs", "delete", "../other").stderr == (
+        f"graphrag-tui: error: no run '../other' in the run history {history}\n")
+
 def test_runs_export_writes_the_apps_files_and_delete_removes_the_run(store: Path, history: Path, tmp_path: Path) -> None:
     with ScriptedChatServer(Server()) as server:
         run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,

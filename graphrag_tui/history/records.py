@@ -219,8 +219,11 @@ class RunHistory:
         return found
 
     def resolve(self, connection: sqlite3.Connection, run: str) -> str:
-        """The run id a user typed (an id, or a unique prefix of one)."""
+        """The run id a user typed (an id, or a unique prefix of one; or, exactly, an id no
+        run can have, which an edited file holds: such a run can still be deleted)."""
         if not RUN_ID_PATTERN.fullmatch(run):
+            if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (run,)).fetchone() is not None:
+                return run
             raise UnknownRun(f"no run {run!r} in the run history {self.path}")
         ids = [r for (r,) in connection.execute(
             "SELECT run_id FROM runs WHERE run_id >= ? AND run_id < ? ORDER BY run_id LIMIT 2", (run, run + "~"))]

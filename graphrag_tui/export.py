@@ -231,8 +231,9 @@ def markdown_report(result: SearchResult, store: CommunityStore | None, info: Ru
         if store is None:
             out += ["_The run's store was not at hand when this report was written: its communities' summaries, "
                     "claims and sources are not shown._", "", *(f"- {_inline(cid)}" for cid in cited), ""]
-        for community_id in cited if store is not None else ():
-            out += _community_section(community_id, store.community(community_id))
+        else:
+            for community_id in cited:
+                out += _community_section(community_id, store.community(community_id))
     return "\n".join(out).rstrip("\n") + "\n"
 
 

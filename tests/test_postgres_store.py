@@ -199,8 +199,18 @@ _UNSAFE = {
                           "Not a community store: {url}: rag_entities is a materialized view, whose SQL would run on "
                           "every read"),
     "row-security": ((_EVIL, "ALTER TABLE rag_claims ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON rag_claims USING (evil())"),
-                     "Not a community store: {url}: rag_claims has row-level security whose policies call functions "
-                     "of the database's own, whose SQL would run on every read"),
+                     "Not a community store: {url}: rag_claims has row-level security for this role, whose SQL would "
+                     "run on every read"),
+    # (a policy of PostgreSQL's own functions runs any SQL too)
+    "row-security-builtin": (("ALTER TABLE rag_entities ENABLE ROW LEVEL SECURITY",
+                              "CREATE POLICY p ON rag_entities USING (query_to_xml('SELECT 1', true, true, '') IS NOT NULL)"),
+                             "Not a community store: {url}: rag_entities has row-level security for this role, whose SQL "
+                             "would run on every read"),
+    # a read of a table reads the tables that inherit from it
+    "inherited": (("CREATE TABLE claims_archive () INHERITS (rag_claims)", "GRANT SELECT ON claims_archive TO PUBLIC",
+                   "ALTER TABLE claims_archive ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON claims_archive USING (true)"),
+                  "Not a community store: {url}: claims_archive has row-level security for this role, whose SQL would "
+                  "run on every read"),
     "collation": (("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
                    "ALTER TABLE rag_entities ALTER COLUMN namespace TYPE text COLLATE ci"),
                   "Not a community store: {url}: rag_entities.namespace compares text with a nondeterministic "

@@ -254,7 +254,11 @@ class RunSession:
         if settings is not None and settings.rate_limits is not None:
             self._note_pacing(settings.rate_limits)
         if self.history_off_loop and self.history is not None:
-            await _off_loop(lambda: self._start_recording(model, settings, prices))
+            try:
+                await _off_loop(lambda: self._start_recording(model, settings, prices))
+            except asyncio.CancelledError:  # (the write went on: its run is interrupted, not left running)
+                self._abandon()
+                raise
         else:
             self._start_recording(model, settings, prices)
         if self._recorder is not None:

@@ -2,10 +2,12 @@
 reads would run SQL of the database's own, or that compares its text otherwise than by
 code point.
 
-- A `rag_` relation that is not a table (a view, a materialized view, a foreign table), or
-  row-level security for the role whose policies call functions of the database's own: a
-  view's function set `default_transaction_read_only` and `statement_timeout` off for the
-  session, then wrote and slept as it was read (the read-only session wrote).
+- A `rag_` relation, or one that inherits from it (a read of the table reads it too), that
+  is not a table (a view, a materialized view, a foreign table), or has row-level security
+  for the role (a policy may run any SQL, through a domain's CHECK, a view, or
+  `query_to_xml`): a view's function set `default_transaction_read_only` and
+  `statement_timeout` off for the session, then wrote and slept as it was read (the
+  read-only session wrote).
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -21,29 +23,26 @@ from typing import Any
 from graphrag_tui.store.schema import TABLES
 
 _STORE = """
-WITH store AS (SELECT c.oid, c.relname, c.relkind FROM pg_catalog.pg_class AS c
-               WHERE c.relnamespace = CAST(pg_catalog.current_schema() AS regnamespace) AND c.relname = ANY(%s))
+WITH RECURSIVE store(oid) AS (
+    SELECT c.oid FROM pg_catalog.pg_class AS c
+    WHERE c.relnamespace = CAST(pg_catalog.current_schema() AS regnamespace) AND c.relname = ANY(%s)
+    UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i JOIN store AS s ON i.inhparent = s.oid
+)
 """
-#: The first relation that runs the database's own SQL as it is read, and how.
+#: The first of the store's tables, or of the tables that inherit from them (a read of the
+#: table reads those too), that runs the database's own SQL as it is read, and how.
 _RUNS_SQL = _STORE + """
-SELECT relname, CASE relkind WHEN 'v' THEN 'is a view' WHEN 'm' THEN 'is a materialized view'
-                            WHEN 'f' THEN 'is a foreign table' ELSE 'is not a table' END
-FROM store WHERE relkind NOT IN ('r', 'p')
-UNION ALL
-SELECT s.relname, 'has row-level security whose policies call functions of the database''s own'
-FROM store AS s
-WHERE pg_catalog.row_security_active(s.oid) AND EXISTS (
-    SELECT 1 FROM pg_catalog.pg_policy AS p
-    JOIN pg_catalog.pg_depend AS d ON d.classid = 'pg_catalog.pg_policy'::regclass AND d.objid = p.oid
-    LEFT JOIN pg_catalog.pg_proc AS f ON d.refclassid = 'pg_catalog.pg_proc'::regclass AND f.oid = d.refobjid
-    LEFT JOIN pg_catalog.pg_operator AS o ON d.refclassid = 'pg_catalog.pg_operator'::regclass AND o.oid = d.refobjid
-    WHERE p.polrelid = s.oid
-      AND coalesce(f.pronamespace, o.oprnamespace) <> 'pg_catalog'::regnamespace)
-LIMIT 1
+SELECT c.relname, CASE
+    WHEN c.relkind = 'v' THEN 'is a view' WHEN c.relkind = 'm' THEN 'is a materialized view'
+    WHEN c.relkind = 'f' THEN 'is a foreign table' WHEN c.relkind NOT IN ('r', 'p') THEN 'is not a table'
+    ELSE 'has row-level security for this role' END
+FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
+WHERE c.relkind NOT IN ('r', 'p') OR pg_catalog.row_security_active(c.oid)
+ORDER BY c.relname LIMIT 1
 """
 #: The first column whose collation is nondeterministic (PostgreSQL 12 and later have them).
 _UNORDERED = _STORE + """
-SELECT s.relname || '.' || a.attname FROM store AS s
+SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
 JOIN pg_catalog.pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_catalog.pg_collation AS co ON co.oid = a.attcollation
 WHERE NOT co.collisdeterministic

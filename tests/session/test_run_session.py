@@ -110,3 +110,34 @@ def test_a_run_that_broke_before_its_plan_ends_failed_with_the_request(store: Co
     result = run.failed(OSError(24, "Too many open files"), request(namespace="ns"))
     assert (result.status, result.namespace, result.batch_count) == ("failed", "ns", 0)
     assert result.error == "internal error: OSError: [Errno 24] Too many open files; the run stopped there"
+
+
+def test_a_run_cancelled_while_its_first_history_write_waits_off_the_loop_is_interrupted(tmp_path: Path) -> None:
+    """The app quitting while the history was held: the write went on off the loop after the
+    run was cancelled, and the run stayed `running`, its recorder open (found by a probe)."""
+    import sqlite3
+    import threading
+
+    from graphrag_tui.history.database import connect
+
+    history = tmp_path / "history.db"
+    connect(history).close()
+    with CommunityStore.open(three_leaves(tmp_path / "s.db")) as store:
+        run = RunSession(store, history=history, history_off_loop=True)
+        run.prepare(SearchRequest("Who?", None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+        holder = sqlite3.connect(history, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN EXCLUSIVE")
+
+        async def quit_while_held() -> None:
+            task = asyncio.create_task(run.run(ExtractiveModel(), timeout=10))
+            await asyncio.sleep(0.3)  # the first write waits for the held history
+            threading.Timer(0.3, holder.rollback).start()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(quit_while_held())
+        holder.close()
+    db = sqlite3.connect(history)
+    assert db.execute("SELECT run_id, status, owner FROM runs").fetchall() == [(run.run_id, "interrupted", None)]

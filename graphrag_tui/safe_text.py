@@ -21,11 +21,13 @@ _TABLE.update({code: "\ufffd" for code in range(0x80, 0xA0)})
 for _code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C, 0x2028, 0x2029):
     _TABLE[_code] = None
 _TABLE.update({code: "\ufffd" for code in range(0xD800, 0xE000)})
-# Invisible format characters are shown as their code point: two ids that differ by a zero-width
-# space looked the same, and tag characters (U+E0000-E007F) carry text that a model reads
-# and a reader does not see. The joiners (U+200C, U+200D) stay: scripts and emoji need them.
-INVISIBLE = (0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070), 0xFEFF, *range(0x1D173, 0x1D17B),
-             *range(0xE0000, 0xE0080))
+# Invisible characters are shown as their code point: two ids that differ by a zero-width
+# space (or a Hangul filler) looked the same, and tag characters (U+E0000-E007F) and the
+# variation selectors' supplement carry text that a model reads and a reader does not see.
+# The joiners (U+200C, U+200D), the variation selectors of emoji (U+FE00-FE0F), the soft
+# hyphen and Mongolian's selectors stay: text needs them.
+INVISIBLE = (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070),
+             0x3164, 0xFEFF, 0xFFA0, *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE0080), *range(0xE0100, 0xE01F0))
 _TABLE.update({code: f"\u27e8U+{code:04X}\u27e9" for code in INVISIBLE})
 
 

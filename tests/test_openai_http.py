@@ -404,6 +404,16 @@ def test_a_key_with_a_percent_sign_and_a_backslash_is_masked_with_or_without_inv
     assert mask_key(f"<{key}> <{key[:3]}\u200b{key[3:]}>", pattern) == "<***> <***>"
 
 
+@pytest.mark.parametrize("filler", ["\x1b(B", "\x1b7", "\x1bM", "\x1bPq#0\x1b\\", "&#x0;", "&#0;", "&#x00;", "\ufffd",
+                                    "\x00", "\x1b[0m", "\x1b]0;t\x07"])
+def test_a_key_with_escape_sequences_nuls_or_replacement_characters_between_its_characters_is_masked(
+        filler: str) -> None:
+    """Two-character and DCS escape sequences (`tput sgr0` writes ESC ( B), HTML's `&#x0;`
+    and U+FFFD (an undecodable byte) between the key's characters left it readable (found
+    by a re-probe)."""
+    assert mask_key(f"key: {filler.join(KEY)}.", key_pattern(KEY)) == "key: ***."
+
+
 def test_a_key_split_by_invisible_characters_as_the_terminal_cleaning_shows_them_is_masked() -> None:
     from graphrag_tui.safe_text import clean
 

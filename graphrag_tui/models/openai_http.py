@@ -114,20 +114,22 @@ for _name, _value in sorted(html5.items(), key=lambda item: -len(item[0])):  # (
 #: numeric reference of anything outside printable ASCII; or an HTML named reference of an
 #: invisible character (`&ZeroWidthSpace;`); or an invisible character as the terminal
 #: cleaning shows it (`⟨U+200B⟩`, safe_text); or a control character (a body in UTF-16 has a
-#: NUL between the key's characters; the cleaning shows them as `␀`), an ANSI escape
-#: sequence whole, or the symbol the cleaning shows for one. The escaped forms take in more than the
+#: NUL between the key's characters; the cleaning shows them as `␀`), an escape sequence
+#: whole (CSI, OSC, DCS, `ESC ( B`), the symbol the cleaning shows for one, or U+FFFD (what
+#: an undecodable byte becomes). The escaped forms take in more than the
 #: invisible ones: masking a little more than the key costs nothing. (An escape is matched
 #: from the first backslash of its run, so a run of backslashes costs linear time.)
 _HIDDEN = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2400-\u2426]|"
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]*[0-~]"
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2400-\u2426\ufffd]|"
     "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _INVISIBLE_RANGES) + "]"
     r"|\\(?<!\\\\)\\*U(?!000000(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{8}"
     r"|\\(?<!\\\\)\\*[uU](?!00(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]))[0-9a-fA-F]{4}"
     r"|\\(?<!\\\\)\\*[xX](?:[01][0-9a-fA-F]|7[fF]|[89a-fA-F][0-9a-fA-F])"
     r"|\\(?<!\\\\)\\*(?!0(?:4[1-7]|[5-7][0-7])|1(?:[0-6][0-7]|7[0-6]))[0-3][0-7]{2}"
     r"|%(?:25)*(?:[01][0-9a-fA-F]|20|7[fF]|[89a-fA-F][0-9a-fA-F])"
-    r"|&#[xX]0*+(?!(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E])(?![0-9a-fA-F]))[0-9a-fA-F]{1,6};?"
-    r"|&#0*+(?!(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?![0-9]))[0-9]{1,7};?"
+    r"|&#[xX](?:0*+(?!(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E])(?![0-9a-fA-F]))[0-9a-fA-F]{1,6}|0+);?"
+    r"|&#(?:0*+(?!(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6])(?![0-9]))[0-9]{1,7}|0+);?"
     "|&(?:" + "|".join(name for ch in sorted(_INVISIBLE) for name in _HTML_NAMES.get(ch, ())) + ")"
     "|\u27e8U\\+[0-9A-F]{4,5}\u27e9"
 )
@@ -389,7 +391,7 @@ def _has_default_capath() -> bool:
 
 #: What the escaped forms of a secret are written with: \\uXXXX, \\xXX, %XX and HTML's `&#x2f;`,
 #: `&#47;` and named references (letters).
-_FORM_CHARS = frozenset("\\%&#;[]?" + string.ascii_letters + string.digits
+_FORM_CHARS = frozenset(string.punctuation + string.ascii_letters + string.digits + "\ufffd"
                         + "".join(map(chr, (*range(0x20), *range(0x7F, 0xA0), *range(0x2400, 0x2427)))))
 
 

@@ -64,6 +64,8 @@ CSI = re.compile(r"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]")
         # invisible: ids that differ by one looked the same; tag characters hide text from the reader
         ("ns/\u200b1 \ufeffa\u2060b", "ns/⟨U+200B⟩1 ⟨U+FEFF⟩a⟨U+2060⟩b"),
         ("hi\U000E0041\U000E007F", "hi⟨U+E0041⟩⟨U+E007F⟩"),
+        ("id\u3164 \u115f\U000E0100x", "id⟨U+3164⟩ ⟨U+115F⟩⟨U+E0100⟩x"),
+        ("❤\ufe0f soft\u00adhyphen", "❤\ufe0f soft\u00adhyphen"),
         ("zwj \u200d zwnj \u200c 👩\u200d💻", "zwj \u200d zwnj \u200c 👩\u200d💻"),
         ("中文 é ✓ ␛ literal", "中文 é ✓ ␛ literal"),
         (EVIL, EVIL_SHOWN),

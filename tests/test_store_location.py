@@ -94,3 +94,24 @@ def test_the_dialect_rewrites_the_sqlite_idioms() -> None:
 def test_the_dialect_refuses_what_it_cannot_rewrite(sql: str) -> None:
     with pytest.raises(UnportableSQL):
         to_postgres(sql)
+
+
+@pytest.mark.parametrize("given", [
+    "postgresql://h/db?user=myuser%40myserver", "postgresql://myuser%40myserver:pw@h/db",
+    "postgresql://u@h/x?dbname=a%3Fsslmode%3Ddisable", "postgresql://u@h/db?application_name=x%26sslmode%3Ddisable",
+    "postgresql://u@h/db?host=a,b&port=1,2", "postgresql:///db?host=%2Fsock%20dir",
+    "postgresql://u@h/db?options=-c%20search_path%3Dother", "postgresql://u@h/db?host=fe80::1%25eth0",
+    "postgresql://u:p@[::1]:5432/d?sslmode=require",
+])
+def test_the_recorded_url_reads_back_as_the_same_connection(given: str) -> None:
+    """Its parts were written back decoded: `user=myuser%40myserver` became a URL no parser
+    takes, an encoded `?` in the database name added `sslmode=disable` to a re-run, a list
+    of hosts changed (found by a re-probe)."""
+    psycopg = pytest.importorskip("psycopg")
+
+    def connection(url: str) -> dict[str, str]:
+        return {k: v for k, v in psycopg.conninfo.conninfo_to_dict(url).items() if k != "password"}
+
+    recorded = store_identity(parse_location(given))
+    assert "pw" not in recorded and "p@" not in recorded
+    assert connection(parse_location(recorded).url) == connection(given)

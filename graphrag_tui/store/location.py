@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.output_paths import sqlite_files
@@ -69,6 +69,10 @@ def _check_unambiguous(url: str) -> None:
             "or ~/.pgpass")
 
 
+#: What a query's values may hold unencoded (a socket's folder, a list of hosts, an address).
+_QUERY_SAFE = "/:@,"
+
+
 def _masked_url(url: str) -> tuple[str, str]:
     """(the URL masked as postgresql://user:***@host:port/db, the database name)."""
     _check_unambiguous(url)
@@ -90,15 +94,17 @@ def _masked_url(url: str) -> tuple[str, str]:
     host = given.get("host", host)
     port_text = given.get("port", "" if port is None else str(port))
     moved = {"user", "host", "port", "dbname"}
-    if host.startswith(("/", "@")):  # a socket's folder stays in the query, where a URL can hold it
-        host = ""
-        moved.discard("host")
+    if host.startswith(("/", "@")) or "," in host + port_text:  # a socket's folder, several hosts:
+        host, port_text = "", ""  # (they stay in the query, where a URL can hold them)
+        moved -= {"host", "port"}
     if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address
-    userinfo = (user + (f":{MASK}" if has_password else "") + "@") if user or has_password else ""
-    netloc = userinfo + host + (f":{port_text}" if port_text else "")
-    shown = [f"{k}={MASK if k.lower() in SECRET_PARAMETERS else v}" for k, v in query if k not in moved]
-    masked = f"postgresql://{netloc}/{database}" + ("?" + "&".join(shown) if shown else "")
+        host = f"[{quote(host, safe=':')}]"  # an IPv6 address (its zone's `%` encoded)
+    # each part encoded again, so that what is recorded reads back as the same connection
+    userinfo = (quote(user, safe="") + (f":{MASK}" if has_password else "") + "@") if user or has_password else ""
+    netloc = userinfo + host + (f":{quote(port_text, safe='')}" if port_text else "")
+    shown = [f"{quote(k, safe=_QUERY_SAFE)}={MASK if k.lower() in SECRET_PARAMETERS else quote(v, safe=_QUERY_SAFE)}"
+             for k, v in query if k not in moved]
+    masked = f"postgresql://{netloc}/{quote(database, safe='')}" + ("?" + "&".join(shown) if shown else "")
     return mask_urls(masked), database
 
 

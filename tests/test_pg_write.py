@@ -416,3 +416,50 @@ def test_a_destination_that_compares_namespaces_without_case_is_refused_untouche
                           "code point; nothing was written\n")
     assert pg_counts(pg_database) == before
     assert pg_rows(pg_database, "SELECT DISTINCT namespace FROM rag_claims") == [("HARBOR-CITY",)]
+
+
+_LOG = ("CREATE TABLE evil_log (n int)",
+        "CREATE FUNCTION logit() RETURNS boolean LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (1); "
+        "RETURN true; END'",
+        "CREATE FUNCTION logtext(text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN $1; END'")
+#: Destinations whose writes would run the database's own code: (setup SQL, the refusal).
+_RUNS_OWN_CODE = {
+    "check": (("ALTER TABLE rag_claims ADD CONSTRAINT c CHECK (logit())",),
+              "rag_claims has a CHECK constraint that runs the database's own code as rows are written"),
+    "check-builtin": (("ALTER TABLE rag_entities ADD CONSTRAINT c CHECK (query_to_xml('SELECT 1', true, true, '') "
+                       "IS NOT NULL)",),
+                      "rag_entities has a CHECK constraint that runs the database's own code as rows are written"),
+    "default": (("ALTER TABLE rag_parents ADD COLUMN audit boolean DEFAULT logit()",),
+                "rag_parents has a column default that runs the database's own code as rows are written"),
+    "index": (("CREATE INDEX logged ON rag_children (logtext(content))",),
+              "rag_children has an index that runs the database's own code as rows are written"),
+    "domain": (("CREATE DOMAIN logged AS text CHECK (logtext(VALUE) IS NOT NULL)",
+                "ALTER TABLE rag_community_summaries ALTER COLUMN community_name TYPE logged"),
+               "rag_community_summaries has a column of a domain type that runs the database's own code as rows are "
+               "written"),
+    "cascade": (("CREATE TABLE notes (entity_id text REFERENCES rag_entities (id) ON DELETE CASCADE)",
+                 "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (2); "
+                 "RETURN OLD; END'",
+                 "CREATE TRIGGER quiet BEFORE DELETE ON notes FOR EACH ROW EXECUTE FUNCTION quiet()"),
+                "notes has triggers, which would change what is written or deleted"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_RUNS_OWN_CODE))
+def test_a_destination_whose_writes_would_run_its_own_code_is_refused_untouched(
+        pg_database: PgDatabase, kind: str) -> None:
+    """A CHECK, a default, an index expression, a domain's CHECK, or a trigger on a table a
+    DELETE cascades into, ran the database's own code as the writing role (found by a
+    re-probe)."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    setup, problem = _RUNS_OWN_CODE[kind]
+    with pg_database.admin_connect() as conn:
+        for statement in (*_LOG, *setup):
+            conn.execute(statement)
+    before, logged = pg_counts(pg_database), pg_rows(pg_database, "SELECT count(*) FROM evil_log")
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: {problem} (write into "
+                          "another database); nothing was written\n")
+    assert pg_counts(pg_database) == before
+    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == logged  # (the setup's own checks ran it)

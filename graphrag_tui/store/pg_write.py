@@ -25,6 +25,7 @@ WriteInterrupted.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -66,18 +67,25 @@ OPTIONAL_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
 #: The temporary table's column types where not text.
 _STAGE_TYPES = {"level": "integer", "members": "text[]", "rank": "real"}
 _STAGE = "grt_stage"
-#: The store's tables whose rows a write would not simply put or delete, and why: a view or
-#: a foreign table (the rows go elsewhere), a trigger or a rule (a BEFORE INSERT trigger that
-#: returns NULL, or DO INSTEAD NOTHING, dropped every row after the namespace was deleted),
-#: row-level security that applies to the role (a DELETE leaves the rows it hides), on the
-#: table or on a table that inherits from it (a DELETE reaches those too). Foreign keys are
-#: triggers of PostgreSQL's own (`tgisinternal`).
-_WRITES_ELSEWHERE = """
+#: The tables a write reaches: the store's, those that inherit from them (a DELETE reaches
+#: those too) and those whose foreign keys a DELETE cascades into (graphrag-ts's
+#: rag_graph_edges).
+_WRITTEN = """
 WITH RECURSIVE written(oid) AS (
     SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname = current_schema() AND c.relname = ANY(%s)
-    UNION SELECT i.inhrelid FROM pg_inherits i JOIN written w ON i.inhparent = w.oid
+    UNION SELECT r.child FROM written w JOIN (
+        SELECT inhparent AS parent, inhrelid AS child FROM pg_inherits
+        UNION ALL SELECT confrelid, conrelid FROM pg_constraint WHERE contype = 'f' AND confdeltype IN ('c', 'n', 'd')
+    ) AS r ON r.parent = w.oid
 )
+"""
+#: Why a write would not simply put or delete the rows: a view or a foreign table (the rows go
+#: elsewhere), a trigger or a rule (a BEFORE INSERT trigger that returns NULL, or DO INSTEAD
+#: NOTHING, dropped every row after the namespace was deleted), row-level security that
+#: applies to the role (a DELETE leaves the rows it hides). Foreign keys are triggers of
+#: PostgreSQL's own (`tgisinternal`).
+_WRITES_ELSEWHERE = _WRITTEN + """
 SELECT c.relname, CASE
     WHEN c.relkind NOT IN ('r', 'p') THEN 'is not a table'
     WHEN EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) THEN 'has triggers'
@@ -92,6 +100,45 @@ WHERE c.relkind NOT IN ('r', 'p')
 ORDER BY c.relname
 LIMIT 1
 """
+#: What would run the database's own code as rows are written: a CHECK constraint, a column
+#: default or an index that calls a function or an operator of its own (PostgreSQL records
+#: those, not its own ones: `_CALLS` reads the expressions for those), and a column of a
+#: domain (its CHECK runs as well).
+_RUNS_OWN_CODE = _WRITTEN + """
+, parts(relid, classid, objid, what) AS (
+    SELECT conrelid, 'pg_constraint'::regclass, oid, 'a CHECK constraint' FROM pg_constraint
+    WHERE contype = 'c' AND conrelid IN (SELECT oid FROM written)
+    UNION ALL SELECT adrelid, 'pg_attrdef'::regclass, oid, 'a column default' FROM pg_attrdef
+    WHERE adrelid IN (SELECT oid FROM written)
+    UNION ALL SELECT indrelid, 'pg_class'::regclass, indexrelid, 'an index' FROM pg_index
+    WHERE indrelid IN (SELECT oid FROM written)
+)
+SELECT c.relname, p.what FROM parts p
+JOIN pg_depend d ON d.classid = p.classid AND d.objid = p.objid
+LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
+LEFT JOIN pg_proc f ON f.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid ELSE o.oprcode END
+JOIN pg_class c ON c.oid = p.relid
+WHERE f.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace
+UNION ALL
+SELECT c.relname, 'a column of a domain type' FROM written w JOIN pg_class c ON c.oid = w.oid
+JOIN pg_attribute a ON a.attrelid = w.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_type t ON t.oid = a.atttypid
+WHERE t.typtype = 'd'
+LIMIT 1
+"""
+#: The CHECK constraints and column defaults of the tables written, as PostgreSQL prints them.
+_EXPRESSIONS = _WRITTEN + """
+SELECT c.relname, 'a CHECK constraint', pg_get_constraintdef(k.oid) FROM pg_constraint k
+JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'c' AND k.conrelid IN (SELECT oid FROM written)
+UNION ALL
+SELECT c.relname, 'a column default', pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
+JOIN pg_class c ON c.oid = d.adrelid WHERE d.adrelid IN (SELECT oid FROM written)
+"""
+#: A function called in such an expression (one of PostgreSQL's may run any SQL: `query_to_xml`).
+_CALL = re.compile(r"\b(\w+)\s*\(")
+#: The calls a default may make: the clocks, a sequence's next value, a random id.
+_DEFAULT_CALLS = frozenset({"now", "clock_timestamp", "statement_timestamp", "transaction_timestamp", "nextval",
+                            "gen_random_uuid"})
 #: Seconds between two looks at `interrupted` while the write goes on.
 INTERRUPT_POLL_S = 0.1
 #: Seconds a cancel request may take to reach the server.
@@ -211,6 +258,12 @@ class PgWriter:
         for table, problem in self._conn.execute(_WRITES_ELSEWHERE, (list(TABLES),)):
             raise StoreError(f"cannot write into {self.location}: {table} {problem}, which would change what is "
                              "written or deleted (write into another database); nothing was written")
+        found = list(self._conn.execute(_RUNS_OWN_CODE, (list(TABLES),)))
+        found += [(table, part) for table, part, expression in self._conn.execute(_EXPRESSIONS, (list(TABLES),))
+                  if set(_CALL.findall(expression)) - (_DEFAULT_CALLS if part == "a column default" else set())]
+        for table, part in found[:1]:
+            raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
+                             "code as rows are written (write into another database); nothing was written")
         unsafe = unsafe_relation(self._conn)  # (a nondeterministic collation deleted another namespace)
         if unsafe is not None:
             raise StoreError(f"cannot write into {self.location}: {unsafe}; nothing was written")

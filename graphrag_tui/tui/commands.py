@@ -11,12 +11,16 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandList, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.markup import escape
 
 from ..safe_text import one_line
+from .widgets.option_list import paged_once_laid_out
+
+# Textual's palette lists its commands in an option list of its own: at 1×1 its PageUp ended the app
+CommandList._move_page = paged_once_laid_out(CommandList._move_page)  # type: ignore[method-assign]
 
 if TYPE_CHECKING:
     from .app import GraphRAGApp

@@ -164,3 +164,18 @@ async def test_paging_a_community_s_hierarchy_with_no_room_keeps_the_app(tmp_pat
         await pilot.press("down", "pagedown", "pageup")
         await pilot.pause()
         assert app.is_running and app.return_code is None
+
+
+async def test_paging_the_command_palette_on_a_one_cell_terminal_keeps_the_app(store: Path) -> None:
+    """Textual's own palette pages its list as an option list does, and at 1×1 raised
+    KeyError, which ended the app (found by a probe; a bare Textual app does the same)."""
+    app = make_app(store, None)
+    async with app.run_test(size=(1, 1)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press("h")
+        await pilot.pause()
+        await pilot.press("down", "pageup", "pagedown")
+        await pilot.pause()
+        assert app.is_running and app.return_code is None

@@ -87,7 +87,7 @@ class SearchRequest:
 
 
 #: The history's first and last writes of the app's runs (`history_off_loop`), in order.
-_HISTORY_WRITES = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-write")
+_HISTORY_WRITES = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="recording-off-loop")
 
 
 async def _off_loop(work: Callable[[], None]) -> None:

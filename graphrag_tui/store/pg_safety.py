@@ -59,11 +59,17 @@ def pin_catalog(conn: Any) -> None:
 
 
 def unsafe_relation(conn: Any) -> str | None:
-    """What makes the store's tables unsafe to read or write, as words that follow the
-    store's name (None: nothing)."""
+    """What makes the store's tables unsafe to read, as words that follow the store's name
+    (None: nothing)."""
     row = conn.execute(_RUNS_SQL, (list(TABLES),)).fetchone()
     if row is not None:
         return f"{row[0]} {row[1]}, whose SQL would run on every read"
+    return unordered_text(conn)
+
+
+def unordered_text(conn: Any) -> str | None:
+    """A column of the store's tables that compares text otherwise than by code point, in
+    words (None: none). (Writing checks this alone: its own checks cover the rest.)"""
     if conn.info.server_version >= 120000:
         row = conn.execute(_UNORDERED, (list(TABLES),)).fetchone()
         if row is not None:

@@ -35,7 +35,7 @@ from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
 from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
-from graphrag_tui.store.pg_safety import unsafe_relation
+from graphrag_tui.store.pg_safety import unordered_text
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
 from graphrag_tui.store.validation import StoreError
@@ -264,9 +264,9 @@ class PgWriter:
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")
-        unsafe = unsafe_relation(self._conn)  # (a nondeterministic collation deleted another namespace)
-        if unsafe is not None:
-            raise StoreError(f"cannot write into {self.location}: {unsafe}; nothing was written")
+        unordered = unordered_text(self._conn)  # (a nondeterministic collation deleted another namespace)
+        if unordered is not None:
+            raise StoreError(f"cannot write into {self.location}: {unordered}; nothing was written")
 
     def _columns(self, table: str) -> set[str]:
         return {name for (name,) in self._conn.execute(

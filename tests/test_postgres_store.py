@@ -453,6 +453,19 @@ def test_a_sql_ascii_database_is_read_as_text(postgres_cluster: PostgresCluster,
     assert from_postgres.stdout.splitlines()[1:] == from_sqlite.stdout.splitlines()[1:]
 
 
+def test_a_client_encoding_asked_for_by_the_url_or_the_environment_still_reads_text(sample_pg: PgDatabase) -> None:
+    """A URL's `?client_encoding=SQL_ASCII` made psycopg give text as bytes: the store "had
+    no table(s)". The session's encoding is UTF-8 whatever is asked."""
+    from tests.cli_runner import clean_env
+
+    expected = run_cli("info", str(SAMPLE)).stdout.splitlines()[1:]
+    for url, env in ((f"{sample_pg.url}?client_encoding=SQL_ASCII", None),
+                     (sample_pg.url, clean_env(PGCLIENTENCODING="LATIN1"))):
+        run = run_cli("info", url, env=env)
+        assert (run.code, run.stderr) == (0, "")
+        assert run.stdout.splitlines()[1:] == expected
+
+
 def test_without_the_driver_a_url_is_the_install_hint(tmp_path: Path) -> None:
     # A psycopg that cannot be imported, first on the path: as if the extra were not installed.
     (tmp_path / "psycopg").mkdir()

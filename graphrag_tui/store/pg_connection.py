@@ -102,11 +102,10 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
         extra.update(DEAD_SERVER)
         if psycopg.pq.version() < 120000:  # a libpq before 12 refuses the option
             del extra["tcp_user_timeout"]
-    if "client_encoding" not in given and not os.environ.get("PGCLIENTENCODING"):
-        # text as text even from a SQL_ASCII database (psycopg gives its text as bytes, and
-        # the tables' names did not match: "has no table(s)"); bytes that are not UTF-8 are then
-        # the server's one-line error
-        extra["client_encoding"] = "UTF8"
+    # Text as text whatever the URL or PGCLIENTENCODING ask, and even from a SQL_ASCII database:
+    # psycopg gives SQL_ASCII text as bytes, and the tables' names did not match ("has no
+    # table(s)"); bytes that are not UTF-8 are then the server's one-line error.
+    extra["client_encoding"] = "UTF8"
     try:
         conn = psycopg.connect(location.url, **extra)
     except psycopg.Error as error:

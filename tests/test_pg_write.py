@@ -418,6 +418,21 @@ def test_a_destination_that_compares_namespaces_without_case_is_refused_untouche
     assert pg_rows(pg_database, "SELECT DISTINCT namespace FROM rag_claims") == [("HARBOR-CITY",)]
 
 
+def test_a_destination_whose_columns_would_not_read_back_is_refused_untouched(pg_database: PgDatabase) -> None:
+    """char(n) pads what is written with spaces (a store then refused on read, where each
+    namespace was listed twice): a column the store would not read is refused before
+    anything is deleted."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    with pg_database.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_parents ALTER COLUMN namespace TYPE char(40)")
+    before = pg_counts(pg_database)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: rag_parents.namespace is "
+                          "character, not text; nothing was written\n")
+    assert pg_counts(pg_database) == before
+
+
 _LOG = ("CREATE TABLE evil_log (n int)",
         "CREATE FUNCTION logit() RETURNS boolean LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (1); "
         "RETURN true; END'",

@@ -37,6 +37,7 @@ from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_colum
 from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
 from graphrag_tui.store.pg_safety import unordered_text
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
+from graphrag_tui.store.postgres import column_types, wrong_column_type
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
 from graphrag_tui.store.validation import StoreError
 
@@ -255,6 +256,9 @@ class PgWriter:
                 raise StoreError(f"cannot write into {self.location}: table {table} has no column(s) "
                                  f"{', '.join(lacking)} (graphrag-ts's migrations are not all applied); "
                                  "nothing was written")
+        wrong = wrong_column_type(*column_types(self._conn))  # (what it wrote would not read back)
+        if wrong is not None:
+            raise StoreError(f"cannot write into {self.location}: {wrong}; nothing was written")
         for table, problem in self._conn.execute(_WRITES_ELSEWHERE, (list(TABLES),)):
             raise StoreError(f"cannot write into {self.location}: {table} {problem}, which would change what is "
                              "written or deleted (write into another database); nothing was written")

@@ -353,17 +353,9 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
     StoreError when a table or required column is missing or has the wrong type."""
     psycopg = driver()
     try:
-        rows = conn.execute(
-            "SELECT c.table_name, c.column_name, c.data_type, c.udt_name FROM information_schema.columns AS c "
-            "WHERE c.table_schema = current_schema() AND c.table_name = ANY(%s)", (list(TABLES),),
-        ).fetchall()
+        columns, udt = column_types(conn)
     except psycopg.Error as error:
         raise query_failure(location, error) from None
-    columns: dict[str, dict[str, str]] = defaultdict(dict)
-    udt: dict[tuple[str, str], str] = {}
-    for table, column, data_type, udt_name in rows:
-        columns[table][column] = data_type
-        udt[(table, column)] = udt_name
     missing = [table for table in TABLES if table not in columns]
     absent = [f"{t}.{c}" for t, cols in COLUMNS.items() if t in columns for c in cols if c not in columns[t]]
     if missing or absent:
@@ -373,9 +365,35 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
                          "(graphrag-ts's schema; import-graphrag or copy can create it)")
     if absent:
         raise StoreError(f"Not a community store: {location} is missing column(s) {', '.join(absent)}")
+    problem = wrong_column_type(columns, udt)
+    if problem is not None:
+        raise StoreError(f"Bad community store {location}: {problem}")
+    return {table: dict(cols) for table, cols in columns.items()}
+
+
+def column_types(conn: Any) -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], str]]:
+    """The store's tables in the session's search path: table -> {column: data type}, and
+    (table, column) -> its type's name."""
+    rows = conn.execute(
+        "SELECT c.table_name, c.column_name, c.data_type, c.udt_name FROM information_schema.columns AS c "
+        "WHERE c.table_schema = current_schema() AND c.table_name = ANY(%s)", (list(TABLES),),
+    ).fetchall()
+    columns: dict[str, dict[str, str]] = defaultdict(dict)
+    udt: dict[tuple[str, str], str] = {}
+    for table, column, data_type, udt_name in rows:
+        columns[table][column] = data_type
+        udt[(table, column)] = udt_name
+    return columns, udt
+
+
+def wrong_column_type(columns: dict[str, dict[str, str]], udt: dict[tuple[str, str], str]) -> str | None:
+    """The first column the store needs whose type it does not read (`column_types`), said
+    as `table.column is X, not Y`; None when they all are (or are missing)."""
     for table, cols in COLUMNS.items():
         for column in cols:
-            kind = columns[table][column]
+            kind = columns.get(table, {}).get(column)
+            if kind is None:
+                continue
             if (table, column) in _INTEGER_COLUMNS:
                 ok, wanted = kind in _INTEGER_TYPES, "an integer"
             elif (table, column) == ("rag_community_summaries", "members"):
@@ -385,8 +403,8 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
                 ok, wanted = kind in _TEXT_TYPES, "text"
             if not ok:
                 shown = udt[(table, column)] if kind in ("ARRAY", "USER-DEFINED") else kind
-                raise StoreError(f"Bad community store {location}: {table}.{column} is {shown}, not {wanted}")
-    return {table: dict(cols) for table, cols in columns.items()}
+                return f"{table}.{column} is {shown}, not {wanted}"
+    return None
 
 
 def _check_readable(conn: Any, location: PostgresLocation, missing: list[str], absent: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import gzip
 import itertools
@@ -339,6 +340,27 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
     quotes = "sk-Q\"uo'te"  # Python's repr escapes ' once both quotes are in the text (httpx's bad status line)
     assert repr(quotes.encode()) == "b'sk-Q\"uo\\'te'"
     assert key_pattern(quotes).sub("***", repr(quotes.encode())) == "b'***'"
+
+
+def test_the_key_in_hex_or_base64_is_masked_wherever_it_starts_and_in_a_stream() -> None:
+    """A server that echoed the key encoded (a credential `u:key` in base64, its bytes in
+    hex) showed it to anyone who decodes it."""
+    from graphrag_tui.models.openai_http import _StreamMasker, secret_chars
+
+    pattern = key_pattern(KEY)
+    hex_key = KEY.encode().hex()
+    for echoed, masked in (
+        (base64.b64encode(KEY.encode() + b'"}').decode(), "***OSJ9"),
+        (base64.b64encode(b"u:" + KEY.encode()).decode(), "dTpz***"),
+        (base64.urlsafe_b64encode(b"x" + KEY.encode() + b"?>").decode(), "eHNr***ODk_Pg=="),
+        (f"[{hex_key}] [{hex_key.upper()}]", "[***] [***]"),
+    ):
+        assert mask_key(echoed, pattern) == masked, echoed
+        masker = _StreamMasker(secret_chars([KEY]), pattern)
+        pieces = [echoed[i:i + 5] for i in range(0, len(echoed), 5)]
+        assert "".join(map(masker.feed, pieces)) + masker.flush() == masked
+    short = "sk-1234"  # (shorter than 8: its encoded forms would match ordinary words)
+    assert key_pattern(short).sub("***", base64.b64encode(short.encode()).decode()) == "c2stMTIzNA=="
 
 
 #: Every character a terminal shows as nothing or safe_text.clean removes, by block.

@@ -139,13 +139,37 @@ _HIDDEN = re.compile(
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+#: The shortest secret also masked in hex and base64 (`encoded_forms`), and the shortest
+#: proxy password masked: a shorter one would mask it in every word of a reply.
+MIN_MASKED_SECRET = 8
+
+
+def encoded_forms(key: str) -> list[str]:
+    """The key's hex, and its base64 (standard and URL-safe) at each of the three places it
+    may start within a 3-byte group (a `user:key` credential, a JSON body encoded whole):
+    the characters that do not depend on the bytes around it. None for a key shorter than
+    MIN_MASKED_SECRET, whose forms would match in ordinary words."""
+    if len(key) < MIN_MASKED_SECRET:
+        return []
+    data = key.encode()
+    forms = [data.hex()]
+    for skip in range(3):
+        encoded = base64.b64encode(data[skip:skip + (len(data) - skip) // 3 * 3]).decode()
+        forms += dict.fromkeys((encoded, encoded.translate(_URL_SAFE)))
+    return forms
+
+
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
 def key_pattern(key: str) -> re.Pattern[str]:
     r"""Matches the (printable ASCII) key written plainly, with JSON escapes (any character as
     \uXXXX in either hex case, \/ \" \\, the backslash itself escaped any number of times,
-    and \' as Python's repr writes it), as \xXX, \UXXXXXXXX and octal escapes, percent-encoded (any byte as %XX in
-    either case, or encoded again as %25XX) and as HTML character references (`&#x2f;`,
-    `&#47;`, `&sol;`), in any mix. Masking with it (`mask_key`) before the engine parses a reply means no escape can
-    decode back to the key. A match starts a run of backslashes only at its first one, so a
+    and \' as Python's repr writes it), as \xXX, \UXXXXXXXX and octal escapes, percent-encoded
+    (any byte as %XX in either case, or encoded again as %25XX) and as HTML character
+    references (`&#x2f;`, `&#47;`, `&sol;`), in any mix; and, whole, in hex or base64
+    (`encoded_forms`). Masking with it (`mask_key`) before the engine parses a reply means no
+    escape can decode back to the key. A match starts a run of backslashes only at its first one, so a
     hostile body of backslashes costs linear time, not quadratic."""
     parts = []
     for i, ch in enumerate(key):
@@ -157,11 +181,14 @@ def key_pattern(key: str) -> re.Pattern[str]:
         if ch in _HTML_NAMES:
             forms.append("&(?:" + "|".join(_HTML_NAMES[ch]) + ")")
         parts.append("(?:" + "|".join(forms) + ")")
-    return re.compile("".join(parts))
+    hex_form, *base64_forms = encoded_forms(key) or [None]
+    encoded = ([] if hex_form is None else [f"(?i:{hex_form})"]) + [re.escape(form) for form in base64_forms]
+    return re.compile("|".join(["".join(parts), *encoded]))
 
 
-#: The shortest proxy password masked: a shorter one would mask it in every word of a reply.
-MIN_MASKED_SECRET = 8
+def secret_chars(secrets: Sequence[str]) -> frozenset[str]:
+    """The characters the secrets' forms are made of, beyond their escapes' (`_StreamMasker`)."""
+    return frozenset("".join(secrets) + "".join(form for secret in secrets for form in encoded_forms(secret)))
 
 
 def proxy_secrets(environ: Mapping[str, str]) -> list[str]:
@@ -533,7 +560,7 @@ class OpenAIChatModel:
         # what a server or a proxy may echo back: the key, and the proxy's password (not for
         # loopback, which no proxy carries)
         secrets = ([api_key] if api_key else []) + ([] if loopback else proxy_secrets(environ))
-        self._secret_chars = frozenset("".join(secrets))  # (a set: never the key itself)
+        self._secret_chars = secret_chars(secrets)  # (a set: never the key itself)
         self._key_pattern = secrets_pattern(secrets)
         if self._key_pattern is not None:
             _KEY_MASKING_LOG.patterns[id(self)] = self._key_pattern

@@ -390,6 +390,9 @@ def test_undecodable_bytes_in_a_reply_become_replacement_characters(store: Path)
         ("http://127.0.0.1:port/v1", "--base-url is not a valid URL"),
         ("http://[::1/v1", "--base-url is not a valid URL"),
         ("http://exa mple.com/v1", "--base-url has an invalid host: 'exa%20mple.com'"),
+        # (punycode httpx cannot decode: idna's errors were internal errors)
+        ("http://xn--/v1", "--base-url has an invalid host: 'xn--'"),
+        ("http://xn--a-ecp.ru/v1", "--base-url has an invalid host: 'xn--a-ecp.ru'"),
         ("http:///v1", "--base-url must be an http:// or https:// URL with a host"),
         ("ftp://127.0.0.1/v1", "--base-url must be an http:// or https:// URL with a host"),
     ],

@@ -484,6 +484,10 @@ def parse_base_url(text: str, label: str = "--base-url") -> httpx.URL:
         url = None
     if url is None:
         raise InputError(f"{label} is not a valid URL")
+    try:
+        url.host  # noqa: B018  (httpx decodes an `xn--` label here: one it cannot raised idna's errors)
+    except Exception:
+        raise InputError(f"{label} has an invalid host: {url.raw_host.decode('ascii', 'replace')!r}") from None
     if url.scheme not in ("http", "https") or not url.host:
         raise InputError(f"{label} must be an http:// or https:// URL with a host")
     host = url.raw_host.decode("ascii", "replace")

@@ -176,6 +176,36 @@ def test_the_key_with_invisible_characters_inside_is_masked_in_every_output_and_
         assert "SECRET" not in shown(text)
 
 
+def test_credentials_given_as_extra_headers_or_body_fields_are_masked_as_the_key_is(store: Path, tmp_path: Path) -> None:
+    """A gateway's key sent as `X-Api-Key`, a bearer token in `Authorization` itself, and a
+    token among the body's fields, echoed by a server that refused them, were shown and
+    recorded whole (found by a probe). A header that is no credential stays as it is."""
+    gateway, bearer, body_token = "gw-SECRET-0123456789", "bearer-SECRET-0123456789", "body-SECRET-0123456789"
+
+    def script(received: Received) -> Reply:
+        echoed = (f"{received.headers['x-api-key']} {received.headers['authorization']} "
+                  f"{received.json['auth']['token']} {received.headers['x-title']}")
+        if received.stage == "reduce":
+            return reduce_reply(f"reduced {echoed}")
+        if "[Community ID: ns/1 |" in received.prompt:
+            return Reply(json.dumps({"error": f"refused {echoed}"}), status=401)
+        return map_reply("Bridge.", 90)
+
+    history = tmp_path / "history.db"
+    with ScriptedChatServer(script) as server:
+        run = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_BATCH_EACH,
+                      "--header", f"X-Api-Key: {gateway}", "--header", f"Authorization: Bearer {bearer}",
+                      "--header", "X-Title: Harbour analyst desk", "--extra-body", json.dumps({"auth": {"token": body_token}}),
+                      "--history", str(history), "--json")
+    assert run.code == 0, run.stderr
+    assert run.json["answer"] == "reduced *** *** *** Harbour analyst desk"
+    assert run.json["batches"][0]["attempts"][0]["raw_response"] == '{"error": "refused *** *** *** Harbour analyst desk"}'
+    shown_run = run_cli("runs", "show", run.json["run_id"], "--history", str(history), "--no-config", "--json")
+    assert shown_run.json["answer"] == run.json["answer"]
+    for text in (run.stdout, run.stderr, shown_run.stdout, history.read_bytes().decode("latin-1")):
+        assert "SECRET" not in text
+
+
 # -- 3. a reply nested 3,000 levels deep ------------------------------------------------------
 
 

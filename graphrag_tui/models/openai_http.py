@@ -191,6 +191,31 @@ def secret_chars(secrets: Sequence[str]) -> frozenset[str]:
     return frozenset("".join(secrets) + "".join(form for secret in secrets for form in encoded_forms(secret)))
 
 
+#: Names of base URL parameters, extra headers and body fields whose values are credentials
+#: (`?sig=`, `X-Api-Key`, a gateway's token, `Authorization` itself, `Cookie`).
+CREDENTIAL_NAME = re.compile(r"key|token|secret|passw|sig|auth|credential|cookie|session", re.IGNORECASE)
+
+
+def given_secrets(headers: Mapping[str, str], body: Mapping[str, Any]) -> list[str]:
+    """The credentials among the extra headers and body fields (at any depth), which a
+    server may echo as it refuses them: each text whose name says it is one, and the token
+    of one with a scheme (`Bearer TOKEN`)."""
+    found: list[str] = []
+
+    def take(name: object, value: object) -> None:
+        if isinstance(value, Mapping):
+            for inner, item in value.items():
+                take(inner, item)
+        elif isinstance(value, list):
+            for item in value:
+                take(name, item)
+        elif isinstance(value, str) and isinstance(name, str) and CREDENTIAL_NAME.search(name):
+            found.extend((value, value.strip().partition(" ")[2].strip()))
+
+    take(None, {**headers, **body})
+    return [secret for secret in dict.fromkeys(found) if len(secret) >= MIN_MASKED_SECRET]
+
+
 def proxy_secrets(environ: Mapping[str, str]) -> list[str]:
     """The passwords the proxy variables hold, and the Basic credentials a proxy gets from
     them (`Proxy-Authorization`, which a proxy may echo in an error page), as httpx sends them."""
@@ -561,16 +586,17 @@ class OpenAIChatModel:
         self._key = _Secret(api_key) if api_key is not None else None
         loopback = _is_loopback(url.host)
         environ = os.environ if environ is None else environ
-        # what a server or a proxy may echo back: the key, and the proxy's password (not for
-        # loopback, which no proxy carries)
-        secrets = ([api_key] if api_key else []) + ([] if loopback else proxy_secrets(environ))
+        # what a server or a proxy may echo back: the key, the credentials among the extra
+        # headers and body fields, and the proxy's password (not for loopback, which no proxy carries)
+        extra_headers = check_headers(headers or {}, "[model.headers]")
+        secrets = ([api_key] if api_key else []) + given_secrets(extra_headers, self.extra_body) \
+            + ([] if loopback else proxy_secrets(environ))
         self._secret_chars = secret_chars(secrets)  # (a set: never the key itself)
         self._key_pattern = secrets_pattern(secrets)
         if self._key_pattern is not None:
             _KEY_MASKING_LOG.patterns[id(self)] = self._key_pattern
         self.description = f"{model} @ {_host_port(url)}"
-        self._headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING,
-                         **check_headers(headers or {}, "[model.headers]")}
+        self._headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self._key_header: tuple[str, _Secret] | None = None
         if api_key is not None:
             # Sent with each request to the base URL (never a client default: no other URL

@@ -5,7 +5,6 @@ result's JSON (SPEC §5) with the run's id, parent, times and the model of each 
 from __future__ import annotations
 
 import os
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from ..errors import InputError
 from ..export import RunInfo
 from ..history import RunMetadata, StoredRun
 from ..models.factory import ModelSettings
-from ..models.openai_http import parse_base_url
+from ..models.openai_http import CREDENTIAL_NAME, parse_base_url
 from ..store.location import PostgresLocation, StoreLocation, parse_location, store_identity
 from ..url_mask import mask_urls
 
@@ -30,10 +29,6 @@ RECORDED_SETTINGS = (
 UNRECORDED_SETTINGS = ("headers", "extra_body")
 
 
-#: A base URL's query parameters that look like credentials (`?key=`, `?access_token=`, `?sig=`).
-_CREDENTIAL_PARAMETER = re.compile(r"key|token|secret|passw|sig|auth|credential", re.IGNORECASE)
-
-
 def recorded_settings(settings: ModelSettings) -> dict[str, Any]:
     recorded = {"kind": settings.kind, **settings.model_dump(include=set(RECORDED_SETTINGS))}
     if isinstance(recorded["base_url"], str):  # as sent: without a user:password, which is never sent
@@ -42,7 +37,7 @@ def recorded_settings(settings: ModelSettings) -> dict[str, Any]:
         except InputError:  # (a URL no run can use)
             recorded["base_url"] = mask_urls(recorded["base_url"])
         else:  # and without its credentials' parameters (api-version stays)
-            for name in {name for name in url.params if _CREDENTIAL_PARAMETER.search(name)}:
+            for name in {name for name in url.params if CREDENTIAL_NAME.search(name)}:
                 url = url.copy_remove_param(name)
             recorded["base_url"] = str(url)
     return recorded

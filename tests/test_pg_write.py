@@ -3,6 +3,7 @@ graphrag-ts's tables, run as the real CLI against the throwaway test cluster."""
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -319,7 +320,11 @@ def test_a_database_with_part_of_graphrag_ts_tables_is_refused(pg_database: PgDa
 def test_bad_sqlite_sources_and_destinations_are_one_line(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("not a store")
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
     cases = [
+        # (opening a FIFO to read its header waited for a writer forever: found by a probe)
+        (("copy", str(SAMPLE), str(fifo)), f"copy: the destination is not a regular file: {fifo}"),
         (("copy", str(tmp_path / "missing.db"), str(tmp_path / "out.db")),
          f"Store not found: {tmp_path / 'missing.db'}"),
         (("copy", str(SAMPLE), str(tmp_path / "no" / "out.db")),
@@ -332,7 +337,7 @@ def test_bad_sqlite_sources_and_destinations_are_one_line(tmp_path: Path) -> Non
     for args, message in cases:
         run = run_cli(*args)
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "pipe.db"]
     assert text.read_text() == "not a store"
 
 

@@ -155,6 +155,8 @@ def check_destination(path: Path) -> bool:
         raise InputError(f"copy: the destination's folder does not exist: {path.parent}")
     if not path.exists():
         return True
+    if not path.is_file():  # (opening a FIFO waited for a writer forever)
+        raise InputError(f"copy: the destination is not a regular file: {path}")
     try:
         with path.open("rb") as handle:
             header = handle.read(16)

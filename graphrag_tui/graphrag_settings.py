@@ -156,6 +156,23 @@ def read_dotenv(path: Path) -> dict[str, str]:
 HIDDEN_PREFIX = 8
 
 
+def _hide_starts(message: str, value: str, shortest: int, name: str) -> str:
+    """`message` with each beginning of `value` in it, of `shortest` characters or more, the
+    longest at each place, written `${name}`. (Trying each length in turn took minutes for a
+    1 MB value.)"""
+    out, done, head = [], 0, value[:shortest]
+    at = message.find(head)
+    while at != -1:
+        low, high = shortest, min(len(value), len(message) - at)  # found at `at`: low; at most high
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if message.startswith(value[:middle], at) else (low, middle - 1)
+        out += (message[done:at], f"${{{name}}}")
+        done = at + low
+        at = message.find(head, done)
+    return "".join(out) + message[done:]
+
+
 class _Reader:
     """One settings file's values, read with `${VAR}` substitution; errors name the field."""
 
@@ -175,10 +192,7 @@ class _Reader:
             if len(value) < 4:  # no secret, and "1" would be replaced all over the message
                 continue
             # a value cut to its first characters (a quoted value is cut at 40) hides them too
-            shortest = min(len(value), HIDDEN_PREFIX)
-            start = next((value[:n] for n in range(len(value), shortest - 1, -1) if value[:n] in message), None)
-            if start is not None:
-                message = message.replace(start, f"${{{self.substituted[value]}}}")
+            message = _hide_starts(message, value, min(len(value), HIDDEN_PREFIX), self.substituted[value])
         return message
 
     def where(self, dotted: str) -> str:

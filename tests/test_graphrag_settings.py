@@ -4,6 +4,7 @@ chat-completions server on 127.0.0.1 (what the server received), and parsed."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -430,6 +431,20 @@ def test_an_error_that_quotes_a_substituted_value_cut_shows_its_variable_instead
     assert reader.variable("K", "x") == key
     assert reader.hidden(f"x got {shown(key)}") == "x got '${K}…"
     assert reader.hidden(f"x got {key[:7]}") == f"x got {key[:7]}"  # (seven characters could be any word)
+
+
+def test_a_megabyte_long_value_is_hidden_in_an_error_at_once() -> None:
+    """Hiding a substituted value tried each of its lengths in turn: a 1 MB value from .env
+    made an error take minutes (found by a probe)."""
+    from graphrag_tui.graphrag_settings import _Reader
+
+    value = "http://h/\U0001f642" + "a" * 1_000_000
+    reader = _Reader(Path("/nonexistent/settings.yaml"), {"BIG": value})
+    assert reader.variable("BIG", "x") == value
+    started = time.perf_counter()
+    assert reader.hidden("api_base is not a valid URL") == "api_base is not a valid URL"
+    assert reader.hidden(f"got '{value[:5000]}b' and '{value}'") == "got '${BIG}b' and '${BIG}'"
+    assert time.perf_counter() - started < 5  # (minutes before)
 
 
 @pytest.mark.parametrize(("model_lines", "message"), [

@@ -76,6 +76,10 @@ _BACKSLASH_ESCAPABLE = '"\\/\''
 _HOSTNAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 
 
+#: The longest API key taken (an Entra ID token is 1,500 to 3,000 characters).
+MAX_KEY_CHARS = 4096
+
+
 def check_api_key(value: str, source: str) -> None:
     """InputError unless the key is printable ASCII without spaces. Anything else (a trailing
     CR or LF from `$(cat keyfile)`, a space, a non-ASCII letter) cannot go in a header, and
@@ -86,6 +90,9 @@ def check_api_key(value: str, source: str) -> None:
             f"{source} holds an API key with a space, a control character (such as a "
             "trailing newline) or a non-ASCII character: remove it"
         )
+    if len(value) > MAX_KEY_CHARS:  # (the pattern that masks it took seconds a thousand characters)
+        raise InputError(f"{source} holds an API key of {len(value):,} characters: graphrag-tui takes keys of up to "
+                         f"{MAX_KEY_CHARS:,}")
 
 
 #: Characters a terminal shows as nothing, or that safe_text.clean removes (bidi controls,
@@ -169,8 +176,13 @@ def key_pattern(key: str) -> re.Pattern[str]:
     (any byte as %XX in either case, or encoded again as %25XX) and as HTML character
     references (`&#x2f;`, `&#47;`, `&sol;`), in any mix; and, whole, in hex or base64
     (`encoded_forms`). Masking with it (`mask_key`) before the engine parses a reply means no
-    escape can decode back to the key. A match starts a run of backslashes only at its first one, so a
-    hostile body of backslashes costs linear time, not quadratic."""
+    escape can decode back to the key. A match starts a run of backslashes only at its first
+    one, so a hostile body of backslashes costs linear time, not quadratic."""
+    return re.compile(_key_forms(key))
+
+
+def _key_forms(key: str) -> str:
+    """`key_pattern`'s text."""
     parts = []
     for i, ch in enumerate(key):
         backslashes = r"(?<!\\)\\+" if i == 0 else r"\\+"
@@ -183,7 +195,7 @@ def key_pattern(key: str) -> re.Pattern[str]:
         parts.append("(?:" + "|".join(forms) + ")")
     hex_form, *base64_forms = encoded_forms(key) or [None]
     encoded = ([] if hex_form is None else [f"(?i:{hex_form})"]) + [re.escape(form) for form in base64_forms]
-    return re.compile("|".join(["".join(parts), *encoded]))
+    return "|".join(["".join(parts), *encoded])
 
 
 def secret_chars(secrets: Sequence[str]) -> frozenset[str]:
@@ -236,7 +248,9 @@ def secrets_pattern(secrets: Sequence[str]) -> re.Pattern[str] | None:
     """One pattern for every secret's forms (`key_pattern`'s), or None for none."""
     if not secrets:
         return None
-    return re.compile("|".join(f"(?:{key_pattern(secret).pattern})" for secret in secrets))
+    if len(secrets) == 1:  # the key's own pattern: compiled once (re's cache), a long key's takes a second
+        return key_pattern(secrets[0])
+    return re.compile("|".join(f"(?:{_key_forms(secret)})" for secret in secrets))
 
 
 def mask_key(text: str, pattern: re.Pattern[str]) -> str:

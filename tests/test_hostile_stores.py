@@ -464,3 +464,29 @@ def test_ids_that_are_numbers_are_read_as_the_claims_cite_them(tmp_path: Path) -
     assert found.code == 0, found.stderr
     assert {kind: [hit["id"] for hit in hits] for kind, hits in found.json["results"].items()} == {
         "community": ["ns/0"], "entity": ["1"], "claim": ["1"], "chunk": ["1"]}
+
+
+def test_an_id_that_is_not_utf8_does_not_keep_the_search_index_build_going(tmp_path: Path) -> None:
+    """An id read back as U+FFFD sorts before its own bytes: the index build paged after it,
+    got the same row again, forever, and filled the cache folder (found by a probe). Such a
+    row cannot be looked up by its id to be shown: the others are."""
+    from graphrag_tui.store.schema import SCHEMA_SQL
+
+    store = tmp_path / "store.db"
+    conn = sqlite3.connect(store)
+    conn.executescript(SCHEMA_SQL + """
+        INSERT INTO rag_parents VALUES ('ns/d1', 'ns', 'Harbour report', 'full text');
+        INSERT INTO rag_children VALUES ('ns/c1', 'ns', 'ns/d1', 'The harbor grew.');
+        INSERT INTO rag_children VALUES (CAST(x'ff31' AS TEXT), 'ns', 'ns/d1', 'The harbor shrank.');
+        INSERT INTO rag_entities VALUES (CAST(x'ff32' AS TEXT), 'ns', 'Port Authority', 'runs the harbor');
+        INSERT INTO rag_community_summaries VALUES ('ns/0', 'ns', 'Root', 'The harbor and its trade.', 0, NULL, NULL);
+        INSERT INTO rag_claims VALUES ('ns/k1', 'ns', 'ns/e1', NULL, 'pays for the harbor', 'ns/d1', 'ns/c1', 'ns/0');
+        INSERT INTO rag_claims VALUES (CAST(x'ff33' AS TEXT), 'ns', 'ns/e1', NULL, 'taxes the harbor', 'ns/d1', 'ns/c1',
+                                       'ns/0');
+    """)
+    conn.close()
+    found = run_cli("search", str(store), "harbor", "--json", env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c")},
+                    timeout=30)
+    assert found.code == 0, found.stderr
+    assert {kind: [hit["id"] for hit in hits] for kind, hits in found.json["results"].items()} == {
+        "community": ["ns/0"], "entity": [], "claim": ["ns/k1"], "chunk": ["ns/c1"]}

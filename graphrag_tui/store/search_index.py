@@ -53,19 +53,30 @@ _QUERY_ERROR = re.compile(
     r"|expected integer")
 
 #: Per kind: the store's query of (id, title, text) for a namespace, by id, after an id.
-_ROWS_SQL: dict[Kind, str] = {
+_ROWS: dict[Kind, str] = {
     "community": "SELECT id, community_name, summary_content FROM rag_community_summaries",
     "entity": "SELECT id, name, description FROM rag_entities",
     "claim": "SELECT id, NULL, description FROM rag_claims",
     "chunk": "SELECT id, NULL, content FROM rag_children",
 }
+#: Then the id's type and its value as stored (a text's bytes), which the next page starts after.
+_ROWS_SQL: dict[Kind, str] = {
+    kind: sql.replace(" FROM", ", typeof(id), CASE typeof(id) WHEN 'text' THEN CAST(id AS BLOB) ELSE id END FROM", 1)
+    for kind, sql in _ROWS.items()
+}
+
+
+def _after_clause(after: tuple[str, object] | None) -> str:
+    if after is None:
+        return ""
+    return " AND id > CAST(? AS TEXT)" if after[0] == "text" else " AND id > ?"
 
 
 #: Per kind: (id, title, text) of the rows whose ids are in a JSON array, for the results
 #: shown: a claim is titled by its entities, a chunk by its document.
 _SHOWN_SQL: dict[Kind, str] = {
-    "community": _ROWS_SQL["community"] + " WHERE id IN (SELECT value FROM json_each(?))",
-    "entity": _ROWS_SQL["entity"] + " WHERE id IN (SELECT value FROM json_each(?))",
+    "community": _ROWS["community"] + " WHERE id IN (SELECT value FROM json_each(?))",
+    "entity": _ROWS["entity"] + " WHERE id IN (SELECT value FROM json_each(?))",
     "claim": f"SELECT c.id, coalesce({entity_name_sql('c.subject_entity_id')}, CAST(c.subject_entity_id AS TEXT), '') "
              f"|| coalesce(' -> ' || coalesce({entity_name_sql('c.object_entity_id')}, CAST(c.object_entity_id AS TEXT)), "
              "''), c.description FROM rag_claims AS c WHERE c.id IN (SELECT value FROM json_each(?))",
@@ -243,15 +254,17 @@ class SqliteTextSearch:
                 while True:
                     if cancelled and cancelled():
                         return False
-                    # From the first id of any type (`id > ''` left out numbers, which sort first), then on.
+                    # From the first id of any type (`id > ''` left out numbers, which sort first), then
+                    # after the last id as stored: a text id's bytes (one that is not UTF-8 reads as
+                    # U+FFFD, which sorts before it, and the same page came back forever).
                     rows = self.store._query(
-                        f"{_ROWS_SQL[kind]} WHERE namespace = ? AND id IS NOT NULL{'' if after is None else ' AND id > ?'} "
+                        f"{_ROWS_SQL[kind]} WHERE namespace = ? AND id IS NOT NULL{_after_clause(after)} "
                         f"ORDER BY id LIMIT {BUILD_BATCH}",
-                        (self.namespace,) if after is None else (self.namespace, after),
+                        (self.namespace,) if after is None else (self.namespace, after[1]),
                     )
                     if not rows:
                         break
-                    after = rows[-1][0]
+                    after = rows[-1][3:]
                     numbered = [(rowid + i + 1, _as_text(r[0]), spaced(_as_text(r[1])), spaced(_as_text(r[2])))
                                 for i, r in enumerate(rows)]
                     rowid += len(rows)

@@ -321,8 +321,9 @@ def _decoded_size(array: Any) -> int:
         return cells + _decoded_size(array.dictionary_decode())
     if pa.types.is_struct(kind):
         return cells + sum(map(_decoded_size, array.flatten()))
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind) \
-            or pa.types.is_map(kind):
+    if pa.types.is_map(kind):  # (Arrow cannot flatten a map: a pyarrow error refused the file)
+        return cells + _decoded_size(array.keys) + _decoded_size(array.items)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
         return cells + _decoded_size(array.flatten())
     return cells + array.nbytes
 

@@ -878,6 +878,10 @@ def add_explore_parsers(commands: Any) -> None:
     tree.add_argument("--json", action="store_true")
 
 
+#: The largest `search --limit` (a larger one means every match, as this one does).
+MAX_SEARCH_LIMIT = 2**31 - 1
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .session.explore import ExploreSession
     from .store.explore import KINDS
@@ -886,6 +890,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     limit = _positive("--limit", args.limit, 20)
     assert limit is not None
+    limit = min(limit, MAX_SEARCH_LIMIT)  # (more than the database's integers was an internal error)
     check_query(args.query)  # before anything is built
     kinds = (args.kind,) if args.kind else KINDS
     with open_store(args.store) as store:

@@ -100,6 +100,10 @@ def test_limit_must_be_positive(store: Path, env: dict[str, str]) -> None:
         refused = run_cli(*args, env=env)
         assert (refused.code, refused.stdout) == (2, "")
         assert refused.stderr == f"graphrag-tui: error: {args[-2]} must be a positive integer, got {quoted!r}\n"
+    # past what SQLite's integers hold: every match (it was an internal error)
+    every = run_cli("search", str(store), "Harrow", "--limit", str(2**63), "--json", env=env)
+    assert every.code == 0, every.stderr
+    assert every.json["results"] == run_cli("search", str(store), "Harrow", "--limit", "1000", "--json", env=env).json["results"]
 
 
 def test_the_index_is_reused_then_rebuilt_when_the_store_changes(store: Path, env: dict[str, str]) -> None:

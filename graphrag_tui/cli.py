@@ -1163,6 +1163,36 @@ class _NotedInterrupt:
         raise KeyboardInterrupt
 
 
+class OutputFailed(Exception):
+    """Standard output could not be written (a full disk, /dev/full): said in one line."""
+
+
+class _Output:
+    """sys.stdout, whose failures to write are told apart from the other errors of an OS."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputFailed(error.strerror or str(error)) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputFailed(error.strerror or str(error)) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1172,12 +1202,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors="replace")
         signal.signal(signal.SIGINT, interrupt)
+        if sys.stdout is None:  # (started with it closed: every line would be lost unsaid)
+            _warn("graphrag-tui: error: cannot write the output: standard output is closed")
+            return 2
+        sys.stdout = _Output(sys.stdout)
     try:
         code = _run(argv)
         sys.stdout.flush()  # here, so that a closed pipe is caught below
     except BrokenPipeError:  # `graphrag-tui plan ... | head -1`: stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         code = EXIT_BROKEN_PIPE
+    except OutputFailed as error:  # (before: an internal error naming OSError)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left of it goes nowhere
+        _warn(f"graphrag-tui: error: cannot write the output: {error}")
+        code = 2
     except KeyboardInterrupt:
         _warn("graphrag-tui: interrupted")
         code = 130

@@ -649,3 +649,22 @@ def test_a_path_component_too_long_is_one_line(tmp_path: Path, args: list[str], 
     assert run.stderr.startswith("graphrag-tui: error: cannot use ")
     assert run.stderr.endswith(": File name too long\n") and run.stderr.count("\n") == 1
     assert run.stderr.removeprefix("graphrag-tui: error: cannot use ").startswith(shown[:150])
+
+
+def test_an_output_that_cannot_be_written_is_one_line_not_an_internal_error(tmp_path: Path) -> None:
+    """A full disk (/dev/full) was `internal error: OSError`, and an output closed from the
+    start an AttributeError of the error handler itself (found by a probe)."""
+    sample = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
+    history = tmp_path / "history.db"
+    with open("/dev/full", "w") as full:
+        query = subprocess.run([EXECUTABLE, "query", str(sample), "bridge", "--namespace", "harbor-city", "--json",
+                                "--history", str(history)], stdout=full, stderr=subprocess.PIPE, text=True,
+                               env=clean_env(), timeout=60)
+    assert (query.returncode, query.stderr.splitlines()[-1]) == (
+        2, "graphrag-tui: error: cannot write the output: No space left on device")
+    listed = run_cli("runs", "list", "--json", "--history", str(history))
+    assert [run["status"] for run in listed.json["runs"]] == ["completed"]  # (the run itself is kept)
+    closed = subprocess.run([EXECUTABLE, "info", str(sample)], stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            timeout=60, preexec_fn=lambda: os.close(1))
+    assert (closed.returncode, closed.stderr) == (
+        2, "graphrag-tui: error: cannot write the output: standard output is closed\n")

@@ -1015,6 +1015,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             from .store.location import store_identity
 
             store = store_identity(args.store)
+            if has_surrogates(store):  # (a run history holds no such path: see session/run.py)
+                raise InputError("--store is not valid UTF-8: no run of a store at such a path is recorded")
         damaged: list[str] = []
         runs = history.list_runs(limit=_runs_limit(args.limit), store=store, status=args.status,
                                  on_damaged=damaged.append)

@@ -1591,3 +1591,18 @@ def test_a_resume_keeps_the_paid_reduce_attempts_of_a_run_killed_while_it_reduce
     assert resumed.json["estimated_prompt_tokens"] == (
         sum(b["prompt_tokens"] for b in resumed.json["batches"]) + 2 * resumed.json["reduce"]["prompt_tokens"])
     assert cli(history, "runs", "show", run_id, "--json").json["usage_total"] == resumed.json["usage_total"]
+
+
+def test_a_store_at_a_path_that_is_not_utf8_runs_unrecorded_with_a_warning(tmp_path: Path) -> None:
+    """The history cannot hold such a path: the run was an internal error, and `runs list
+    --store` blamed the history (found by a probe)."""
+    store = tmp_path / os.fsdecode(b"harbor\xff.db")
+    shutil.copyfile(Path(__file__).resolve().parent.parent / "sample_db" / "sample.db", store)
+    history = tmp_path / "history.db"
+    run = run_cli("query", str(store), "bridge", "--namespace", "harbor-city", "--json", "--history", str(history))
+    assert (run.code, run.json["status"], run.json["run_id"]) == (0, "completed", None)
+    assert run.stderr.splitlines()[-1] == ("warning: the store's path is not valid UTF-8, which the run history cannot "
+                                           "hold; this run is not recorded")
+    listed = run_cli("runs", "list", "--store", str(store), "--history", str(history))
+    assert (listed.code, listed.stdout, listed.stderr) == (
+        2, "", "graphrag-tui: error: --store is not valid UTF-8: no run of a store at such a path is recorded\n")

@@ -43,7 +43,7 @@ def errors_named(path: Path) -> Iterator[None]:
         yield
     except HistoryError:
         raise
-    except (sqlite3.Error, OSError, OverflowError, UnicodeDecodeError) as error:  # OverflowError: an integer SQLite cannot hold
+    except (sqlite3.Error, OSError, OverflowError, UnicodeError) as error:  # OverflowError: an integer SQLite cannot hold
         raise history_error(path, error) from None
 
 

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..arguments import has_surrogates
 from ..durations import duration_text
 from ..engine import (
     DEFAULT_PROMPTS,
@@ -320,6 +321,10 @@ class RunSession:
                     self.earlier_ratings_paid, prices, self.earlier_cost)
             else:
                 metadata = run_metadata(self.store.path, settings, model, self.parent_run_id)
+                if has_surrogates(metadata.store_path):  # (it was an internal error)
+                    self.on_warning("warning: the store's path is not valid UTF-8, which the run history cannot "
+                                    "hold; this run is not recorded")
+                    return
                 self._recorder = RunRecorder.start(
                     self.history, self.plan, planned, metadata, started_at=self.started_at or "",
                     kept=self.prior,

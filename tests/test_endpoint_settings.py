@@ -97,6 +97,9 @@ def test_the_same_settings_from_the_config_file_and_the_environment_flags_winnin
         # these two passed, then failed every request as an internal error
         (["--extra-body", '{"a": "\\ud800"}'], "--extra-body holds text that is not valid Unicode (a lone surrogate)"),
         (["--extra-body", '{"a": ' + "[" * 975 + "]" * 975 + "}"], "--extra-body is nested deeper than 64 levels"),
+        # objects all the same, said to be none (found by a probe): deeper than Python's JSON reads, a long number
+        (["--extra-body", '{"a": ' + "[" * 1200 + "]" * 1200 + "}"], "--extra-body is nested deeper than 64 levels"),
+        (["--extra-body", '{"a": ' + "9" * 5000 + "}"], "--extra-body holds a number of more than 4,300 digits"),
         (["--api-key-header", "a b"], "--api-key-header must be a header name (letters, digits and "
                                       "!#$%&'*+-.^_`|~), got 'a b'"),
         # the key went out as the request's Host; Content-Length failed every request

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ from .azure import classic_deployment
 from .extractive import ExtractiveModel
 from .openai_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_EXTRA_BODY_DEPTH,
     MAX_RESPONSE_BYTES,
     MAX_TOKENS_FIELDS,
     OWN_HEADERS,
@@ -185,8 +187,12 @@ def parse_extra_body(value: Any, label: str = "--extra-body") -> dict[str, Any]:
 def _json_object(text: str, label: str) -> Any:
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError):
+    except RecursionError:  # (an object all the same: "must be a JSON object" was wrong)
+        raise InputError(f"{label} is nested deeper than {MAX_EXTRA_BODY_DEPTH} levels") from None
+    except json.JSONDecodeError:
         raise InputError(f"{label} must be a JSON object") from None
+    except ValueError:  # (past Python's limit of digits for an integer)
+        raise InputError(f"{label} holds a number of more than {sys.get_int_max_str_digits():,} digits") from None
     if not isinstance(value, dict):
         raise InputError(f"{label} must be a JSON object, got {shown(value)}")
     return value

@@ -1606,3 +1606,23 @@ def test_a_store_at_a_path_that_is_not_utf8_runs_unrecorded_with_a_warning(tmp_p
     listed = run_cli("runs", "list", "--store", str(store), "--history", str(history))
     assert (listed.code, listed.stdout, listed.stderr) == (
         2, "", "graphrag-tui: error: --store is not valid UTF-8: no run of a store at such a path is recorded\n")
+
+
+def test_an_unusable_history_key_is_said_when_a_run_is_recorded_and_when_it_is_rerun(tmp_path: Path) -> None:
+    """An empty history.key recorded runs unsealed without a word, and their re-run was
+    refused as "a history from elsewhere" (found by a probe)."""
+    sample = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
+    env = clean_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    key = tmp_path / "data" / "graphrag-tui" / "history.key"
+    key.parent.mkdir(parents=True)
+    key.write_bytes(b"")
+    run = run_cli("query", str(sample), "bridge", "--namespace", "harbor-city", "--json", env=env)
+    run_id = run.json["run_id"]
+    assert (run.code, run.stderr.splitlines()[-1]) == (0, (
+        f"warning: the run history's key {key} is not a key of 32 bytes (it has 0): run {run_id} is recorded unsealed, "
+        "and is re-run or resumed only on a model given on the command line"))
+    rerun = run_cli("rerun", run_id, "--all", env=env)
+    assert (rerun.code, rerun.stdout, rerun.stderr) == (2, "", (
+        f"graphrag-tui: error: whether run {run_id} was recorded by this user's graphrag-tui cannot be checked: the "
+        f"run history's key {key} is not a key of 32 bytes (it has 0): its endpoint and key variable are not used; "
+        "give the model (--base-url, --model, --api-key-env, or --local-llm)\n"))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, messages_json
     from .records import RESUMABLE, RUN_STATUSES, RunHistory, RunSummary, UnknownRun
     from .schema import SCHEMA_VERSION
+    from .seal import key_problem
     from .stored import RecordedBatch, StoredRun
 
 #: Each name's module.
@@ -38,6 +39,7 @@ _MODULES = {
     "RunSummary": "records",
     "UnknownRun": "records",
     "SCHEMA_VERSION": "schema",
+    "key_problem": "seal",
     "RecordedBatch": "stored",
     "StoredRun": "stored",
 }
@@ -59,6 +61,7 @@ __all__ = [
     "StoredRun",
     "UnknownRun",
     "content_hash",
+    "key_problem",
     "messages_json",
     "new_run_id",
     "selection_json",

@@ -72,7 +72,7 @@ from .formats import (
 from .ids import new_run_id
 from .owner import is_alive, this_process
 from .schema import RUNS_WITH_PLANS, plan_column
-from .seal import seal, seal_key
+from .seal import key_path, key_problem, seal, seal_key
 from .texts import pack_text
 
 #: Seconds between the first event of a group and its commit.
@@ -168,6 +168,8 @@ class RunRecorder:
         #: so the run's thread makes no Python call per batch.
         self.batch_finished: Callable[[BatchResult], None] = self._queue.put
         self.error: str | None = None
+        #: What the user should know of a recording that goes on (a run recorded unsealed).
+        self.warning: str | None = None
         self._done = False
         #: The writer thread, once the first `tick` started it; the lock keeps it from
         #: starting while the run writes its end itself.
@@ -212,7 +214,12 @@ class RunRecorder:
                 if metadata.parent_run_id is not None:
                     _check_parent_idle(connection, metadata.parent_run_id)
                 packed = None if planned is None else _plan_columns(plan, planned)
-                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection)
+                key = seal_key(create=True)
+                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection, key)
+                if key is None:  # (said now: a re-run later refused it as a history from elsewhere)
+                    problem = key_problem() or f"{key_path()} cannot be made"
+                    recorder.warning = (f"the run history's key {problem}: run {recorder.run_id} is recorded unsealed, "
+                                        "and is re-run or resumed only on a model given on the command line")
                 if planned is not None:
                     recorder._write_kept(connection)
         except BaseException:
@@ -258,9 +265,9 @@ class RunRecorder:
     @staticmethod
     def _insert_run(
         connection: sqlite3.Connection, plan: SearchPlan, packed: tuple[str | bytes, ...] | None,
-        metadata: RunMetadata, started_at: str, selection: str | None,
+        metadata: RunMetadata, started_at: str, selection: str | None, key: bytes | None,
     ) -> str:
-        settings, key = json.dumps(dict(metadata.model_settings)), seal_key(create=True)
+        settings = json.dumps(dict(metadata.model_settings))
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
             run_id = new_run_id()
             try:

@@ -27,14 +27,14 @@ from ..user_files import default_history_path
 KEY_BYTES = 32
 
 
-def _key_path() -> Path:
+def key_path() -> Path:
     return default_history_path().with_name("history.key")
 
 
 def seal_key(*, create: bool) -> bytes | None:
     """This user's key (made on first use when `create`); None when there is none or it
     cannot be read (nothing is then trusted)."""
-    path = _key_path()
+    path = key_path()
     key = _read_key(path)
     if key is None and create:
         with contextlib.suppress(OSError):
@@ -64,6 +64,23 @@ def _read_key(path: Path) -> bytes | None:
             break
         time.sleep(0.01)
     return key if len(key) == KEY_BYTES else None
+
+
+def key_problem() -> str | None:
+    """Why this user's key, which is there, cannot be used, naming its file (None: it can,
+    or there is none: no run was recorded yet, or it could not be made)."""
+    if seal_key(create=False) is not None:
+        return None
+    path = key_path()
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror or error})"
+    if not stat.S_ISREG(status.st_mode):
+        return f"{path} is not a regular file"
+    return f"{path} is not a key of {KEY_BYTES} bytes (it has {status.st_size:,})"
 
 
 def seal(key: bytes, run_id: str, store: str, model_settings: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from ..engine import ChatModel, SearchResult
 from ..errors import InputError
 from ..export import RunInfo
-from ..history import RunMetadata, StoredRun
+from ..history import RunMetadata, StoredRun, key_problem
 from ..models.factory import ModelSettings
 from ..models.openai_http import CREDENTIAL_NAME, parse_base_url
 from ..store.location import PostgresLocation, StoreLocation, parse_location, store_identity
@@ -71,6 +71,10 @@ def _utc(moment: datetime) -> datetime:
 
 def not_recorded_here(stored: StoredRun) -> str:
     """Why a run's recorded endpoint or database is not used (history/seal.py)."""
+    problem = key_problem()
+    if problem is not None:  # (then no run reads as this user's)
+        return (f"whether run {stored.run_id} was recorded by this user's graphrag-tui cannot be checked: the run "
+                f"history's key {problem}")
     return (f"run {stored.run_id} was not recorded by this user's graphrag-tui (a history from elsewhere, an edited "
             "row, or a run recorded before version 8)")
 

@@ -339,6 +339,8 @@ class RunSession:
             return
         self.run_id = self._recorder.run_id
         self._plan_unrecorded = dynamic
+        if self._recorder.warning is not None:
+            self.on_warning(f"warning: {self._recorder.warning}")
 
     def _tick(self) -> None:
         """Every FLUSH_INTERVAL while the run goes: the recorder commits what arrived."""

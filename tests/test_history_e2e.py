@@ -1626,3 +1626,18 @@ def test_an_unusable_history_key_is_said_when_a_run_is_recorded_and_when_it_is_r
         f"graphrag-tui: error: whether run {run_id} was recorded by this user's graphrag-tui cannot be checked: the "
         f"run history's key {key} is not a key of 32 bytes (it has 0): its endpoint and key variable are not used; "
         "give the model (--base-url, --model, --api-key-env, or --local-llm)\n"))
+
+
+def test_a_rerun_of_a_run_that_selected_no_community_says_so(tmp_path: Path) -> None:
+    """It said the communities had no text to map, and offered --replan, which failed the
+    same way (found by a probe)."""
+    sample = Path(__file__).resolve().parent.parent / "sample_db" / "sample.db"
+    history = tmp_path / "history.db"
+    run = run_cli("query", str(sample), "zzzz qqqq", "--namespace", "harbor-city", "--select", "dynamic", "--json",
+                  "--history", str(history))
+    assert (run.code, run.json["status"], run.json["selection"]["selected"]) == (0, "no_results", [])
+    for flags in ((), ("--replan",)):
+        rerun = run_cli("rerun", run.json["run_id"], *flags, "--history", str(history))
+        assert (rerun.code, rerun.stdout, rerun.stderr) == (2, "", (
+            f"graphrag-tui: error: run {run.json['run_id']} selected no community (dynamic selection): nothing to "
+            "send again; a new query selects them again\n"))

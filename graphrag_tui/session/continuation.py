@@ -111,6 +111,10 @@ def prepare_rerun(
                 recorded = same.pop(0)
                 kept[batch.index] = (recorded.result.model_copy(update={"index": batch.index}), recorded.model)
     if not plan.batches:  # it would end no_results again, as a new run of its own
+        report = run.selected.report if run.selected is not None else None
+        if report is not None and not report.selected:  # (its communities' text was not the reason)
+            raise InputError(f"run {stored.run_id} selected no community ({report.mode} selection): nothing to send "
+                             "again; a new query selects them again")
         raise InputError(f"run {stored.run_id} has no Map batch (its communities have no text to map): nothing to "
                          "send again" + ("" if replan else "; --replan plans again from the store as it is now"))
     if len(kept) == len(plan.batches) and stored.status != "failed":

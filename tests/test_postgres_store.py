@@ -94,9 +94,17 @@ def test_plan_info_show_tree_and_search_read_the_database(sample_pg: PgDatabase)
 
 
 def _found(store: str, query: str) -> dict[str, list[str]]:
-    found = run_cli("search", store, query, "--json", "--limit", "500", "--namespace", "harbor-city")
-    assert found.code == 0, (query, found.stderr)
-    return {kind: sorted(hit["id"] for hit in hits) for kind, hits in found.json["results"].items()}
+    """What `search STORE QUERY --limit 500` finds, as its command finds it, in this process
+    (the command itself is run above: a process per query took a third of a minute)."""
+    from graphrag_tui.session.explore import ExploreSession
+    from graphrag_tui.store.location import parse_location
+
+    with open_store(parse_location(store)) as opened:
+        search = ExploreSession(opened, "harbor-city").text_search
+        if not search.ready():
+            search.build()
+        results = search.search(query, limit=500)
+    return {kind: sorted(hit.id for hit in hits) for kind, hits in results.results.items()}
 
 
 @pytest.mark.parametrize(("pg_query", "fts5_query"), [

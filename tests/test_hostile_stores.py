@@ -53,12 +53,16 @@ REFUSED: list[tuple[Callable[[Path], Path], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("build", "problem"), REFUSED, ids=[
-    "level_null", "level_text", "level_blob", "level_real", "community_id_null", "community_id_bad_utf8",
-    "namespace_null", "namespace_bad_utf8", "parent_blob"])
+_REFUSED_IDS = ["level_null", "level_text", "level_blob", "level_real", "community_id_null", "community_id_bad_utf8",
+                "namespace_null", "namespace_bad_utf8", "parent_blob"]
+
+
+@pytest.mark.parametrize(("build", "problem"), [REFUSED[1], REFUSED[5]], ids=[_REFUSED_IDS[1], _REFUSED_IDS[5]])
 def test_a_bad_community_row_is_exit_2_with_one_line_in_every_face(
     tmp_path: Path, build: Callable[[Path], Path], problem: str
 ) -> None:
+    """Every face opens the store one way (`test_a_bad_community_row_is_a_store_error_from_open`
+    has each problem's line)."""
     store = build(tmp_path / "store.db")
     before = snapshot(tmp_path)
     expected = f"graphrag-tui: error: Bad community store {store}: {problem}\n"
@@ -69,17 +73,18 @@ def test_a_bad_community_row_is_exit_2_with_one_line_in_every_face(
     assert snapshot(tmp_path) == before
 
 
-def test_bad_community_row_is_a_store_error_from_open(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("build", "problem"), REFUSED, ids=_REFUSED_IDS)
+def test_a_bad_community_row_is_a_store_error_from_open(tmp_path: Path, build: Callable[[Path], Path], problem: str) -> None:
     from graphrag_tui.errors import InputError
     from graphrag_tui.store import StoreError
 
-    store = hostile.level_text(tmp_path / "store.db")
+    store = build(tmp_path / "store.db")
+    before = snapshot(tmp_path)
     with pytest.raises(StoreError) as caught:
         CommunityStore.open(store)
     assert isinstance(caught.value, InputError)
-    assert str(caught.value) == (
-        f"Bad community store {store}: rag_community_summaries.level is text, not an integer (row with id 'ns/2')"
-    )
+    assert str(caught.value) == f"Bad community store {store}: {problem}"
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(

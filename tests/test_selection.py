@@ -296,7 +296,9 @@ def test_rollup_the_pure_rule() -> None:
     assert rollup(nodes, 1) == ["x", "y"]  # A's deepest: y and z tie, the lower id; B stays in x
 
 
-def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
+def test_rollup_and_selection_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from graphrag_tui.cli import main
+
     store = walk_store(tmp_path / "walk.db")  # no members, no rank
     cases = [
         (("--select", "rollup", "--level", "1"),
@@ -314,9 +316,9 @@ def test_rollup_and_selection_input_errors(tmp_path: Path) -> None:
         (("--select", "dynamic", "--rate-threshold", "6"), "--rate-threshold must be an integer from 0 to 5, got '6'"),
         (("--rate-repeats", "3"), "--rate-repeats applies to --select dynamic only (the mode is level)"),
     ]
-    for flags, message in cases:
-        run = run_cli("plan", str(store), QUESTION, "--no-config", *flags)
-        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n"), flags
+    for flags, message in cases:  # (the command in this process: a process each took 8 s in all)
+        code = main(["plan", str(store), QUESTION, "--no-config", *flags])
+        assert (code, *capsys.readouterr()) == (2, "", f"graphrag-tui: error: {message}\n"), flags
     run = run_cli("query", str(store), QUESTION, "--no-config", "--no-history", "--select", "dynamic", "--level", "1")
     assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: --level does not apply to --select "
                                                   "dynamic: it rates from the shallowest level down (--max-level bounds "

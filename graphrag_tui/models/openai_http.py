@@ -90,7 +90,7 @@ def check_api_key(value: str, source: str) -> None:
             f"{source} holds an API key with a space, a control character (such as a "
             "trailing newline) or a non-ASCII character: remove it"
         )
-    if len(value) > MAX_KEY_CHARS:  # (the pattern that masks it took seconds a thousand characters)
+    if len(value) > MAX_KEY_CHARS:  # (the pattern that masks it compiles in some 0.3 ms a character)
         raise InputError(f"{source} holds an API key of {len(value):,} characters: graphrag-tui takes keys of up to "
                          f"{MAX_KEY_CHARS:,}")
 
@@ -154,7 +154,7 @@ MIN_MASKED_SECRET = 8
 def encoded_forms(key: str) -> list[str]:
     """The key's hex, and its base64 (standard and URL-safe) at each of the three places it
     may start within a 3-byte group (a `user:key` credential, a JSON body encoded whole):
-    the characters that do not depend on the bytes around it. None for a key shorter than
+    the characters that do not depend on the bytes around it. Nothing for a key shorter than
     MIN_MASKED_SECRET, whose forms would match in ordinary words."""
     if len(key) < MIN_MASKED_SECRET:
         return []
@@ -193,9 +193,8 @@ def _key_forms(key: str) -> str:
         if ch in _HTML_NAMES:
             forms.append("&(?:" + "|".join(_HTML_NAMES[ch]) + ")")
         parts.append("(?:" + "|".join(forms) + ")")
-    hex_form, *base64_forms = encoded_forms(key) or [None]
-    encoded = ([] if hex_form is None else [f"(?i:{hex_form})"]) + [re.escape(form) for form in base64_forms]
-    return "|".join(["".join(parts), *encoded])
+    encoded = encoded_forms(key)  # (hex first, in either case)
+    return "|".join(["".join(parts), *([f"(?i:{encoded[0]})", *map(re.escape, encoded[1:])] if encoded else [])])
 
 
 def secret_chars(secrets: Sequence[str]) -> frozenset[str]:

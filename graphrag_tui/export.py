@@ -264,6 +264,10 @@ def check_output_file(target: Path, inputs: Iterable[Path] = (), action: str = "
     file: its folder exists, its name is not too long, it is not an input, not a symlink
     (never written through), not a folder and not a device or pipe."""
     folder = target.parent
+    try:
+        os.fsencode(target)
+    except UnicodeEncodeError:  # (a name set by a program, not typed: it crashed the export dialog)
+        raise InputError(f"Cannot {action}: the path is not valid text (it holds a lone surrogate)") from None
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
         raise InputError(
             f"Cannot {action}: the file name is too long ({len(os.fsencode(target.name))} bytes; "

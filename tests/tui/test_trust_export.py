@@ -218,6 +218,8 @@ async def test_export_bad_names_are_one_line_in_the_dialog_and_the_run_stays(sto
                 # the run was written beside the folder, as tmp_path.json and tmp_path.md
                 (f"{tmp_path}/", f"Cannot export: '{tmp_path}/' names a folder, not a file"),
                 (str(tmp_path), f"Cannot export: '{tmp_path}' names a folder, not a file"),
+                # (set by a program, never typed: it crashed the dialog; found by a probe)
+                (str(tmp_path / "run\ud800"), "Cannot export: the path is not valid text (it holds a lone surrogate)"),
             ]
             await open_export(pilot, cases[0][0])
             for typed, message in cases:

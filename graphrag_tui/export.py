@@ -35,10 +35,16 @@ ERROR_CHARS = 300
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
-def _no_html(text: str) -> str:
-    """Untrusted text with every `<` that would start a tag written `&lt;`: a reply's
-    `<script>` or `<img onerror=…>` reached the report as HTML. `a < b` stays as it is."""
-    return _TAG_START.sub("&lt;", text)
+def _inert_markdown(text: str) -> str:
+    """Untrusted text as a Markdown viewer shows it, written: every `<` that would start a
+    tag written `&lt;` (a reply's `<script>` or `<img onerror=…>` reached the report as HTML;
+    `a < b` stays as it is), and every bracket and backslash escaped (a reply's link, remote
+    image or footnote took effect, and its link reference definition turned the report's
+    own citations into `javascript:` links)."""
+    return _TAG_START.sub("&lt;", text).translate(_ESCAPED)
+
+
+_ESCAPED = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]"})
 
 
 def _inline(text: str | None, limit: int | None = None) -> str:
@@ -46,13 +52,13 @@ def _inline(text: str | None, limit: int | None = None) -> str:
     flat = one_line(text)
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
-    return _no_html(flat)
+    return _inert_markdown(flat)
 
 
 def _quote(text: str | None) -> str:
     """The text as a Markdown blockquote: every line starts with "> ", so a heading, list
     or fence inside untrusted text stays inside the quote."""
-    lines = _no_html(clean((text or "").replace("\r\n", "\n"))).split("\n")
+    lines = _inert_markdown(clean((text or "").replace("\r\n", "\n"))).split("\n")
     return "\n".join(f"> {line}".rstrip() for line in lines)
 
 

@@ -197,7 +197,7 @@ Chunk k2, from *(untitled document)*:
 
 Summary:
 
-> Fishing fleets land at dawn ␛[31m.
+> Fishing fleets land at dawn ␛\\[31m.
 
 _No claims._
 
@@ -407,3 +407,19 @@ def test_html_in_untrusted_text_is_written_as_text(store) -> None:
     assert report.startswith("# Is a < b? &lt;img src=x onerror=alert(1)>\n")
     assert "> Yes.\n> &lt;script>alert(1)&lt;/script>\n> &lt;!-- hidden -->\n" in report
     assert "<script" not in report and "<img" not in report and "<!--" not in report
+
+
+def test_links_images_footnotes_and_link_definitions_in_replies_stay_text_in_the_report() -> None:
+    """A Map answer's `javascript:` link and remote image took effect, its footnote showed
+    outside every quote, and its link reference definition turned the report's own
+    citations into links (found by a probe). Brackets and backslashes are escaped: a viewer
+    shows them as written."""
+    hostile = ("See [x](javascript:alert(1)) ![](https://evil.example/t.png) [^n] \\[still text]\n"
+               "[Data: Reports (1, 2)]: javascript:alert(2)\n[^n]: **Analyst note**")
+    result = make_result().model_copy(update={
+        "answer": "The port [Data: Reports (1, 2)].",
+        "selected_map_answers": [SelectedAnswer(answer=hostile, usefulness=80, community_ids=("ns/1",))]})
+    report = markdown_report(result, None)
+    assert "> The port \\[Data: Reports (1, 2)\\].\n" in report
+    assert ("> See \\[x\\](javascript:alert(1)) !\\[\\](https://evil.example/t.png) \\[^n\\] \\\\\\[still text\\]\n"
+            "> \\[Data: Reports (1, 2)\\]: javascript:alert(2)\n> \\[^n\\]: **Analyst note**\n") in report

@@ -342,7 +342,7 @@ def test_key_pattern_matches_plain_json_escaped_and_percent_encoded_forms_in_any
     assert key_pattern(quotes).sub("***", repr(quotes.encode())) == "b'***'"
 
 
-def test_the_key_in_hex_or_base64_is_masked_wherever_it_starts_and_in_a_stream() -> None:
+def test_the_key_in_hex_base64_or_markdown_escapes_is_masked_wherever_it_starts_and_in_a_stream() -> None:
     """A server that echoed the key encoded (a credential `u:key` in base64, its bytes in
     hex) showed it to anyone who decodes it."""
     from graphrag_tui.models.openai_http import _StreamMasker, secret_chars
@@ -354,6 +354,8 @@ def test_the_key_in_hex_or_base64_is_masked_wherever_it_starts_and_in_a_stream()
         (base64.b64encode(b"u:" + KEY.encode()).decode(), "dTpz***"),
         (base64.urlsafe_b64encode(b"x" + KEY.encode() + b"?>").decode(), "eHNr***ODk_Pg=="),
         (f"[{hex_key}] [{hex_key.upper()}]", "[***] [***]"),
+        # Markdown's escapes of punctuation, which a report renders as the key (found by a probe)
+        (KEY.replace("-", "\\-") + " " + KEY.replace("-", "\\\\\\-"), "*** ***"),
     ):
         assert mask_key(echoed, pattern) == masked, echoed
         masker = _StreamMasker(secret_chars([KEY]), pattern)

@@ -69,9 +69,10 @@ MAX_RESPONSE_BYTES = 1 << 40
 
 _EXCERPT_CHARS = 200
 _MASK = "***"
-#: Characters JSON lets a string escape with a backslash besides the \uXXXX form, and the
-#: quote Python's repr escapes (httpx quotes a bad status line as bytes: `b'...\'...'`).
-_BACKSLASH_ESCAPABLE = '"\\/\''
+#: Characters written after a backslash as themselves: JSON's (besides the \uXXXX form), the
+#: quote Python's repr escapes (httpx quotes a bad status line as bytes: `b'...\'...'`), and
+#: Markdown's, any ASCII punctuation (a report's `sk\-KEY` renders as the key).
+_BACKSLASH_ESCAPABLE = string.punctuation
 #: A host name as a request can carry it (IDNA-encoded by httpx); IPv6 literals aside.
 _HOSTNAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 

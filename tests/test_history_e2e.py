@@ -1641,3 +1641,22 @@ def test_a_rerun_of_a_run_that_selected_no_community_says_so(tmp_path: Path) -> 
         assert (rerun.code, rerun.stdout, rerun.stderr) == (2, "", (
             f"graphrag-tui: error: run {run.json['run_id']} selected no community (dynamic selection): nothing to "
             "send again; a new query selects them again\n"))
+
+
+def test_runs_export_of_a_run_started_at_the_calendars_end_or_citing_an_id_no_text_holds(
+        store: Path, history: Path, tmp_path: Path) -> None:
+    """A start time that cannot be moved to UTC, and a community id with a lone surrogate
+    (which no store text holds, nor can be asked for), were internal errors (found by a
+    probe)."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET started_at = '9999-12-31T23:59:59-23:59'")
+    db.commit()
+    db.close()
+    exported = cli(history, "runs", "export", run.json["run_id"], str(tmp_path / "report"))
+    assert (exported.code, exported.stderr) == (0, "")
+    assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n\n## Run\n\n- Status: completed\n- Namespace")
+    with CommunityStore.open(store) as opened:
+        assert opened.community("ns/1\ud800") is None

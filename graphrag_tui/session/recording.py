@@ -56,10 +56,10 @@ def recorded_run_info(stored: StoredRun) -> RunInfo | None:
     """What a report says of a recorded run, as the app's export says of the run it shows:
     its start, duration, model, store and budgets (None: a start that is not a time)."""
     summary = stored.summary
-    try:
-        started = _utc(datetime.fromisoformat(summary.started_at))
-        finished = _utc(datetime.fromisoformat(summary.finished_at)) if summary.finished_at else None
-    except (TypeError, ValueError):
+    try:  # (in UTC here: a time at the calendar's end, 9999-12-31T23:59-23:59, cannot be moved there)
+        started = _utc(datetime.fromisoformat(summary.started_at)).astimezone(UTC)
+        finished = _utc(datetime.fromisoformat(summary.finished_at)).astimezone(UTC) if summary.finished_at else None
+    except (TypeError, ValueError, OverflowError):
         return None
     duration = (finished - started).total_seconds() if finished is not None else None
     return RunInfo(started, duration, summary.model or "unknown", summary.store, stored.options)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from graphrag_tui.arguments import has_surrogates
 from graphrag_tui.engine import Claim, CommunityContext, Excerpt, MapTextParts
 from graphrag_tui.engine.selection import SelectionNode
 from graphrag_tui.errors import InputError
@@ -778,6 +779,8 @@ class CommunityStore:
 
         Missing entity rows and dangling chunk ids are tolerated as in
         `select_communities`."""
+        if has_surrogates(community_id):  # (from a damaged run history: no store text holds one, or can be asked for it)
+            return None
         rows = self._query(
             "SELECT id, namespace, community_name, level, parent_community_id, "
             "summary_content, members FROM rag_community_summaries WHERE id = ?",

@@ -1061,8 +1061,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         except InputError as error:  # moved or deleted since: the run itself is all in the history
             _warn(f"note: {error}: the report names the communities without their text")
             store = None
-        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs,
-                                          info=recorded_run_info(stored))
+        info = recorded_run_info(stored)
+        if store is not None and info is not None and info.store_changed:  # (as the app's view of the run says)
+            _warn(f"note: the store {path_text(store_location)} changed since run {stored.run_id}: the report shows "
+                  "its communities as the store has them now")
+        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs, info=info)
     _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")
     return 0
 

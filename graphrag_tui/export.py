@@ -136,6 +136,8 @@ class RunInfo:
     model: str
     store: str
     options: SearchOptions
+    #: The store's file changed since the run (a recorded run's): its communities are as it has them now.
+    store_changed: bool = False
 
 
 def _run_lines(result: SearchResult, info: RunInfo | None) -> list[str]:
@@ -238,6 +240,8 @@ def markdown_report(result: SearchResult, store: CommunityStore | None, info: Ru
             out += ["_The run's store was not at hand when this report was written: its communities' summaries, "
                     "claims and sources are not shown._", "", *(f"- {_inline(cid)}" for cid in cited), ""]
         else:
+            if info is not None and info.store_changed:
+                out += ["_The store changed since this run: its communities are shown as the store has them now._", ""]
             for community_id in cited:
                 out += _community_section(community_id, store.community(community_id))
     return "\n".join(out).rstrip("\n") + "\n"

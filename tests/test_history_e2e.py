@@ -1660,3 +1660,19 @@ def test_runs_export_of_a_run_started_at_the_calendars_end_or_citing_an_id_no_te
     assert (tmp_path / "report.md").read_text().startswith(f"# {QUESTION}\n\n## Run\n\n- Status: completed\n- Namespace")
     with CommunityStore.open(store) as opened:
         assert opened.community("ns/1\ud800") is None
+
+
+def test_runs_export_of_a_run_whose_store_changed_since_says_so(store: Path, history: Path, tmp_path: Path) -> None:
+    """It showed the store's text of today as the run's sources without a word, which the
+    app's view of the run says (found by a probe)."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    status = store.stat()
+    os.utime(store, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+    exported = cli(history, "runs", "export", run.json["run_id"], str(tmp_path / "report"))
+    assert (exported.code, exported.stderr) == (0, (
+        f"note: the store {store} changed since run {run.json['run_id']}: the report shows its communities as the "
+        "store has them now\n"))
+    assert "## Communities\n\n_The store changed since this run: its communities are shown as the store has them " \
+           "now._\n\n### Community " in (tmp_path / "report.md").read_text()

@@ -62,7 +62,19 @@ def recorded_run_info(stored: StoredRun) -> RunInfo | None:
     except (TypeError, ValueError, OverflowError):
         return None
     duration = (finished - started).total_seconds() if finished is not None else None
-    return RunInfo(started, duration, summary.model or "unknown", summary.store, stored.options)
+    location = parse_location(summary.store)
+    try:
+        changed = isinstance(location, Path) and store_changed(stored, location)
+    except OSError:  # (not at hand: the report names its communities only)
+        changed = False
+    return RunInfo(started, duration, summary.model or "unknown", summary.store, stored.options, changed)
+
+
+def store_changed(stored: StoredRun, path: Path) -> bool:
+    """Whether the store's file is not as the run found it (its size or mtime); OSError
+    when it cannot be looked at."""
+    status = path.stat()
+    return (stored.store_size, stored.store_mtime_ns) != (status.st_size, status.st_mtime_ns)
 
 
 def _utc(moment: datetime) -> datetime:

@@ -24,7 +24,7 @@ from ...durations import duration_text
 from ...engine import BatchResult, ChatMessage, prompt_text
 from ...errors import InputError
 from ...history import RESUMABLE, RunHistory, StoredRun
-from ...session.recording import recorded_store
+from ...session.recording import recorded_store, store_changed
 from ...session.run_failure import failure_words
 from ...store import CommunityStore
 from ...store.location import PostgresLocation, display_location
@@ -68,8 +68,7 @@ def open_run_store(stored: StoredRun, app_store: CommunityStore | None) -> Store
     path = location
     note = None
     try:
-        stat = path.stat()
-        if (stored.store_size, stored.store_mtime_ns) != (stat.st_size, stat.st_mtime_ns):
+        if store_changed(stored, path):
             note = (f"The store {path} changed since this run: communities are shown as the store has them now.")
     except OSError as error:
         return StoreAtHand(None, f"The store {path} is not at hand ({error.strerror or error}): the batches, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -483,3 +484,25 @@ def test_a_destination_whose_writes_would_run_its_own_code_is_refused_untouched(
                           "another database); nothing was written\n")
     assert pg_counts(pg_database) == before
     assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == logged  # (the setup's own checks ran it)
+
+
+def test_a_destination_that_is_the_source_or_shares_its_journal_is_refused(tmp_path: Path) -> None:
+    """A source named as the destination's journal (or WAL) was taken by SQLite for a hot
+    journal and deleted; a hard link to the source was rewritten (found by a probe)."""
+    source = tmp_path / "x.db-journal"
+    shutil.copyfile(SAMPLE, source)
+    os.link(source, tmp_path / "linked.db")
+    before = source.read_bytes()
+    cases = [
+        ((source, tmp_path / "x.db"), f"copy: the source and the destination would share the file {source} (a store "
+                                      "and its journal or WAL): choose another destination"),
+        ((source, tmp_path / "x.db-journal-journal"), f"copy: the source and the destination would share the file "
+                                                      f"{source}-journal (a store and its journal or WAL): choose another "
+                                                      "destination"),
+        ((source, tmp_path / "linked.db"), f"copy: the source and the destination are the same store: {source}"),
+    ]
+    for (src, dst), message in cases:
+        run = run_cli("copy", str(src), str(dst), "--replace")
+        assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
+    assert source.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["linked.db", "x.db-journal"]

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_tui.errors import InputError
+from graphrag_tui.output_paths import input_named
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store.location import PostgresLocation, StoreLocation, display_location
+from graphrag_tui.store.location import PostgresLocation, StoreLocation, display_location, store_files
 from graphrag_tui.store.namespace_write import SqliteWriter
 from graphrag_tui.store.opening import open_store
 from graphrag_tui.store.pg_adapt import Adaptations
@@ -78,14 +79,22 @@ class CopyReport:
         }
 
 
-def _same_store(source: StoreLocation, destination: StoreLocation) -> bool:
+def _check_apart(source: StoreLocation, destination: StoreLocation) -> None:
+    """InputError when the destination is the source (the same URL, path, symlink or hard
+    link), or writes a file of the source's beside it: SQLite took a source named as the
+    destination's journal or WAL for one, and deleted it."""
     if isinstance(source, PostgresLocation) or isinstance(destination, PostgresLocation):
-        return isinstance(source, PostgresLocation) and isinstance(destination, PostgresLocation) \
+        same = isinstance(source, PostgresLocation) and isinstance(destination, PostgresLocation) \
             and source.url == destination.url
-    try:
-        return Path(destination).exists() and Path(source).resolve() == Path(destination).resolve()
-    except OSError:
-        return False
+    else:
+        same = input_named(destination, [source]) is not None
+    if same:
+        raise InputError(f"copy: the source and the destination are the same store: {display_location(source)}")
+    sources = store_files(source)
+    shared = next(filter(None, (input_named(file, sources) for file in store_files(destination))), None)
+    if shared is not None:
+        raise InputError(f"copy: the source and the destination would share the file {shared} (a store and its "
+                         "journal or WAL): choose another destination")
 
 
 def copy_store(
@@ -100,8 +109,7 @@ def copy_store(
     """Copy `namespace` (default: every namespace) of `source` into `destination` in one
     transaction. Raises InputError (one line, URLs masked) for a refusal or a failure;
     the destination is then unchanged."""
-    if _same_store(source, destination):
-        raise InputError(f"copy: the source and the destination are the same store: {display_location(source)}")
+    _check_apart(source, destination)
     adaptations = Adaptations(strict=strict)
     with open_store(source) as store:
         available = [info.name for info in store.namespaces()]

@@ -506,3 +506,34 @@ def test_a_destination_that_is_the_source_or_shares_its_journal_is_refused(tmp_p
         assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
     assert source.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linked.db", "x.db-journal"]
+
+
+def test_a_copy_that_would_not_read_back_a_dangling_link_and_a_namespace_with_a_newline(tmp_path: Path) -> None:
+    """Found by a probe: a destination whose `level` is TEXT took the copy, which no command
+    could then open; a failed copy into a link to nothing left an empty file at its target
+    and removed the link; a namespace with a newline forged lines of the report."""
+    from graphrag_tui.store.schema import SCHEMA_SQL
+
+    texts = tmp_path / "texts.db"
+    sqlite3.connect(texts).executescript(SCHEMA_SQL.replace("level INTEGER NOT NULL", "level TEXT NOT NULL"))
+    before = texts.read_bytes()
+    refused = run_cli("copy", str(SAMPLE), str(texts))
+    assert (refused.code, refused.stdout, refused.stderr) == (2, "", (
+        f"graphrag-tui: error: cannot write into {texts}: what it would hold does not read back "
+        "(rag_community_summaries.level is text, not an integer (row with id 'harbor-city/0')); nothing was written\n"))
+    assert texts.read_bytes() == before
+    (tmp_path / "link.db").symlink_to(tmp_path / "target" / "real.db")
+    linked = run_cli("copy", str(SAMPLE), str(tmp_path / "link.db"))
+    assert (linked.code, linked.stderr) == (
+        2, f"graphrag-tui: error: copy: the destination is a symbolic link to nothing: {tmp_path / 'link.db'}\n")
+    source = tmp_path / "named.db"
+    shutil.copyfile(SAMPLE, source)
+    db = sqlite3.connect(source)
+    for table in TABLES:
+        db.execute(f"UPDATE {table} SET namespace = 'x\nRows written: 0' WHERE namespace = 'harbor-city'")
+    db.commit()
+    db.close()
+    copied = run_cli("copy", str(source), str(tmp_path / "copy.db"), "--namespace", "x\nRows written: 0")
+    assert copied.code == 0, copied.stderr
+    assert copied.stdout.splitlines()[1] == ("  'x Rows written: 0': 7 documents, 61 chunks, 49 entities, 28 "
+                                             "communities, 236 claims")

@@ -16,7 +16,7 @@ from graphrag_tui.store.schema import (
     insert_sql,
     schema_statements,
 )
-from graphrag_tui.store.validation import StoreError, check_text_order
+from graphrag_tui.store.validation import StoreError, check_communities, check_text_order
 
 BUSY_TIMEOUT_S = 10.0
 #: SQLite virtual-machine steps between two polls of `interrupted` while writing.
@@ -173,6 +173,12 @@ class SqliteWriter:
         with self._errors():
             if self._interrupted():
                 raise WriteInterrupted
+            try:  # what was written, as the store reads it (a destination's `level TEXT` made text of every level)
+                check_communities(self._conn, self.store_path)
+            except StoreError as error:
+                raise StoreError(f"cannot write into {self.store_path}: what it would hold does not read back "
+                                 f"({str(error).removeprefix(f'Bad community store {self.store_path}: ')}); "
+                                 "nothing was written") from None
             self._conn.set_progress_handler(None, 0)  # from here on the write completes
             self._conn.execute("COMMIT")
         self.committed = True

@@ -60,7 +60,7 @@ class CopyReport:
         for ns in self.namespaces:
             counts = ", ".join(f"{ns.rows.get(table, 0)} {ROW_NAMES[table]}" for table in TABLES)
             replaced = f" (replaced its previous {ns.replaced_rows} rows)" if ns.replaced_rows else ""
-            lines.append(f"  '{ns.name}': {counts}{replaced}")
+            lines.append(f"  '{one_line(ns.name)}': {counts}{replaced}")  # (a newline in it forged report lines)
         lines.append(f"Rows written: {self.rows}")
         return lines + self.adaptations.lines()
 
@@ -161,6 +161,8 @@ def check_destination(path: Path) -> bool:
         raise InputError(f"copy: the destination is a folder: {path}")
     if not path.parent.is_dir():
         raise InputError(f"copy: the destination's folder does not exist: {path.parent}")
+    if path.is_symlink() and not path.exists():  # (SQLite made its target; a failed copy then left it, empty)
+        raise InputError(f"copy: the destination is a symbolic link to nothing: {path}")
     if not path.exists():
         return True
     if not path.is_file():  # (opening a FIFO waited for a writer forever)

@@ -537,3 +537,22 @@ def test_a_copy_that_would_not_read_back_a_dangling_link_and_a_namespace_with_a_
     assert copied.code == 0, copied.stderr
     assert copied.stdout.splitlines()[1] == ("  'x Rows written: 0': 7 documents, 61 chunks, 49 entities, 28 "
                                              "communities, 236 claims")
+
+
+def test_a_null_the_destination_cannot_hold_names_the_row_s_namespace_and_column(tmp_path: Path) -> None:
+    """A source whose own schema lets it hold NULL where the store needs a value (it reads it
+    as empty text) failed the copy with SQLite's bare constraint, blaming the destination
+    (found by a probe)."""
+    source = tmp_path / "nulls.db"
+    shutil.copyfile(SAMPLE, source)
+    db = sqlite3.connect(source)
+    (schema,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'rag_community_summaries'").fetchone()
+    db.executescript("ALTER TABLE rag_community_summaries RENAME TO kept;" + schema.replace("NOT NULL", "") + ";"
+                     "INSERT INTO rag_community_summaries SELECT * FROM kept; DROP TABLE kept;"
+                     "UPDATE rag_community_summaries SET summary_content = NULL WHERE id = 'harbor-city/1';")
+    db.close()
+    run = run_cli("copy", str(source), str(tmp_path / "copy.db"))
+    assert (run.code, run.stdout, run.stderr) == (2, "", (
+        f"graphrag-tui: error: cannot import into {tmp_path / 'copy.db'}: a row of namespace 'harbor-city' has no "
+        "value (NULL) for rag_community_summaries.summary_content, which the store needs; nothing was written\n"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nulls.db"]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import (
     TABLES,
     add_column_sql,
@@ -192,6 +193,11 @@ def _describe(exc: sqlite3.Error, store_path: Path, namespace: str) -> str:
             f"cannot import into {store_path}: {message} "
             f"(an ID of namespace '{namespace}' is already used by another namespace, or comes twice in its rows)"
         )
+    if isinstance(exc, sqlite3.IntegrityError) and message.startswith("NOT NULL constraint failed: "):
+        # (a source whose own schema lets it hold NULL there, which it reads as empty text)
+        column = message.removeprefix("NOT NULL constraint failed: ")
+        return (f"cannot import into {store_path}: a row of namespace '{one_line(namespace)}' has no value (NULL) for "
+                f"{column}, which the store needs; nothing was written")
     if "not a database" in message:
         return f"not a SQLite community store: {store_path} ({message})"
     if "locked" in message or "busy" in message:

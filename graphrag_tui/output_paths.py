@@ -13,17 +13,26 @@ def input_named(path: Path, inputs: Iterable[Path]) -> Path | None:
     """The first of `inputs` that `path` is: the same file (the same path, a symlink or a
     hard link to it), or, while either does not exist, the same path once links are
     resolved (an SQLite companion such as a `-wal` comes and goes)."""
-    own, real = _file_identity(path), os.path.realpath(path)
+    own, real = _file_identity(path), _real(path)
     for source in inputs:
-        if (own is not None and own == _file_identity(source)) or real == os.path.realpath(source):
+        if (own is not None and own == _file_identity(source)) or (real is not None and real == _real(source)):
             return source
     return None
+
+
+def _real(path: Path) -> str | None:
+    """The path with its links resolved; None for a path no file can have (a NUL in an
+    edited history's store path made `runs export` an internal error)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return None
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
-    except OSError:  # it does not exist (yet)
+    except (OSError, ValueError):  # it does not exist (yet), or no file can have its name
         return None
     return found.st_dev, found.st_ino
 

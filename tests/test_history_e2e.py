@@ -1676,3 +1676,20 @@ def test_runs_export_of_a_run_whose_store_changed_since_says_so(store: Path, his
         "store has them now\n"))
     assert "## Communities\n\n_The store changed since this run: its communities are shown as the store has them " \
            "now._\n\n### Community " in (tmp_path / "report.md").read_text()
+
+
+def test_runs_export_of_a_run_whose_recorded_store_path_holds_a_nul_writes_its_report(
+        store: Path, history: Path, tmp_path: Path) -> None:
+    """No file can have such a name: comparing it with the export's files was an internal
+    error (found reading this session's change)."""
+    with ScriptedChatServer(Server()) as server:
+        run = cli(history, "query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1", *ONE_EACH,
+                  "--json")
+    db = sqlite3.connect(history)
+    db.execute("UPDATE runs SET store_path = ?", (f"{tmp_path}/x\x00y.db",))
+    db.commit()
+    db.close()
+    exported = cli(history, "runs", "export", run.json["run_id"], str(tmp_path / "report"))
+    assert (exported.code, exported.stdout, exported.stderr) == (0, (
+        f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.md'}\n"), (
+        f"note: Store not found: {tmp_path}/x␀y.db: the report names the communities without their text\n"))

@@ -4,6 +4,7 @@ result's JSON (SPEC §5) with the run's id, parent, times and the model of each 
 
 from __future__ import annotations
 
+import errno
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,10 +63,10 @@ def recorded_run_info(stored: StoredRun) -> RunInfo | None:
     except (TypeError, ValueError, OverflowError):
         return None
     duration = (finished - started).total_seconds() if finished is not None else None
-    location = parse_location(summary.store)
     try:
+        location = parse_location(summary.store)
         changed = isinstance(location, Path) and store_changed(stored, location)
-    except OSError:  # (not at hand: the report names its communities only)
+    except (InputError, OSError):  # (not at hand, or no store's: the report names its communities only)
         changed = False
     return RunInfo(started, duration, summary.model or "unknown", summary.store, stored.options, changed)
 
@@ -73,7 +74,10 @@ def recorded_run_info(stored: StoredRun) -> RunInfo | None:
 def store_changed(stored: StoredRun, path: Path) -> bool:
     """Whether the store's file is not as the run found it (its size or mtime); OSError
     when it cannot be looked at."""
-    status = path.stat()
+    try:
+        status = path.stat()
+    except ValueError as error:  # (a NUL in an edited history's path)
+        raise OSError(errno.EINVAL, str(error)) from None
     return (stored.store_size, stored.store_mtime_ns) != (status.st_size, status.st_mtime_ns)
 
 

@@ -157,6 +157,41 @@ def test_a_recorders_commits_after_its_first_are_synced(tmp_path: Path) -> None:
     assert seen == [2, 2]  # FULL
 
 
+def test_a_runs_first_commit_skips_the_wal_headers_sync_only_into_an_empty_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's first commit into an empty WAL (a run alone on its history) does not sync the
+    new WAL's header (`synchronous` OFF): with no frames of an earlier round in the file, a
+    power cut can only lose the commit. Into a WAL with frames (another connection holds it
+    open), and into one another process wrote into between the check and the write lock,
+    the header is synced (NORMAL). FULL again afterwards."""
+    from graphrag_tui.history import recorder
+    from graphrag_tui.history.database import connect
+
+    history = tmp_path / "h.db"
+    connect(history).close()  # (made; closing deletes its WAL)
+
+    def first_commit_level() -> tuple[int, int]:
+        connection = connect(history, check_same_thread=False)
+        try:
+            with recorder._first_commit(connection, history):
+                during = connection.execute("PRAGMA synchronous").fetchone()[0]
+            return during, connection.execute("PRAGMA synchronous").fetchone()[0]
+        finally:
+            connection.close()
+
+    assert first_commit_level() == (0, 2)  # OFF, then FULL
+    other = sqlite3.connect(history)
+    other.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (a frame, kept while it is open)
+    assert os.path.getsize(f"{history}-wal") > 0
+    assert first_commit_level() == (1, 2)  # NORMAL
+    checks = iter([True])  # empty when first looked at, not under the lock
+    real_check = recorder._wal_is_empty
+    monkeypatch.setattr(recorder, "_wal_is_empty", lambda wal: next(checks, None) or real_check(wal))
+    assert first_commit_level() == (1, 2)
+    other.close()
+
+
 def test_the_last_commit_of_a_short_run_is_synced_by_the_thread_that_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -86,7 +86,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     try:
         version = _checked_version(connection, path)
     finally:
-        _roll_back(connection)
+        roll_back(connection)
     connection.execute("PRAGMA foreign_keys = ON")
     if version < SCHEMA_VERSION:
         _migrate(connection, version)
@@ -160,7 +160,7 @@ def _migrate(connection: sqlite3.Connection, version: int) -> None:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
-        _roll_back(connection)
+        roll_back(connection)
         raise
 
 
@@ -174,12 +174,12 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        _roll_back(connection)
+        roll_back(connection)
         raise
     connection.execute("COMMIT")
 
 
-def _roll_back(connection: sqlite3.Connection) -> None:
+def roll_back(connection: sqlite3.Connection) -> None:
     """Rolls back what a failed transaction wrote, if SQLite has not (it does itself on a full
     disk, and a ROLLBACK then raised an error of its own, which said nothing of the disk)."""
     if connection.in_transaction:

@@ -24,6 +24,7 @@ rebuilt byte for byte, and a re-run checks the template is still the recorded on
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import json
@@ -54,7 +55,7 @@ from ..engine import (
 )
 from ..engine.selection import Rating, Vote
 from ..errors import InputError
-from .database import connect, errors_named, history_error, transaction
+from .database import connect, errors_named, history_error, roll_back, transaction
 from .formats import (
     RatingsPaid,
     attempts_packed,
@@ -208,7 +209,7 @@ class RunRecorder:
         try:
             recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept,  # (its id below)
                            spent=UsageMeter(prices))
-            with errors_named(path), _first_commit(connection):
+            with errors_named(path), _first_commit(connection, path):
                 # the plan with the row, and the batches a re-run keeps: the run's end writes
                 # only what the run added, and a kill -9 before then loses none of them
                 if metadata.parent_run_id is not None:
@@ -245,7 +246,7 @@ class RunRecorder:
         spent = _spent(prices, paid, earlier_cost)
         connection = connect(path, check_same_thread=False)
         try:
-            with errors_named(path), _first_commit(connection):
+            with errors_named(path), _first_commit(connection, path):
                 _claim(connection, run_id)
                 connection.execute(
                     "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = ?, "
@@ -362,8 +363,8 @@ class RunRecorder:
             if self._done:
                 return
             if self._thread is None:
-                self._thread = threading.Thread(target=self._write_loop, name=f"history-{self.run_id}", daemon=True)
-                _CLOSING.add(self._thread)  # (it closes the connection last)
+                self._thread = threading.Thread(target=self._write_loop, args=(_closing(),),  # (it closes the connection last)
+                                                name=f"history-{self.run_id}", daemon=True)
                 self._thread.start()
                 return
         if not (self._wake.is_set() or self._writing.locked()):
@@ -379,7 +380,7 @@ class RunRecorder:
     def _arrived(self) -> list[BatchResult | tuple[Any, ...]]:
         return list(map(self._queue.get, repeat(False, self._queue.qsize())))
 
-    def _write_loop(self) -> None:
+    def _write_loop(self, closed: threading.Event) -> None:
         try:
             while True:  # what arrived before the thread started, at once; then at each wake
                 closing = self._closing.is_set()
@@ -393,7 +394,7 @@ class RunRecorder:
                 self._wake.clear()
         finally:
             self._written.set()
-            _close_quietly(self._connection)
+            _close_quietly(self._connection, closed)
 
     def _write(self, items: list[BatchResult | tuple[Any, ...]], *, synced: bool = True) -> None:
         """One transaction: the items in order, their batches in one group of records.
@@ -578,36 +579,74 @@ class RunRecorder:
 
 
 @contextlib.contextmanager
-def _first_commit(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def _first_commit(connection: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
     """A run's first transaction (its row, or a resume's claim), which need not wait for the
     disk: the WAL is appended in order, so the next commit's sync (every later commit is
     synced) takes it to the disk too. A power cut before then loses a row whose run had
-    nothing finished, and each run is spared one sync (0.5-0.7 ms here)."""
-    connection.execute("PRAGMA synchronous = NORMAL")
+    nothing finished, and each run is spared one sync (0.5-0.7 ms here).
+
+    Nor, into an empty WAL (the last connection to close deletes it: a run alone on its
+    history always starts one), is the new WAL's header synced before its first frames
+    (SQLite does so unless `synchronous = OFF`, another 0.6 ms): that sync keeps a power cut
+    from replaying frames of the WAL's earlier round, and an empty WAL has none. It is empty
+    for sure only under the write lock, and the level cannot change within a transaction:
+    one another process wrote into meanwhile is begun again."""
+    wal = _wal_path(path)
+    empty = _wal_is_empty(wal)
     try:
-        with transaction(connection):
+        connection.execute(f"PRAGMA synchronous = {'OFF' if empty else 'NORMAL'}")
+        connection.execute("BEGIN IMMEDIATE")
+        if empty and not _wal_is_empty(wal):
+            connection.execute("ROLLBACK")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("BEGIN IMMEDIATE")
+        try:
             yield connection
+        except BaseException:
+            roll_back(connection)
+            raise
+        connection.execute("COMMIT")
     finally:
         connection.execute("PRAGMA synchronous = FULL")
 
 
-#: Threads that close a history connection (closing copies the WAL into the file), which the
-#: process waits for as it exits: one killed there left the WAL to grow by each run, and every
-#: later process opening the history read it whole.
-_CLOSING: set[threading.Thread] = set()
+def _wal_path(path: Path) -> str | None:
+    """The history's WAL (SQLite names it after the file a link leads to); None: no such name."""
+    try:
+        return os.path.realpath(path) + "-wal"
+    except (OSError, ValueError):
+        return None
+
+
+def _wal_is_empty(wal: str | None) -> bool:
+    try:
+        return wal is not None and os.stat(wal).st_size == 0
+    except (OSError, ValueError):
+        return False
+
+
+#: The closings of history connections in progress (closing copies the WAL into the file),
+#: each set once done, which the process waits for as it exits: a thread killed there left
+#: the WAL to grow by each run, and every later process opening the history read it whole.
+_CLOSING: set[threading.Event] = set()
+
+
+def _closing() -> threading.Event:
+    closed = threading.Event()
+    _CLOSING.add(closed)
+    return closed
 
 
 def _close_in_background(connection: sqlite3.Connection, unsynced: Path) -> None:
-    thread = threading.Thread(target=_close_quietly, args=(connection, unsynced), daemon=True)
-    _CLOSING.add(thread)
-    thread.start()
+    # (threading's start waits until the new thread runs: it cost a run's end 0.1-0.2 ms)
+    _thread.start_new_thread(_close_quietly, (connection, _closing(), unsynced))
 
 
-def _close_quietly(connection: sqlite3.Connection, unsynced: Path | None = None) -> None:
-    """Closes a connection on a thread of its own, where an error would print a traceback.
-    `unsynced`: its history, whose last commit did not wait for the disk: the WAL is synced
-    if the close left it there (the last connection's close checkpoints the WAL, syncing it,
-    and deletes it; with others open, it stays as it was)."""
+def _close_quietly(connection: sqlite3.Connection, closed: threading.Event, unsynced: Path | None = None) -> None:
+    """Closes a connection on a thread of its own, where an error would print a traceback,
+    and sets `closed`. `unsynced`: its history, whose last commit did not wait for the disk:
+    the WAL is synced if the close left it there (the last connection's close checkpoints the
+    WAL, syncing it, and deletes it; with others open, it stays as it was)."""
     try:
         with contextlib.suppress(sqlite3.Error):
             connection.close()
@@ -619,14 +658,15 @@ def _close_quietly(connection: sqlite3.Connection, unsynced: Path | None = None)
                 finally:
                     os.close(descriptor)
     finally:
-        _CLOSING.discard(threading.current_thread())
+        closed.set()
+        _CLOSING.discard(closed)
 
 
 @atexit.register
 def _wait_for_closing() -> None:
     deadline = time.monotonic() + CLOSE_WAIT_AT_EXIT
-    for thread in list(_CLOSING):
-        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    for closed in list(_CLOSING):
+        closed.wait(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _plan_columns(plan: SearchPlan, planned: Sequence[BatchResult]) -> tuple[str | bytes, str | bytes, str | bytes]:

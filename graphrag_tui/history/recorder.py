@@ -650,9 +650,10 @@ def _close_quietly(connection: sqlite3.Connection, closed: threading.Event, unsy
     try:
         with contextlib.suppress(sqlite3.Error):
             connection.close()
-        if unsynced is not None:
-            with contextlib.suppress(OSError):  # (SQLite names the WAL after the file a link leads to)
-                descriptor = os.open(os.path.realpath(unsynced) + "-wal", os.O_RDONLY)
+        wal = None if unsynced is None else _wal_path(unsynced)
+        if wal is not None:
+            with contextlib.suppress(OSError):
+                descriptor = os.open(wal, os.O_RDONLY)
                 try:
                     os.fsync(descriptor)
                 finally:

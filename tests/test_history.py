@@ -503,7 +503,9 @@ def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:
     db.commit()
     db.close()
     assert [(r.run_id, r.namespace) for r in history.list_runs(text="école")] == [("aaaaaaaa0001", "n\ufffd\ufffd")]
-    assert history.load("aaaaaaaa0001").summary.namespace == "n\ufffd\ufffd"
+    # (the row's question and namespace, edited, are no longer its result's: the run is not shown as another)
+    with pytest.raises(HistoryError, match="run aaaaaaaa0001's result is of another question, namespace or level"):
+        history.load("aaaaaaaa0001")
 
 
 def test_a_rerun_uses_the_recorded_endpoint_or_the_flags_over_it(tmp_path: Path) -> None:
@@ -706,6 +708,25 @@ def test_a_recorded_result_with_a_negative_count_or_cost_is_one_line(tmp_path: P
     db.close()
     with pytest.raises(HistoryError, match=r"^run history .* run aaaaaaaa0001 cannot be read: [^\n]+$"):
         RunHistory(path).load("aaaaaaaa0001")
+
+
+@pytest.mark.parametrize("edit", [('"query":"', '"query":"Another '), ('"namespace":"ns"', '"namespace":"other"'),
+                                  ('"level":"leaf"', '"level":2')])
+def test_a_recorded_result_of_another_question_namespace_or_level_than_its_row_is_one_line(
+    tmp_path: Path, edit: tuple[str, str]
+) -> None:
+    """`runs list` shows a run's row and `runs show` its result: one edited apart from the
+    other made them two different runs, and nothing said so."""
+    history, run = _six_batch_run(tmp_path)
+    db = sqlite3.connect(history)
+    (summary,) = db.execute("SELECT result FROM runs").fetchone()
+    assert edit[0] in unpack_text(summary)
+    db.execute("UPDATE runs SET result = ?", (unpack_text(summary).replace(*edit),))
+    db.commit()
+    db.close()
+    with pytest.raises(HistoryError, match=rf"^run history .* run {run.run_id} cannot be read: run {run.run_id}'s "
+                                           r"result is of another question, namespace or level than its row$"):
+        RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
 
 
 def test_a_recorded_result_counting_other_batches_than_its_plan_is_one_line(tmp_path: Path) -> None:
@@ -1036,7 +1057,15 @@ def test_records_that_name_what_the_run_does_not_have_are_one_line(tmp_path: Pat
                           ({"model_names": [["slow test model"]]}, "a group of batch records names its models "
                                                                    "otherwise than as texts"),
                           ({"model_names": "slow test model"}, "a group of batch records names its models otherwise "
-                                                               "than as texts")):
+                                                               "than as texts"),
+                          # a record of a batch the plan does not have was never read: the run showed its last
+                          # batch as never sent, and a re-run sent it again
+                          *(({"index": [*group["index"][:-1], index]}, f"run {run.run_id} has a record of batch "
+                                                                       f"{index}, which its 6 batches do not have")
+                            for index in (10**30, -1, 6)),
+                          *(({"index": [*group["index"][:-1], index]}, f"a batch record names batch {named}, which no "
+                                                                       "run has")
+                            for index, named in (("5", "'5'"), (True, "'True'"), (1.0, "'1.0'"), (None, "'None'")))):
         text = json.dumps({**group, **damaged}).replace("12345.5", "1e400")
         db.execute("UPDATE batch_records SET records = ?", (pack_text(text),))
         db.commit()

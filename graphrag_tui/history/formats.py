@@ -367,6 +367,8 @@ def read_records(groups: Iterable[str | bytes]) -> dict[int, BatchRecord]:
         models, *recorded = (_column(group, name, rows) for name in ("models", *_RECORDED))
         for row in zip(models, _group_attempts(group, rows, _column), *recorded, strict=True):
             position, attempts, index, status, answer, usefulness = row
+            if type(index) is not int:  # (True or 1.0 would take batch 1's place, and leave another unread)
+                raise ValueError(f"a batch record names batch {str(index)[:40]!r}, which no run has")
             if not (isinstance(position, int) and 0 <= position < len(names)):
                 raise ValueError(f"a batch record names model {position!r}, which its group does not have")
             model = names[position]

@@ -112,6 +112,11 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
     if planned and summary.batch_count != len(planned):  # (listed, shown, and a result's count)
         raise ValueError(f"run {run_id} counts {summary.batch_count} batches, and its plan has {len(planned)}")
     records = recorded_batches(connection, run_id)
+    count = len(planned) if planned else len(records)
+    for index in records:  # (one past them was never read: its batch showed as never sent, and a re-run sent it)
+        if not (type(index) is int and 0 <= index < count):
+            raise ValueError(f"run {run_id} has a record of batch {str(index)[:40]}, which its {count} batches do "
+                             "not have")
 
     def batch(index: int) -> RecordedBatch:
         record = records.get(index)
@@ -121,7 +126,7 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         return RecordedBatch(index, digest, record.status, record.model, batch_from_record(index, record, planned),
                              record.kept)
 
-    batches = tuple(batch(index) for index in range(len(planned) if planned else len(records)))
+    batches = tuple(batch(index) for index in range(count))
     if summary.parent_run_id is None and any(b.kept for b in batches):  # (its usage would not be counted)
         raise ValueError(f"run {run_id} has batches kept from a parent run, and no parent run")
     results = [b.result for b in batches]
@@ -131,6 +136,8 @@ def _load_run(connection: sqlite3.Connection, run_id: str) -> StoredRun:
         if planned and result.batch_count != len(planned):
             raise ValueError(f"run {run_id}'s result counts {result.batch_count} batches, and its plan has "
                              f"{len(planned)}")
+        if (result.query, result.namespace, result.level) != (summary.question, summary.namespace, summary.level):
+            raise ValueError(f"run {run_id}'s result is of another question, namespace or level than its row")
     else:  # its usage so far: what its recorded attempts reported (a resume counts the same)
         reduce = ReduceReport(budget=options.reduce_prompt_budget,
                               attempts=read_attempts(reduce_attempts) if reduce_attempts is not None else [])

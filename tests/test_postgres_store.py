@@ -219,6 +219,17 @@ _UNSAFE = {
                    "ALTER TABLE claims_archive ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON claims_archive USING (true)"),
                   "Not a community store: {url}: claims_archive has row-level security for this role, whose SQL would "
                   "run on every read"),
+    # a domain's own `=` ran as the reads compared the column (no superuser needed to make one)
+    "domain": ((_EVIL, "CREATE DOMAIN nsd AS text",
+                "CREATE FUNCTION nsd_eq(nsd, nsd) RETURNS boolean LANGUAGE sql AS 'SELECT evil()'",
+                "CREATE OPERATOR = (LEFTARG = nsd, RIGHTARG = nsd, FUNCTION = nsd_eq)",
+                "ALTER TABLE rag_community_summaries ALTER COLUMN namespace TYPE nsd"),
+               "Not a community store: {url}: rag_community_summaries.namespace is of a domain type, whose own "
+               "operators would run on every read"),
+    "domain-array": (("CREATE DOMAIN member AS text",
+                      "ALTER TABLE rag_community_summaries ALTER COLUMN members TYPE member[] USING members::member[]"),
+                     "Not a community store: {url}: rag_community_summaries.members is of a domain type, whose own "
+                     "operators would run on every read"),
     "collation": (("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
                    "ALTER TABLE rag_entities ALTER COLUMN namespace TYPE text COLLATE ci"),
                   "Not a community store: {url}: rag_entities.namespace compares text with a nondeterministic "

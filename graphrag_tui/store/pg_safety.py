@@ -8,6 +8,10 @@ code point.
   `query_to_xml`): a view's function set `default_transaction_read_only` and
   `statement_timeout` off for the session, then wrote and slept as it was read (the
   read-only session wrote).
+- A column of a domain type (or an array of one): a domain may have operators of its own,
+  which the reads' `=` (its parameter's type taken from the column's) finds before
+  `pg_catalog`'s; one set the session's read-only and timeout settings off, then wrote and
+  slept on every row read.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -40,6 +44,15 @@ FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
 WHERE c.relkind NOT IN ('r', 'p') OR pg_catalog.row_security_active(c.oid)
 ORDER BY c.relname LIMIT 1
 """
+#: The first column whose type is a domain, or an array of one.
+_DOMAIN = _STORE + """
+SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
+JOIN pg_catalog.pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
+LEFT JOIN pg_catalog.pg_type AS e ON e.oid = t.typelem
+WHERE t.typtype = 'd' OR e.typtype = 'd'
+ORDER BY 1 LIMIT 1
+"""
 #: The first column whose collation is nondeterministic (PostgreSQL 12 and later have them).
 _UNORDERED = _STORE + """
 SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
@@ -64,6 +77,9 @@ def unsafe_relation(conn: Any) -> str | None:
     row = conn.execute(_RUNS_SQL, (list(TABLES),)).fetchone()
     if row is not None:
         return f"{row[0]} {row[1]}, whose SQL would run on every read"
+    row = conn.execute(_DOMAIN, (list(TABLES),)).fetchone()
+    if row is not None:
+        return f"{row[0]} is of a domain type, whose own operators would run on every read"
     return unordered_text(conn)
 
 

@@ -458,6 +458,14 @@ _RUNS_OWN_CODE = {
                 "ALTER TABLE rag_community_summaries ALTER COLUMN community_name TYPE logged"),
                "rag_community_summaries has a column of a domain type that runs the database's own code as rows are "
                "written"),
+    # an index scan or insert calls its operator class's support function (a superuser made it once)
+    "operator-class": (("CREATE FUNCTION logcmp(text, text) RETURNS int LANGUAGE plpgsql IMMUTABLE AS "
+                        "'BEGIN RETURN bttextcmp($1, $2); END'",
+                        "CREATE OPERATOR CLASS logged_ops FOR TYPE text USING btree AS OPERATOR 1 pg_catalog.<, "
+                        "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
+                        "OPERATOR 5 pg_catalog.>, FUNCTION 1 logcmp(text, text)",
+                        "CREATE INDEX logged ON rag_claims (namespace logged_ops)"),
+                       "rag_claims has an index that runs the database's own code as rows are written"),
     "cascade": (("CREATE TABLE notes (entity_id text REFERENCES rag_entities (id) ON DELETE CASCADE)",
                  "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (2); "
                  "RETURN OLD; END'",
@@ -484,6 +492,21 @@ def test_a_destination_whose_writes_would_run_its_own_code_is_refused_untouched(
                           "another database); nothing was written\n")
     assert pg_counts(pg_database) == before
     assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == logged  # (the setup's own checks ran it)
+
+
+@pytest.mark.parametrize("search_path", ["pg_temp, public", "pg_temp"])
+def test_a_destination_whose_search_path_writes_into_the_temporary_schema_is_refused(
+        pg_database: PgDatabase, search_path: str) -> None:
+    """With `pg_temp` first in the search_path, `copy` made graphrag-ts's tables temporary,
+    reported the rows written, and the session's end dropped them all (found by a probe)."""
+    with pg_database.admin_connect() as conn:
+        conn.execute(f"ALTER DATABASE {pg_database.name} SET search_path = {search_path}")
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: its search_path names no "
+                          "schema to write in but the session's temporary one (pg_temp), which is dropped when the copy "
+                          "ends; nothing was written\n")
+    assert pg_rows(pg_database, "SELECT count(*) FROM pg_class WHERE relname LIKE 'rag%%'") == [(0,)]
 
 
 def test_a_destination_that_is_the_source_or_shares_its_journal_is_refused(tmp_path: Path) -> None:

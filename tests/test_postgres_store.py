@@ -230,6 +230,15 @@ _UNSAFE = {
                       "ALTER TABLE rag_community_summaries ALTER COLUMN members TYPE member[] USING members::member[]"),
                      "Not a community store: {url}: rag_community_summaries.members is of a domain type, whose own "
                      "operators would run on every read"),
+    # an index scan calls its operator class's support function (a superuser made it once)
+    "operator-class": ((_EVIL, "CREATE FUNCTION evil_cmp(text, text) RETURNS int LANGUAGE sql IMMUTABLE AS "
+                        "'SELECT CASE WHEN evil() THEN bttextcmp($1, $2) END'",
+                        "CREATE OPERATOR CLASS evil_ops FOR TYPE text USING btree AS OPERATOR 1 pg_catalog.<, "
+                        "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
+                        "OPERATOR 5 pg_catalog.>, FUNCTION 1 evil_cmp(text, text)",
+                        "CREATE INDEX evil_index ON rag_claims (namespace evil_ops)"),
+                       "Not a community store: {url}: rag_claims has an index whose operator class runs the "
+                       "database's own code on every read"),
     "collation": (("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
                    "ALTER TABLE rag_entities ALTER COLUMN namespace TYPE text COLLATE ci"),
                   "Not a community store: {url}: rag_entities.namespace compares text with a nondeterministic "

@@ -12,6 +12,8 @@ code point.
   which the reads' `=` (its parameter's type taken from the column's) finds before
   `pg_catalog`'s; one set the session's read-only and timeout settings off, then wrote and
   slept on every row read.
+- An index whose operator class has support functions or operators of the database's own:
+  an index scan calls them (one, made by a superuser once, can be used by any table owner).
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -53,6 +55,18 @@ LEFT JOIN pg_catalog.pg_type AS e ON e.oid = t.typelem
 WHERE t.typtype = 'd' OR e.typtype = 'd'
 ORDER BY 1 LIMIT 1
 """
+#: The first of the tables with an index whose operator class runs functions of the database's own.
+_OWN_OPERATOR_CLASS = _STORE + """
+SELECT c.relname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
+JOIN pg_catalog.pg_index AS i ON i.indrelid = s.oid
+JOIN pg_catalog.pg_opclass AS oc ON oc.oid = ANY (CAST(i.indclass AS oid[]))
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS f ON f.oid = p.amproc
+              WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace))
+   OR EXISTS (SELECT 1 FROM pg_catalog.pg_amop AS a JOIN pg_catalog.pg_operator AS o ON o.oid = a.amopopr
+              JOIN pg_catalog.pg_proc AS f ON f.oid = o.oprcode
+              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace))
+ORDER BY 1 LIMIT 1
+"""
 #: The first column whose collation is nondeterministic (PostgreSQL 12 and later have them).
 _UNORDERED = _STORE + """
 SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
@@ -80,6 +94,9 @@ def unsafe_relation(conn: Any) -> str | None:
     row = conn.execute(_DOMAIN, (list(TABLES),)).fetchone()
     if row is not None:
         return f"{row[0]} is of a domain type, whose own operators would run on every read"
+    row = conn.execute(_OWN_OPERATOR_CLASS, (list(TABLES),)).fetchone()
+    if row is not None:
+        return f"{row[0]} has an index whose operator class runs the database's own code on every read"
     return unordered_text(conn)
 
 

@@ -103,8 +103,9 @@ LIMIT 1
 """
 #: What would run the database's own code as rows are written: a CHECK constraint, a column
 #: default or an index that calls a function or an operator of its own (PostgreSQL records
-#: those, not its own ones: `_CALLS` reads the expressions for those), and a column of a
-#: domain (its CHECK runs as well).
+#: those, not its own ones: `_CALLS` reads the expressions for those), a column of a domain
+#: (its CHECK runs as well), and an index whose operator class does (its support function
+#: compares every key inserted).
 _RUNS_OWN_CODE = _WRITTEN + """
 , parts(relid, classid, objid, what) AS (
     SELECT conrelid, 'pg_constraint'::regclass, oid, 'a CHECK constraint' FROM pg_constraint
@@ -125,6 +126,13 @@ SELECT c.relname, 'a column of a domain type' FROM written w JOIN pg_class c ON 
 JOIN pg_attribute a ON a.attrelid = w.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_type t ON t.oid = a.atttypid
 WHERE t.typtype = 'd'
+UNION ALL
+SELECT c.relname, 'an index' FROM written w JOIN pg_class c ON c.oid = w.oid
+JOIN pg_index i ON i.indrelid = w.oid JOIN pg_opclass oc ON oc.oid = ANY (CAST(i.indclass AS oid[]))
+WHERE EXISTS (SELECT 1 FROM pg_amproc p JOIN pg_proc f ON f.oid = p.amproc
+              WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> 'pg_catalog'::regnamespace)
+   OR EXISTS (SELECT 1 FROM pg_amop a JOIN pg_operator o ON o.oid = a.amopopr JOIN pg_proc f ON f.oid = o.oprcode
+              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> 'pg_catalog'::regnamespace)
 LIMIT 1
 """
 #: The CHECK constraints and column defaults of the tables written, as PostgreSQL prints them.
@@ -236,6 +244,12 @@ class PgWriter:
     def _ensure_schema(self) -> None:
         """graphrag-ts's tables when the database has none of them; a database with some
         of them only, or without a column the store needs, is refused."""
+        (temporary,) = self._conn.execute(
+            "SELECT s IS NULL OR CAST(s AS regnamespace) = pg_my_temp_schema() FROM current_schema() AS s").fetchone()
+        if temporary:  # (the tables were made there, and dropped with the session: a copy reported rows it lost)
+            raise StoreError(f"cannot write into {self.location}: its search_path names no schema to write in but "
+                             "the session's temporary one (pg_temp), which is dropped when the copy ends; nothing was "
+                             "written")
         present = {
             name for (name,) in self._conn.execute(
                 "SELECT table_name FROM information_schema.tables "

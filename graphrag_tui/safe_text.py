@@ -27,7 +27,8 @@ _TABLE.update({code: "\ufffd" for code in range(0xD800, 0xE000)})
 # The joiners (U+200C, U+200D), the variation selectors of emoji (U+FE00-FE0F), the soft
 # hyphen and Mongolian's selectors stay: text needs them.
 INVISIBLE = (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070),
-             0x3164, 0xFEFF, 0xFFA0, *range(0x1D173, 0x1D17B), *range(0xE0000, 0xE0080), *range(0xE0100, 0xE01F0))
+             0x3164, 0xFEFF, 0xFFA0, *range(0xFFF0, 0xFFFC), *range(0x1BCA0, 0x1BCA4), *range(0x1D173, 0x1D17B),
+             *range(0xE0000, 0xE0080), *range(0xE0100, 0xE01F0))
 _TABLE.update({code: f"\u27e8U+{code:04X}\u27e9" for code in INVISIBLE})
 
 

@@ -368,7 +368,8 @@ def test_the_key_in_hex_base64_or_markdown_escapes_is_masked_wherever_it_starts_
 #: Every character a terminal shows as nothing or safe_text.clean removes, by block.
 INVISIBLE = ("\u00ad", "\u034f", "\u061c", "\u115f", "\u1160", "\u17b4", "\u17b5", *map(chr, range(0x180B, 0x1810)),
              *map(chr, range(0x200B, 0x2010)), *map(chr, range(0x2028, 0x202F)), *map(chr, range(0x2060, 0x2070)),
-             "\u3164", *map(chr, range(0xFE00, 0xFE10)), "\ufeff", "\uffa0", *map(chr, range(0x1D173, 0x1D17B)),
+             "\u3164", *map(chr, range(0xFE00, 0xFE10)), "\ufeff", "\uffa0", *map(chr, range(0xFFF0, 0xFFFC)),
+             *map(chr, range(0x1BCA0, 0x1BCA4)), *map(chr, range(0x1D173, 0x1D17B)),
              "\U000e0001", "\U000e0041", "\U000e0100", "\U000e0fff")
 
 
@@ -416,6 +417,21 @@ def test_the_key_echoed_in_a_bad_header_line_with_invisible_characters_is_masked
         assert mask_key(near_miss, pattern) == near_miss  # a visible character inside: not the key
 
 
+def test_the_key_in_fullwidth_letters_is_masked_whole_streamed_or_in_part() -> None:
+    """`ｓｋ－ＳＥＣＲＥＴ…` reads as the key, and NFKC (copy and paste, search) makes it the
+    key (found by a probe)."""
+    from graphrag_tui.models.openai_http import _StreamMasker, secret_chars
+
+    pattern = key_pattern(KEY)
+    fullwidth = "".join(chr(ord(ch) + 0xFEE0) for ch in KEY)
+    mixed = "".join(chr(ord(ch) + 0xFEE0) if i % 2 else ch for i, ch in enumerate(KEY))
+    for echoed in (fullwidth, mixed, "\u200b".join(fullwidth)):
+        assert mask_key(f"key: {echoed}.", pattern) == "key: ***.", echoed
+        masker = _StreamMasker(secret_chars([KEY]), pattern)
+        assert "".join(masker.feed(echoed[i:i + 3]) for i in range(0, len(echoed), 3)) + masker.flush() == "***"
+    assert mask_key("ｓｋ－ａｎｏｔｈｅｒ", pattern) == "ｓｋ－ａｎｏｔｈｅｒ"
+
+
 def test_a_visible_character_inside_the_key_is_not_the_key() -> None:
     pattern = key_pattern(KEY)
     for near_miss in (KEY[:8] + "\u00e9" + KEY[9:], KEY[:8] + "é" + KEY[8:], KEY[:8] + " " + KEY[8:], KEY[:-1]):
@@ -441,8 +457,9 @@ def test_a_key_with_escape_sequences_nuls_or_replacement_characters_between_its_
 def test_a_key_split_by_invisible_characters_as_the_terminal_cleaning_shows_them_is_masked() -> None:
     from graphrag_tui.safe_text import clean
 
-    shown = clean(KEY[:4] + "\u200b" + KEY[4:9] + "\U000E0041" + KEY[9:])
-    assert "⟨U+200B⟩" in shown and "⟨U+E0041⟩" in shown
+    shown = clean(KEY[:4] + "\u200b" + KEY[4:9] + "\U000E0041" + KEY[9:12] + "\U0001BCA1" + KEY[12:13] + "\ufff9"
+                  + KEY[13:])
+    assert all(f"⟨U+{code}⟩" in shown for code in ("200B", "E0041", "1BCA1", "FFF9"))
     assert mask_key(f"key: {shown}.", key_pattern(KEY)) == "key: ***."
 
 

@@ -102,7 +102,7 @@ def check_api_key(value: str, source: str) -> None:
 _INVISIBLE_RANGES = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
     (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
 _INVISIBLE = frozenset(chr(code) for first, last in _INVISIBLE_RANGES for code in range(first, last + 1))
 
@@ -191,6 +191,8 @@ def _key_forms(key: str) -> str:
                  f"%(?:25)*(?i:{ord(ch):02x})", f"&#(?:[xX]0*(?i:{ord(ch):x})|0*{ord(ch)});?"]
         if ch in _BACKSLASH_ESCAPABLE:
             forms.append(backslashes + re.escape(ch))
+        if ch != _fullwidth(ch):  # (read as the key, and NFKC makes it the key)
+            forms.append(_fullwidth(ch))
         if ch in _HTML_NAMES:
             forms.append("&(?:" + "|".join(_HTML_NAMES[ch]) + ")")
         parts.append("(?:" + "|".join(forms) + ")")
@@ -198,9 +200,16 @@ def _key_forms(key: str) -> str:
     return "|".join(["".join(parts), *([f"(?i:{encoded[0]})", *map(re.escape, encoded[1:])] if encoded else [])])
 
 
+def _fullwidth(ch: str) -> str:
+    """The fullwidth form of a printable ASCII character (`ｋ` for `k`); itself for any other."""
+    return chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else ch
+
+
 def secret_chars(secrets: Sequence[str]) -> frozenset[str]:
     """The characters the secrets' forms are made of, beyond their escapes' (`_StreamMasker`)."""
-    return frozenset("".join(secrets) + "".join(form for secret in secrets for form in encoded_forms(secret)))
+    plain = "".join(secrets)
+    return frozenset(plain + "".join(map(_fullwidth, plain))
+                     + "".join(form for secret in secrets for form in encoded_forms(secret)))
 
 
 #: Names of base URL parameters, extra headers and body fields whose values are credentials

@@ -3,7 +3,9 @@ scripted model routed by community id, and helpers to wait for and read the pane
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -161,3 +163,20 @@ def screen_text(app: Any) -> str:
 def terminal_output(app: Any) -> str:
     """The exact characters a full repaint of the active screen writes to the terminal."""
     return app.screen._compositor.render_full_update().render_segments(app.console)
+
+
+def record_question(history: Path | str, question: str, *, was: str | None = None) -> None:
+    """Gives the recorded runs (those asking `was`, if given) `question`, as the CLI records
+    one from its argv (the app's field keeps no control characters): in their rows and in
+    their results, which must agree."""
+    from graphrag_tui.history.texts import pack_text, unpack_text
+
+    db = sqlite3.connect(history)
+    with db:
+        for run_id, result in db.execute("SELECT run_id, result FROM runs WHERE ? IS NULL OR question = ?",
+                                         (was, was)).fetchall():
+            summary = json.loads(unpack_text(result))
+            summary["query"] = question
+            db.execute("UPDATE runs SET question = ?, result = ? WHERE run_id = ?",
+                       (question, pack_text(json.dumps(summary)), run_id))
+    db.close()

@@ -33,7 +33,18 @@ from tests.chat_server import Received, Reply, ScriptedChatServer, community_of,
 from tests.cli_runner import EXECUTABLE, clean_env
 from tests.stores import three_leaves
 
-from .conftest import QUESTION, Scripted, ask, make_app, rows, screen_text, text_of, wait_finished, wait_until
+from .conftest import (
+    QUESTION,
+    Scripted,
+    ask,
+    make_app,
+    record_question,
+    rows,
+    screen_text,
+    text_of,
+    wait_finished,
+    wait_until,
+)
 
 SECOND_QUESTION = "Where do the fleets land?"
 
@@ -788,10 +799,7 @@ async def test_untrusted_text_of_a_run_is_shown_literally(store: Path, history: 
         async with app.run_test(size=(200, 40)) as pilot:
             await ready(pilot)
             await finished_run(pilot, HOSTILE)
-            db = sqlite3.connect(history)  # as the CLI records it from its argv (the app's field cleans it)
-            with db:
-                db.execute("UPDATE runs SET question = ?", (HOSTILE,))
-            db.close()
+            record_question(history, HOSTILE)
             await open_runs(pilot)
             shown = "Who funds [@click=app.quit]the[/] [b]bridge␛[2J?"
             assert rows(pilot, "#runs-table")[0][5] == shown[:39] + "…"  # the table cuts at 40

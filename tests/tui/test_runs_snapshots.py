@@ -23,7 +23,7 @@ from graphrag_tui.tui.screens.runs import RunsScreen
 from tests.chat_server import ScriptedChatServer, map_reply, reduce_reply
 from tests.stores import three_leaves
 
-from .conftest import QUESTION, ask, make_app, wait_finished, wait_until
+from .conftest import QUESTION, ask, make_app, record_question, wait_finished, wait_until
 from .test_runs_screen import partial_script
 from .test_snapshots import NEVER, settle
 
@@ -58,10 +58,8 @@ async def two_runs(pilot: Pilot, script: object) -> None:
     db = sqlite3.connect("history.db")
     with db:
         db.execute("UPDATE runs SET store_path = ?", (SHOWN_STORE,))
-        # the question as the CLI records it from its argv (the app's field keeps no control characters)
-        db.execute("UPDATE runs SET question = ? WHERE question = ?",
-                   ("Who pays for the [b]bridge[/b]?\x1b[2J", "Who pays for the [b]bridge[/b]?[2J"))
     db.close()
+    record_question("history.db", "Who pays for the [b]bridge[/b]?\x1b[2J", was="Who pays for the [b]bridge[/b]?[2J")
 
 
 async def runs_screen(pilot: Pilot) -> RunsScreen:

@@ -3,6 +3,7 @@ graphrag-ts's tables, run as the real CLI against the throwaway test cluster."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -507,6 +508,30 @@ def test_a_destination_whose_search_path_writes_into_the_temporary_schema_is_ref
                           "schema to write in but the session's temporary one (pg_temp), which is dropped when the copy "
                           "ends; nothing was written\n")
     assert pg_rows(pg_database, "SELECT count(*) FROM pg_class WHERE relname LIKE 'rag%%'") == [(0,)]
+
+
+def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:
+    """A libpq service whose `options` set the search_path: the session's own read-only
+    options replaced them, so `copy` wrote into `public` and reads looked there too, where
+    psql through the same service looks in the service's schema (found by a probe)."""
+    from tests.cli_runner import clean_env
+
+    cluster = pg_database.cluster
+    services = tmp_path / "pg_service.conf"
+    services.write_text(f"[team]\nhost=127.0.0.1\nport={cluster.port}\nuser=postgres\ndbname={pg_database.name}\n"
+                        f"password={cluster.admin_password}\noptions=-c search_path=team\n")
+    env = clean_env(PGSERVICEFILE=str(services))
+    with pg_database.admin_connect() as conn:
+        conn.execute("CREATE SCHEMA team")
+    copied = run_cli("copy", str(SAMPLE), "postgresql://?service=team", "--namespace", "harbor-city", env=env,
+                     timeout=300)
+    assert copied.code == 0, copied.stderr
+    assert cluster.admin_password not in copied.stdout + copied.stderr
+    assert pg_rows(pg_database, "SELECT table_schema FROM information_schema.tables "
+                                "WHERE table_name = 'rag_community_summaries'") == [("team",)]
+    shown = run_cli("info", "postgresql://?service=team", "--json", env=env)
+    assert shown.code == 0, shown.stderr
+    assert [n["name"] for n in json.loads(shown.stdout)["namespaces"]] == ["harbor-city"]
 
 
 def test_a_destination_that_is_the_source_or_shares_its_journal_is_refused(tmp_path: Path) -> None:

@@ -417,6 +417,17 @@ def test_a_password_with_an_unencoded_separator_is_refused_and_never_shown(url: 
                             " (see graphrag-tui info --help)" if command[0] == "info" else " (see graphrag-tui --help)"))
 
 
+@pytest.mark.parametrize("url", ["postgresql://reader@127.0.0.1:5432/rag?password=Hunter2&xyz9",
+                                 "postgresql://reader@127.0.0.1:5432/rag?sslmode=disable&PASSWORD=Hunter2&xyz9&port=1"])
+def test_a_password_parameter_with_an_unencoded_ampersand_is_refused_and_never_shown(url: str) -> None:
+    """libpq refused the bare piece after the `&`, and its message and the masked URL showed
+    that part of the intended password twice (found by a probe)."""
+    line = _one_line_error(run_cli("info", url), "Hunter2", "xyz9")
+    assert line == ("graphrag-tui: error: argument store: Not a PostgreSQL URL this tool can read safely: its password "
+                    "(or sslpassword) parameter seems to hold an unencoded '&'; percent-encode it (%26) or give the "
+                    "password in PGPASSWORD or ~/.pgpass (see graphrag-tui info --help)")
+
+
 @pytest.mark.parametrize(("url", "shown"), [
     ("postgresql://u:S3cr%zzet@127.0.0.1:5432/db",
      'Not a PostgreSQL URL: postgresql://u:***@127.0.0.1:5432/db (invalid percent-encoded token: "***")'),

@@ -67,6 +67,12 @@ def _check_unambiguous(url: str) -> None:
             "Not a PostgreSQL URL this tool can read safely: its user or password seems to hold an unencoded "
             "'/', '?', '#' or '@'; percent-encode them (%2F, %3F, %23, %40) or give the password in PGPASSWORD "
             "or ~/.pgpass")
+    pairs = rest.partition("?")[2].partition("#")[0].split("&")
+    if any(key.partition("=")[0].lower() in SECRET_PARAMETERS and "=" not in following
+           for key, following in zip(pairs, pairs[1:], strict=False)):  # (`password=ab&cd`: `cd` was shown twice)
+        raise InputError(
+            "Not a PostgreSQL URL this tool can read safely: its password (or sslpassword) parameter seems to "
+            "hold an unencoded '&'; percent-encode it (%26) or give the password in PGPASSWORD or ~/.pgpass")
 
 
 #: What a query's values may hold unencoded (a socket's folder, a list of hosts, an address).

@@ -1,9 +1,10 @@
 """Connecting to a PostgreSQL store (psycopg 3), and its errors as one line.
 
 `connect(location)` opens a session that cannot write: `default_transaction_read_only=on`
-and a statement timeout are sent with the connection's startup options (after any options
-of the URL or PGOPTIONS, so they win), and the built-in functions come first in its search
-path (`pg_safety`). `connect(location, read_only=False)` is for the
+and a statement timeout are set as it opens, after the options libpq gave it (the URL's, a
+service's or PGOPTIONS: passing ours as its startup options replaced a service's, whose
+search_path then named another schema), so they win, and the built-in functions come first
+in its search path (`pg_safety`). `connect(location, read_only=False)` is for the
 commands that write (import, copy). Every failure becomes a `StoreError` naming the store
 by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
 
@@ -92,10 +93,7 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     except psycopg.ProgrammingError as error:
         raise StoreError(f"Not a PostgreSQL URL: {location} ({mask_url_secrets(driver_text(error), location.url)})") \
             from None
-    options = " ".join(filter(None, (str(given.get("options") or os.environ.get("PGOPTIONS") or ""),)))
-    if read_only:
-        options += f" -c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_S * 1000}"
-    extra: dict[str, Any] = {"options": options.strip(), "application_name": "graphrag-tui", "autocommit": True}
+    extra: dict[str, Any] = {"application_name": "graphrag-tui", "autocommit": True}
     if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
         extra["connect_timeout"] = CONNECT_TIMEOUT_S
     if not any(name in given for name in DEAD_SERVER):
@@ -113,6 +111,8 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     except UnicodeError as error:
         raise StoreError(f"Cannot open store {location}: {one_line(str(error), 200)}") from None
     try:
+        if read_only:  # (SET, a command: no function of the database's own can stand for it)
+            conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
         pin_catalog(conn)
     except psycopg.Error as error:
         conn.close()

@@ -35,7 +35,7 @@ from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
 from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
-from graphrag_tui.store.pg_safety import unordered_text
+from graphrag_tui.store.pg_safety import own_operator_class, unordered_text
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
 from graphrag_tui.store.postgres import column_types, wrong_column_type
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
@@ -103,9 +103,8 @@ LIMIT 1
 """
 #: What would run the database's own code as rows are written: a CHECK constraint, a column
 #: default or an index that calls a function or an operator of its own (PostgreSQL records
-#: those, not its own ones: `_CALLS` reads the expressions for those), a column of a domain
-#: (its CHECK runs as well), and an index whose operator class does (its support function
-#: compares every key inserted).
+#: those, not its own ones: `_CALLS` reads the expressions for those), and a column of a
+#: domain (its CHECK runs as well). (An index whose operator class does: `own_operator_class`.)
 _RUNS_OWN_CODE = _WRITTEN + """
 , parts(relid, classid, objid, what) AS (
     SELECT conrelid, 'pg_constraint'::regclass, oid, 'a CHECK constraint' FROM pg_constraint
@@ -126,13 +125,6 @@ SELECT c.relname, 'a column of a domain type' FROM written w JOIN pg_class c ON 
 JOIN pg_attribute a ON a.attrelid = w.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_type t ON t.oid = a.atttypid
 WHERE t.typtype = 'd'
-UNION ALL
-SELECT c.relname, 'an index' FROM written w JOIN pg_class c ON c.oid = w.oid
-JOIN pg_index i ON i.indrelid = w.oid JOIN pg_opclass oc ON oc.oid = ANY (CAST(i.indclass AS oid[]))
-WHERE EXISTS (SELECT 1 FROM pg_amproc p JOIN pg_proc f ON f.oid = p.amproc
-              WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> 'pg_catalog'::regnamespace)
-   OR EXISTS (SELECT 1 FROM pg_amop a JOIN pg_operator o ON o.oid = a.amopopr JOIN pg_proc f ON f.oid = o.oprcode
-              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> 'pg_catalog'::regnamespace)
 LIMIT 1
 """
 #: The CHECK constraints and column defaults of the tables written, as PostgreSQL prints them.
@@ -279,6 +271,8 @@ class PgWriter:
         found = list(self._conn.execute(_RUNS_OWN_CODE, (list(TABLES),)))
         found += [(table, part) for table, part, expression in self._conn.execute(_EXPRESSIONS, (list(TABLES),))
                   if set(_CALL.findall(expression)) - (_DEFAULT_CALLS if part == "a column default" else set())]
+        indexed = own_operator_class(self._conn)  # (its support function compares each key inserted)
+        found += [] if indexed is None else [(indexed, "an index")]
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")

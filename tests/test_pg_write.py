@@ -466,7 +466,16 @@ _RUNS_OWN_CODE = {
                         "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
                         "OPERATOR 5 pg_catalog.>, FUNCTION 1 logcmp(text, text)",
                         "CREATE INDEX logged ON rag_claims (namespace logged_ops)"),
-                       "rag_claims has an index that runs the database's own code as rows are written"),
+                       "rag_claims has an index or a partition key that runs the database's own code as rows are "
+                       "written"),
+    # each row is routed by the key's expression (an IMMUTABLE function may call any; found by a re-probe)
+    "partition-key": (("CREATE FUNCTION part_key(text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS "
+                       "'BEGIN RETURN logtext($1); END'",
+                       "ALTER TABLE rag_claims RENAME TO old_claims", "ALTER TABLE old_claims DROP CONSTRAINT rag_claims_pkey",
+                       "CREATE TABLE rag_claims (LIKE old_claims INCLUDING DEFAULTS) PARTITION BY LIST (part_key(namespace))",
+                       "CREATE TABLE rag_claims_all PARTITION OF rag_claims DEFAULT",
+                       "INSERT INTO rag_claims SELECT * FROM old_claims", "DROP TABLE old_claims"),
+                      "rag_claims has a partition key that runs the database's own code as rows are written"),
     "cascade": (("CREATE TABLE notes (entity_id text REFERENCES rag_entities (id) ON DELETE CASCADE)",
                  "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (2); "
                  "RETURN OLD; END'",
@@ -508,6 +517,27 @@ def test_a_destination_whose_search_path_writes_into_the_temporary_schema_is_ref
                           "schema to write in but the session's temporary one (pg_temp), which is dropped when the copy "
                           "ends; nothing was written\n")
     assert pg_rows(pg_database, "SELECT count(*) FROM pg_class WHERE relname LIKE 'rag%%'") == [(0,)]
+
+
+def test_a_destination_whose_schema_overloads_a_function_of_postgresql_is_refused_untouched(
+        pg_database: PgDatabase) -> None:
+    """A call finds the overload whose argument types fit best, wherever it is: the schema's
+    `||(varchar, varchar)` ran in place of PostgreSQL's, as the writing role (found by a
+    re-probe)."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    with pg_database.admin_connect() as conn:
+        for statement in (*_LOG, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
+                                  "AS 'SELECT CASE WHEN logit() THEN $1::text END'",
+                          "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = cat)"):
+            conn.execute(statement)
+    before = pg_counts(pg_database)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: its schema has a function or "
+                          "an operator of its own named '||', as one of PostgreSQL's, which the writes would run in its "
+                          "place (write into another database); nothing was written\n")
+    assert pg_counts(pg_database) == before
+    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == [(0,)]
 
 
 def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:

@@ -219,11 +219,9 @@ _UNSAFE = {
                    "ALTER TABLE claims_archive ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON claims_archive USING (true)"),
                   "Not a community store: {url}: claims_archive has row-level security for this role, whose SQL would "
                   "run on every read"),
-    # a domain's own `=` ran as the reads compared the column (no superuser needed to make one)
-    "domain": ((_EVIL, "CREATE DOMAIN nsd AS text",
-                "CREATE FUNCTION nsd_eq(nsd, nsd) RETURNS boolean LANGUAGE sql AS 'SELECT evil()'",
-                "CREATE OPERATOR = (LEFTARG = nsd, RIGHTARG = nsd, FUNCTION = nsd_eq)",
-                "ALTER TABLE rag_community_summaries ALTER COLUMN namespace TYPE nsd"),
+    # a domain's own `=` ran as the reads compared the column (no superuser needed to make one;
+    # made in the store's schema, the overloads' check below refuses it first)
+    "domain": (("CREATE DOMAIN nsd AS text", "ALTER TABLE rag_community_summaries ALTER COLUMN namespace TYPE nsd"),
                "Not a community store: {url}: rag_community_summaries.namespace is of a domain type, whose own "
                "operators would run on every read"),
     "domain-array": (("CREATE DOMAIN member AS text",
@@ -237,8 +235,23 @@ _UNSAFE = {
                         "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
                         "OPERATOR 5 pg_catalog.>, FUNCTION 1 evil_cmp(text, text)",
                         "CREATE INDEX evil_index ON rag_claims (namespace evil_ops)"),
-                       "Not a community store: {url}: rag_claims has an index whose operator class runs the "
-                       "database's own code on every read"),
+                       "Not a community store: {url}: rag_claims has an index or a partition key whose operator "
+                       "class runs the database's own code"),
+    # a call finds the overload whose argument types fit best, wherever it is: `name || ' '` (varchar)
+    # and `min(name)` ran the schema's own, made by the database's owner (found by a re-probe)
+    "overload-operator": ((_EVIL, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
+                           "AS 'SELECT CASE WHEN evil() THEN $1::text END'",
+                           "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = cat)"),
+                          "Not a community store: {url}: its schema has a function or an operator of its own named "
+                          "'||', as one of PostgreSQL's, which the reads would run in its place"),
+    "overload-aggregate": (("CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
+                            "AS 'SELECT least($1, $2)'",
+                            "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)"),
+                           "Not a community store: {url}: its schema has a function or an operator of its own named "
+                           "'min', as one of PostgreSQL's, which the reads would run in its place"),
+    "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
+                         "Not a community store: {url}: its search_path names no schema to read but the session's "
+                         "temporary one (pg_temp)"),
     "collation": (("CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
                    "ALTER TABLE rag_entities ALTER COLUMN namespace TYPE text COLLATE ci"),
                   "Not a community store: {url}: rag_entities.namespace compares text with a nondeterministic "
@@ -258,6 +271,8 @@ def test_a_store_whose_reads_would_run_its_own_sql_or_compare_text_otherwise_is_
     with sample_pg.admin_connect() as conn:
         for change in changes:
             conn.execute(change)
+        if kind == "temporary-schema":  # (a read found no table: it looked in pg_temp_N)
+            conn.execute(f"ALTER DATABASE {sample_pg.name} SET search_path = pg_temp, public")
     masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
     line = _one_line_error(run_cli("info", sample_pg.url), *sample_pg.passwords)
     assert line == "graphrag-tui: error: " + refusal.format(url=masked)

@@ -12,20 +12,27 @@ code point.
   which the reads' `=` (its parameter's type taken from the column's) finds before
   `pg_catalog`'s; one set the session's read-only and timeout settings off, then wrote and
   slept on every row read.
-- An index whose operator class has support functions or operators of the database's own:
-  an index scan calls them (one, made by a superuser once, can be used by any table owner).
+- An index or a partition key whose operator class has support functions or operators of
+  the database's own: an index scan, or partition pruning, calls them (one, made by a
+  superuser once, can be used by any table owner).
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
 The built-in functions and operators are found first in the session (`pin_catalog`): a
 database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
-`=` its own.
+`=` its own. First of all, the store's schema may hold no function, aggregate or operator of
+its own (outside an extension) named as one of PostgreSQL's: a call finds the one whose
+argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
+schema's ran in place of PostgreSQL's `min(text)` and `||` on every read (made without a
+superuser, they set the session's settings off and wrote). Until that is known, the checks'
+own SQL names `pg_catalog`'s operators.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import TABLES
 
 _STORE = """
@@ -55,11 +62,37 @@ LEFT JOIN pg_catalog.pg_type AS e ON e.oid = t.typelem
 WHERE t.typtype = 'd' OR e.typtype = 'd'
 ORDER BY 1 LIMIT 1
 """
-#: The first of the tables with an index whose operator class runs functions of the database's own.
+#: The first of the schema's functions, aggregates and operators (outside an extension)
+#: named as one of `pg_catalog`'s (operators named: no function of the schema's can stand in).
+_OVERLOADS = """
+SELECT p.proname FROM pg_catalog.pg_proc AS p
+WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
+  AND p.pronargs OPERATOR(pg_catalog.>) CAST(0 AS int2)
+  AND EXISTS (SELECT FROM pg_catalog.pg_proc AS b
+              WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
+                AND b.proname OPERATOR(pg_catalog.=) p.proname)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                  WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_proc' AS regclass)
+                    AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
+UNION ALL
+SELECT o.oprname FROM pg_catalog.pg_operator AS o
+WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
+  AND EXISTS (SELECT FROM pg_catalog.pg_operator AS b
+              WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
+                AND b.oprname OPERATOR(pg_catalog.=) o.oprname)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                  WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_operator' AS regclass)
+                    AND d.objid OPERATOR(pg_catalog.=) o.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
+LIMIT 1
+"""
+#: The first of the tables with an index or a partition key whose operator class runs
+#: functions of the database's own.
 _OWN_OPERATOR_CLASS = _STORE + """
 SELECT c.relname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
-JOIN pg_catalog.pg_index AS i ON i.indrelid = s.oid
-JOIN pg_catalog.pg_opclass AS oc ON oc.oid = ANY (CAST(i.indclass AS oid[]))
+JOIN (SELECT indrelid, CAST(indclass AS oid[]) FROM pg_catalog.pg_index
+      UNION ALL SELECT partrelid, CAST(partclass AS oid[]) FROM pg_catalog.pg_partitioned_table) AS k (relid, classes)
+  ON k.relid = s.oid
+JOIN pg_catalog.pg_opclass AS oc ON oc.oid = ANY (k.classes)
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS f ON f.oid = p.amproc
               WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace))
    OR EXISTS (SELECT 1 FROM pg_catalog.pg_amop AS a JOIN pg_catalog.pg_operator AS o ON o.oid = a.amopopr
@@ -88,6 +121,10 @@ def pin_catalog(conn: Any) -> None:
 def unsafe_relation(conn: Any) -> str | None:
     """What makes the store's tables unsafe to read, as words that follow the store's name
     (None: nothing)."""
+    name = own_overload(conn)
+    if name is not None:
+        return (f"its schema has a function or an operator of its own named {name!r}, as one of PostgreSQL's, "
+                "which the reads would run in its place")
     row = conn.execute(_RUNS_SQL, (list(TABLES),)).fetchone()
     if row is not None:
         return f"{row[0]} {row[1]}, whose SQL would run on every read"
@@ -96,14 +133,22 @@ def unsafe_relation(conn: Any) -> str | None:
         return f"{row[0]} is of a domain type, whose own operators would run on every read"
     table = own_operator_class(conn)
     if table is not None:
-        return f"{table} has an index whose operator class runs the database's own code on every read"
+        return f"{table} has an index or a partition key whose operator class runs the database's own code"
     return unordered_text(conn)
 
 
+def own_overload(conn: Any) -> str | None:
+    """The name of the first function, aggregate or operator of the store's schema (outside
+    an extension) named as one of PostgreSQL's (None: none); checked before any other SQL
+    of the checks. (Writing checks this too: its statements call the same.)"""
+    row = conn.execute(_OVERLOADS).fetchone()
+    return None if row is None else one_line(row[0], 60)
+
+
 def own_operator_class(conn: Any) -> str | None:
-    """The first of the store's tables (or of those inheriting from them) with an index whose
-    operator class has support functions or operators of the database's own (None: none).
-    (Writing checks this too: each key inserted is compared with them.)"""
+    """The first of the store's tables (or of those inheriting from them) with an index or a
+    partition key whose operator class has support functions or operators of the database's
+    own (None: none). (Writing checks this too: each key inserted is compared with them.)"""
     row = conn.execute(_OWN_OPERATOR_CLASS, (list(TABLES),)).fetchone()
     return None if row is None else row[0]
 
@@ -117,3 +162,13 @@ def unordered_text(conn: Any) -> str | None:
             return (f"{row[0]} compares text with a nondeterministic collation; graphrag-tui compares ids and names "
                     "by code point")
     return None
+
+
+def only_temporary_schema(conn: Any) -> bool:
+    """Whether the session's search_path names no schema but its temporary one (`pg_temp`
+    first, from the database's or the role's settings, `options` or PGOPTIONS): tables made
+    there are dropped with the session, and none are read there."""
+    (temporary,) = conn.execute(
+        "SELECT s IS NULL OR CAST(s AS regnamespace) OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema() "
+        "FROM pg_catalog.current_schema() AS s").fetchone()
+    return bool(temporary)

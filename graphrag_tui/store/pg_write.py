@@ -35,7 +35,7 @@ from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
 from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
-from graphrag_tui.store.pg_safety import own_operator_class, unordered_text
+from graphrag_tui.store.pg_safety import only_temporary_schema, own_operator_class, own_overload, unordered_text
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
 from graphrag_tui.store.postgres import column_types, wrong_column_type
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
@@ -103,8 +103,9 @@ LIMIT 1
 """
 #: What would run the database's own code as rows are written: a CHECK constraint, a column
 #: default or an index that calls a function or an operator of its own (PostgreSQL records
-#: those, not its own ones: `_CALLS` reads the expressions for those), and a column of a
-#: domain (its CHECK runs as well). (An index whose operator class does: `own_operator_class`.)
+#: those, not its own ones: `_CALLS` reads the expressions for those), a partition key whose
+#: expression does (each row is routed by it), and a column of a domain (its CHECK runs as
+#: well). (An index or a partition key whose operator class does: `own_operator_class`.)
 _RUNS_OWN_CODE = _WRITTEN + """
 , parts(relid, classid, objid, what) AS (
     SELECT conrelid, 'pg_constraint'::regclass, oid, 'a CHECK constraint' FROM pg_constraint
@@ -113,6 +114,8 @@ _RUNS_OWN_CODE = _WRITTEN + """
     WHERE adrelid IN (SELECT oid FROM written)
     UNION ALL SELECT indrelid, 'pg_class'::regclass, indexrelid, 'an index' FROM pg_index
     WHERE indrelid IN (SELECT oid FROM written)
+    UNION ALL SELECT partrelid, 'pg_class'::regclass, partrelid, 'a partition key' FROM pg_partitioned_table
+    WHERE partrelid IN (SELECT oid FROM written)
 )
 SELECT c.relname, p.what FROM parts p
 JOIN pg_depend d ON d.classid = p.classid AND d.objid = p.objid
@@ -236,9 +239,12 @@ class PgWriter:
     def _ensure_schema(self) -> None:
         """graphrag-ts's tables when the database has none of them; a database with some
         of them only, or without a column the store needs, is refused."""
-        (temporary,) = self._conn.execute(
-            "SELECT s IS NULL OR CAST(s AS regnamespace) = pg_my_temp_schema() FROM current_schema() AS s").fetchone()
-        if temporary:  # (the tables were made there, and dropped with the session: a copy reported rows it lost)
+        overload = own_overload(self._conn)  # (first: the other checks' SQL would call it)
+        if overload is not None:
+            raise StoreError(f"cannot write into {self.location}: its schema has a function or an operator of its own "
+                             f"named {overload!r}, as one of PostgreSQL's, which the writes would run in its place "
+                             "(write into another database); nothing was written")
+        if only_temporary_schema(self._conn):  # (the tables were made there, and dropped: a copy reported rows it lost)
             raise StoreError(f"cannot write into {self.location}: its search_path names no schema to write in but "
                              "the session's temporary one (pg_temp), which is dropped when the copy ends; nothing was "
                              "written")
@@ -272,7 +278,7 @@ class PgWriter:
         found += [(table, part) for table, part, expression in self._conn.execute(_EXPRESSIONS, (list(TABLES),))
                   if set(_CALL.findall(expression)) - (_DEFAULT_CALLS if part == "a column default" else set())]
         indexed = own_operator_class(self._conn)  # (its support function compares each key inserted)
-        found += [] if indexed is None else [(indexed, "an index")]
+        found += [] if indexed is None else [(indexed, "an index or a partition key")]
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")

@@ -39,7 +39,7 @@ from graphrag_tui.store import map_parts, table_rows
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
 from graphrag_tui.store.pg_dialect import to_postgres
-from graphrag_tui.store.pg_safety import unsafe_relation
+from graphrag_tui.store.pg_safety import only_temporary_schema, unsafe_relation
 from graphrag_tui.store.read_ahead import read_ahead
 from graphrag_tui.store.records import CommunityRef
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
@@ -361,6 +361,13 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
     if missing or absent:
         _check_readable(conn, location, missing, absent)
     if missing:
+        try:
+            temporary = only_temporary_schema(conn)
+        except psycopg.Error as error:
+            raise query_failure(location, error) from None
+        if temporary:
+            raise StoreError(f"Not a community store: {location}: its search_path names no schema to read but the "
+                             "session's temporary one (pg_temp)")
         raise StoreError(f"Not a community store: {location} has no table(s) {', '.join(missing)} "
                          "(graphrag-ts's schema; import-graphrag or copy can create it)")
     if absent:

@@ -21,7 +21,8 @@ code point.
 The built-in functions and operators are found first in the session (`pin_catalog`): a
 database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
 `=` its own. First of all, the store's schema may hold no function, aggregate or operator of
-its own (outside an extension) named as one of PostgreSQL's: a call finds the one whose
+its own (outside an extension) named as one of PostgreSQL's for other argument types: a
+call finds the one whose
 argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
 schema's ran in place of PostgreSQL's `min(text)` and `||` on every read (made without a
 superuser, they set the session's settings off and wrote). Until that is known, the checks'
@@ -63,7 +64,8 @@ WHERE t.typtype = 'd' OR e.typtype = 'd'
 ORDER BY 1 LIMIT 1
 """
 #: The first of the schema's functions, aggregates and operators (outside an extension)
-#: named as one of `pg_catalog`'s (operators named: no function of the schema's can stand in).
+#: named as one of `pg_catalog`'s, with other argument types (one with the same types is
+#: never found: `pg_catalog` comes first).
 _OVERLOADS = """
 SELECT p.proname FROM pg_catalog.pg_proc AS p
 WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
@@ -71,6 +73,10 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
   AND EXISTS (SELECT FROM pg_catalog.pg_proc AS b
               WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.proname OPERATOR(pg_catalog.=) p.proname)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc AS b
+                  WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
+                    AND b.proname OPERATOR(pg_catalog.=) p.proname
+                    AND b.proargtypes OPERATOR(pg_catalog.=) p.proargtypes)
   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
                   WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_proc' AS regclass)
                     AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
@@ -80,6 +86,10 @@ WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
   AND EXISTS (SELECT FROM pg_catalog.pg_operator AS b
               WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.oprname OPERATOR(pg_catalog.=) o.oprname)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_operator AS b
+                  WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
+                    AND b.oprname OPERATOR(pg_catalog.=) o.oprname AND b.oprleft OPERATOR(pg_catalog.=) o.oprleft
+                    AND b.oprright OPERATOR(pg_catalog.=) o.oprright)
   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
                   WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_operator' AS regclass)
                     AND d.objid OPERATOR(pg_catalog.=) o.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')

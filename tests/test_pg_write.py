@@ -476,6 +476,17 @@ _RUNS_OWN_CODE = {
                        "CREATE TABLE rag_claims_all PARTITION OF rag_claims DEFAULT",
                        "INSERT INTO rag_claims SELECT * FROM old_claims", "DROP TABLE old_claims"),
                       "rag_claims has a partition key that runs the database's own code as rows are written"),
+    # a cast to a domain runs its CHECK, and prints as no call (found by a re-probe)
+    "default-domain-cast": (("CREATE DOMAIN noted AS text CHECK (logtext(VALUE) IS NOT NULL)",
+                             "ALTER TABLE rag_entities ADD COLUMN note text DEFAULT CAST('x' AS noted)"),
+                            "rag_entities has a column default that runs the database's own code as rows are written"),
+    # a column written from text is cast to its type: a type's owner makes its casts
+    "foreign-type": (("CREATE TYPE claim_status AS (v text)",
+                      "CREATE FUNCTION status_of(text) RETURNS claim_status LANGUAGE plpgsql AS "
+                      "'BEGIN PERFORM logit(); RETURN ROW($1); END'",
+                      "CREATE CAST (text AS claim_status) WITH FUNCTION status_of(text) AS ASSIGNMENT",
+                      "ALTER TABLE rag_claims ADD COLUMN status claim_status"),
+                     "rag_claims.status is of a type of the database's own, whose casts would run as rows are written"),
     "cascade": (("CREATE TABLE notes (entity_id text REFERENCES rag_entities (id) ON DELETE CASCADE)",
                  "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (2); "
                  "RETURN OLD; END'",

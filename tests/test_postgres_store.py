@@ -249,6 +249,22 @@ _UNSAFE = {
                             "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)"),
                            "Not a community store: {url}: its schema has a function or an operator of its own named "
                            "'min', as one of PostgreSQL's, which the reads would run in its place"),
+    # an extension's owner, the database's, may add his own function to it (found by a re-probe)
+    "overload-in-an-extension": (("CREATE EXTENSION citext",
+                                  "CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
+                                  "AS 'SELECT least($1, $2)'",
+                                  "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)",
+                                  "ALTER EXTENSION citext ADD AGGREGATE min(varchar)"),
+                                 "Not a community store: {url}: its schema has a function or an operator of its own "
+                                 "named 'min', as one of PostgreSQL's, which the reads would run in its place"),
+    # an optional column is read as CAST(... AS TEXT): a type's owner makes its casts
+    "foreign-type": ((_EVIL, "CREATE TYPE ranked AS (v real)",
+                      "CREATE FUNCTION ranked_text(ranked) RETURNS text LANGUAGE sql AS 'SELECT CASE WHEN evil() THEN "
+                      "pg_catalog.textin(pg_catalog.record_out($1)) END'",
+                      "CREATE CAST (ranked AS text) WITH FUNCTION ranked_text(ranked)",
+                      "ALTER TABLE rag_community_summaries ADD COLUMN rank ranked"),
+                     "Not a community store: {url}: rag_community_summaries.rank is of a type of the database's own, "
+                     "whose casts would run on every read"),
     "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
                          "Not a community store: {url}: its search_path names no schema to read but the session's "
                          "temporary one (pg_temp)"),
@@ -289,6 +305,19 @@ def test_an_operator_of_the_database_s_own_does_not_shadow_the_built_in_one(samp
         conn.execute(f"ALTER DATABASE {sample_pg.name} SET search_path = public, pg_catalog")
     after = run_cli("info", sample_pg.url, "--json")
     assert (after.code, after.stdout) == (0, before.stdout), after.stderr
+
+def test_a_database_s_settings_do_not_change_how_its_store_reads(sample_pg: PgDatabase) -> None:
+    """`standard_conforming_strings` off broke graphrag-tui's `'\\'` literals (every entity's
+    drill-down was a syntax error), `quote_all_identifiers` on its check of the column types
+    (`rag_parents.id is "text", not text`) (found by a re-probe)."""
+    before = [run_cli("info", sample_pg.url, "--json"), run_cli("show", sample_pg.url, "harbor-city/entity/8")]
+    assert [r.code for r in before] == [0, 0], [r.stderr for r in before]
+    with sample_pg.admin_connect() as conn:
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET standard_conforming_strings = off")
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET quote_all_identifiers = on")
+    after = [run_cli("info", sample_pg.url, "--json"), run_cli("show", sample_pg.url, "harbor-city/entity/8")]
+    assert [(r.code, r.stdout) for r in after] == [(0, r.stdout) for r in before], [r.stderr for r in after]
+
 
 def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sample_pg: PgDatabase) -> None:
     with open_store(sample_pg.admin_url) as store:

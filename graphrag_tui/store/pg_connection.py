@@ -111,7 +111,11 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     except UnicodeError as error:
         raise StoreError(f"Cannot open store {location}: {one_line(str(error), 200)}") from None
     try:
-        if read_only:  # (SET, a command: no function of the database's own can stand for it)
+        # (SET, a command: no function of the database's own can stand for it.) A database's own
+        # settings may not change how graphrag-tui's SQL reads: `standard_conforming_strings`
+        # off broke its `'\'` literals, `quote_all_identifiers` on its check of the column types.
+        conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off")
+        if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
         pin_catalog(conn)
     except psycopg.Error as error:

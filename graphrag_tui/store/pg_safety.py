@@ -21,8 +21,9 @@ code point.
 The built-in functions and operators are found first in the session (`pin_catalog`): a
 database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
 `=` its own. First of all, the store's schema may hold no function, aggregate or operator of
-its own (outside an extension) named as one of PostgreSQL's for other argument types: a
-call finds the one whose
+its own (an extension's included: the database's owner may add any to his) named as one of
+PostgreSQL's for other argument types that graphrag-tui's statements pass: a call finds the
+one whose
 argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
 schema's ran in place of PostgreSQL's `min(text)` and `||` on every read (made without a
 superuser, they set the session's settings off and wrote). Until that is known, the checks'
@@ -34,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphrag_tui.safe_text import one_line
-from graphrag_tui.store.schema import TABLES
+from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
 
 _STORE = """
 WITH RECURSIVE store(oid) AS (
@@ -63,13 +64,25 @@ LEFT JOIN pg_catalog.pg_type AS e ON e.oid = t.typelem
 WHERE t.typtype = 'd' OR e.typtype = 'd'
 ORDER BY 1 LIMIT 1
 """
-#: The first of the schema's functions, aggregates and operators (outside an extension)
-#: named as one of `pg_catalog`'s, with other argument types (one with the same types is
-#: never found: `pg_catalog` comes first).
+#: The types a statement of graphrag-tui's may pass a function or an operator: its columns',
+#: its parameters' and literals', and the polymorphic ones that take any of them.
+_PASSED_TYPES = [f"pg_catalog.{t}" for t in (
+    "text", "varchar", "bpchar", "name", '"char"', "int2", "int4", "int8", "float4", "float8", "numeric", "bool",
+    "json", "jsonb", "oid", "regclass", "regnamespace", "unknown", "record", "text[]", "varchar[]", "name[]",
+    "int2[]", "int4[]", "int8[]", "float4[]", "float8[]", "anyelement", "anyarray", "anynonarray", "anyenum",
+    "anyrange", "anymultirange", "anycompatible", "anycompatiblearray", "anycompatiblenonarray",
+    "anycompatiblerange", "anycompatiblemultirange", '"any"')]
+#: The first of the schema's functions, aggregates and operators named as one of
+#: `pg_catalog`'s, for other argument types that are all ones graphrag-tui's statements pass
+#: (one for the same types is never found: `pg_catalog` comes first). An extension's count
+#: too: its owner, the database's, may add any function to it.
 _OVERLOADS = """
-SELECT p.proname FROM pg_catalog.pg_proc AS p
+WITH passed(types) AS (SELECT CAST(CAST(%s AS text[]) AS regtype[]))
+SELECT p.proname FROM pg_catalog.pg_proc AS p, passed
 WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
   AND p.pronargs OPERATOR(pg_catalog.>) CAST(0 AS int2)
+  AND NOT EXISTS (SELECT FROM pg_catalog.unnest(CAST(p.proargtypes AS oid[])) AS a (type)
+                  WHERE a.type OPERATOR(pg_catalog.<>) ALL (CAST(passed.types AS oid[])))
   AND EXISTS (SELECT FROM pg_catalog.pg_proc AS b
               WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.proname OPERATOR(pg_catalog.=) p.proname)
@@ -77,12 +90,11 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
                   WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                     AND b.proname OPERATOR(pg_catalog.=) p.proname
                     AND b.proargtypes OPERATOR(pg_catalog.=) p.proargtypes)
-  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
-                  WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_proc' AS regclass)
-                    AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
 UNION ALL
-SELECT o.oprname FROM pg_catalog.pg_operator AS o
+SELECT o.oprname FROM pg_catalog.pg_operator AS o, passed
 WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
+  AND (o.oprleft OPERATOR(pg_catalog.=) CAST(0 AS oid) OR o.oprleft OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
+  AND o.oprright OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[]))
   AND EXISTS (SELECT FROM pg_catalog.pg_operator AS b
               WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.oprname OPERATOR(pg_catalog.=) o.oprname)
@@ -90,10 +102,19 @@ WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
                   WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                     AND b.oprname OPERATOR(pg_catalog.=) o.oprname AND b.oprleft OPERATOR(pg_catalog.=) o.oprleft
                     AND b.oprright OPERATOR(pg_catalog.=) o.oprright)
-  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
-                  WHERE d.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_operator' AS regclass)
-                    AND d.objid OPERATOR(pg_catalog.=) o.oid AND d.deptype OPERATOR(pg_catalog.=) 'e')
 LIMIT 1
+"""
+#: The first column, among those named (the ones graphrag-tui reads or writes), whose type,
+#: or its elements', is not PostgreSQL's own: its casts to and from text, which reading and
+#: writing it call, may be the database's own functions (a type's owner may make them).
+_FOREIGN_TYPE = _STORE + """
+SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
+JOIN pg_catalog.pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
+LEFT JOIN pg_catalog.pg_type AS e ON e.oid = t.typelem
+WHERE a.attname = ANY (%s) AND (t.typnamespace <> CAST('pg_catalog' AS regnamespace)
+                                OR e.typnamespace <> CAST('pg_catalog' AS regnamespace))
+ORDER BY 1 LIMIT 1
 """
 #: The first of the tables with an index or a partition key whose operator class runs
 #: functions of the database's own.
@@ -141,6 +162,9 @@ def unsafe_relation(conn: Any) -> str | None:
     row = conn.execute(_DOMAIN, (list(TABLES),)).fetchone()
     if row is not None:
         return f"{row[0]} is of a domain type, whose own operators would run on every read"
+    column = foreign_typed_column(conn, sorted({c for table in TABLES for c in (*COLUMNS[table], *OPTIONAL.get(table, ()))}))
+    if column is not None:
+        return f"{column} is of a type of the database's own, whose casts would run on every read"
     table = own_operator_class(conn)
     if table is not None:
         return f"{table} has an index or a partition key whose operator class runs the database's own code"
@@ -148,11 +172,18 @@ def unsafe_relation(conn: Any) -> str | None:
 
 
 def own_overload(conn: Any) -> str | None:
-    """The name of the first function, aggregate or operator of the store's schema (outside
-    an extension) named as one of PostgreSQL's (None: none); checked before any other SQL
-    of the checks. (Writing checks this too: its statements call the same.)"""
-    row = conn.execute(_OVERLOADS).fetchone()
+    """The name of the first function, aggregate or operator of the store's schema that a
+    statement's call could find in place of PostgreSQL's (None: none); checked before any
+    other SQL of the checks. (Writing checks this too: its statements call the same.)"""
+    row = conn.execute(_OVERLOADS, (_PASSED_TYPES,)).fetchone()
     return None if row is None else one_line(row[0], 60)
+
+
+def foreign_typed_column(conn: Any, names: list[str]) -> str | None:
+    """The first of the named columns of the store's tables whose type is not PostgreSQL's own,
+    as `table.column` (None: none). (Writing checks the columns it writes.)"""
+    row = conn.execute(_FOREIGN_TYPE, (list(TABLES), names)).fetchone()
+    return None if row is None else row[0]
 
 
 def own_operator_class(conn: Any) -> str | None:

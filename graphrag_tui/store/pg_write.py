@@ -35,7 +35,13 @@ from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
 from graphrag_tui.store.pg_connection import connect, driver, driver_text, server_lost
-from graphrag_tui.store.pg_safety import only_temporary_schema, own_operator_class, own_overload, unordered_text
+from graphrag_tui.store.pg_safety import (
+    foreign_typed_column,
+    only_temporary_schema,
+    own_operator_class,
+    own_overload,
+    unordered_text,
+)
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
 from graphrag_tui.store.postgres import column_types, wrong_column_type
 from graphrag_tui.store.schema import OPTIONAL, OPTIONAL_COLUMNS, TABLES
@@ -103,7 +109,8 @@ LIMIT 1
 """
 #: What would run the database's own code as rows are written: a CHECK constraint, a column
 #: default or an index that calls a function or an operator of its own (PostgreSQL records
-#: those, not its own ones: `_CALLS` reads the expressions for those), a partition key whose
+#: those, not its own ones: `_CALLS` reads the expressions for those, nor a cast to a
+#: domain, whose CHECK runs: its type is), a partition key whose
 #: expression does (each row is routed by it), and a column of a domain (its CHECK runs as
 #: well). (An index or a partition key whose operator class does: `own_operator_class`.)
 _RUNS_OWN_CODE = _WRITTEN + """
@@ -121,8 +128,10 @@ SELECT c.relname, p.what FROM parts p
 JOIN pg_depend d ON d.classid = p.classid AND d.objid = p.objid
 LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
 LEFT JOIN pg_proc f ON f.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid ELSE o.oprcode END
+LEFT JOIN pg_type ty ON d.refclassid = 'pg_type'::regclass AND ty.oid = d.refobjid
 JOIN pg_class c ON c.oid = p.relid
 WHERE f.pronamespace <> 'pg_catalog'::regnamespace OR o.oprnamespace <> 'pg_catalog'::regnamespace
+   OR ty.typtype = 'd'
 UNION ALL
 SELECT c.relname, 'a column of a domain type' FROM written w JOIN pg_class c ON c.oid = w.oid
 JOIN pg_attribute a ON a.attrelid = w.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -282,6 +291,11 @@ class PgWriter:
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")
+        written = sorted({c for table in TABLES for c in (*pg_columns(table), *OPTIONAL.get(table, ()))})
+        foreign = foreign_typed_column(self._conn, written)  # (its casts from text may be the database's own)
+        if foreign is not None:
+            raise StoreError(f"cannot write into {self.location}: {foreign} is of a type of the database's own, whose "
+                             "casts would run as rows are written (write into another database); nothing was written")
         unordered = unordered_text(self._conn)  # (a nondeterministic collation deleted another namespace)
         if unordered is not None:
             raise StoreError(f"cannot write into {self.location}: {unordered}; nothing was written")

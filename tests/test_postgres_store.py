@@ -4,6 +4,7 @@ collation, the faults, and the password that is never shown."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,13 @@ _UNSAFE = {
                             "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)"),
                            "Not a community store: {url}: its schema has a function or an operator of its own named "
                            "'min', as one of PostgreSQL's, which the reads would run in its place"),
+    # a literal fits any type: `||(varchar, bytea)` beat PostgreSQL's `||(text, text)` on graphrag-ts's
+    # varchar columns, in every search (found by a re-probe)
+    "overload-other-type": ((_EVIL, "CREATE FUNCTION cat(varchar, bytea) RETURNS text LANGUAGE sql "
+                             "AS 'SELECT CASE WHEN evil() THEN $1::text END'",
+                             "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = bytea, FUNCTION = cat)"),
+                            "Not a community store: {url}: its schema has a function or an operator of its own named "
+                            "'||', as one of PostgreSQL's, which the reads would run in its place"),
     # an extension's owner, the database's, may add his own function to it (found by a re-probe)
     "overload-in-an-extension": (("CREATE EXTENSION citext",
                                   "CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
@@ -313,10 +321,16 @@ def test_a_database_s_settings_do_not_change_how_its_store_reads(sample_pg: PgDa
     before = [run_cli("info", sample_pg.url, "--json"), run_cli("show", sample_pg.url, "harbor-city/entity/8")]
     assert [r.code for r in before] == [0, 0], [r.stderr for r in before]
     with sample_pg.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_community_summaries ADD COLUMN rank real")
+        conn.execute("UPDATE rag_community_summaries SET rank = 7.25")
         conn.execute(f"ALTER DATABASE {sample_pg.name} SET standard_conforming_strings = off")
         conn.execute(f"ALTER DATABASE {sample_pg.name} SET quote_all_identifiers = on")
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET extra_float_digits = -15")  # (7.25 was read as 7)
     after = [run_cli("info", sample_pg.url, "--json"), run_cli("show", sample_pg.url, "harbor-city/entity/8")]
     assert [(r.code, r.stdout) for r in after] == [(0, r.stdout) for r in before], [r.stderr for r in after]
+    tree = run_cli("tree", sample_pg.url, "--namespace", "harbor-city", "--depth", "1", "--json")
+    assert tree.code == 0, tree.stderr
+    assert {root["rank"] for root in json.loads(tree.stdout)["roots"]} == {7.25}
 
 
 def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sample_pg: PgDatabase) -> None:

@@ -113,8 +113,9 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     try:
         # (SET, a command: no function of the database's own can stand for it.) A database's own
         # settings may not change how graphrag-tui's SQL reads: `standard_conforming_strings`
-        # off broke its `'\'` literals, `quote_all_identifiers` on its check of the column types.
-        conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off")
+        # off broke its `'\'` literals, `quote_all_identifiers` on its check of the column types,
+        # `extra_float_digits` below 1 rounded each rank read as text (7.25 became 7).
+        conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1")
         if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
         pin_catalog(conn)

@@ -22,8 +22,8 @@ The built-in functions and operators are found first in the session (`pin_catalo
 database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
 `=` its own. First of all, the store's schema may hold no function, aggregate or operator of
 its own (an extension's included: the database's owner may add any to his) named as one of
-PostgreSQL's for other argument types that graphrag-tui's statements pass: a call finds the
-one whose
+PostgreSQL's for other argument types, one of them a type graphrag-tui's statements pass: a
+call finds the one whose
 argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
 schema's ran in place of PostgreSQL's `min(text)` and `||` on every read (made without a
 superuser, they set the session's settings off and wrote). Until that is known, the checks'
@@ -73,16 +73,18 @@ _PASSED_TYPES = [f"pg_catalog.{t}" for t in (
     "anyrange", "anymultirange", "anycompatible", "anycompatiblearray", "anycompatiblenonarray",
     "anycompatiblerange", "anycompatiblemultirange", '"any"')]
 #: The first of the schema's functions, aggregates and operators named as one of
-#: `pg_catalog`'s, for other argument types that are all ones graphrag-tui's statements pass
-#: (one for the same types is never found: `pg_catalog` comes first). An extension's count
-#: too: its owner, the database's, may add any function to it.
+#: `pg_catalog`'s, for other argument types, one of them a type graphrag-tui's statements
+#: pass (one for the same types is never found: `pg_catalog` comes first; a literal or a
+#: parameter fits any type, so `||(varchar, bytea)` beat `pg_catalog`'s `||(text, text)` on
+#: a varchar column). An extension's count too: its owner, the database's, may add any
+#: function to it (pgvector's take its own types).
 _OVERLOADS = """
 WITH passed(types) AS (SELECT CAST(CAST(%s AS text[]) AS regtype[]))
 SELECT p.proname FROM pg_catalog.pg_proc AS p, passed
 WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
   AND p.pronargs OPERATOR(pg_catalog.>) CAST(0 AS int2)
-  AND NOT EXISTS (SELECT FROM pg_catalog.unnest(CAST(p.proargtypes AS oid[])) AS a (type)
-                  WHERE a.type OPERATOR(pg_catalog.<>) ALL (CAST(passed.types AS oid[])))
+  AND EXISTS (SELECT FROM pg_catalog.unnest(CAST(p.proargtypes AS oid[])) AS a (type)
+              WHERE a.type OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
   AND EXISTS (SELECT FROM pg_catalog.pg_proc AS b
               WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.proname OPERATOR(pg_catalog.=) p.proname)
@@ -93,8 +95,8 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
 UNION ALL
 SELECT o.oprname FROM pg_catalog.pg_operator AS o, passed
 WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
-  AND (o.oprleft OPERATOR(pg_catalog.=) CAST(0 AS oid) OR o.oprleft OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
-  AND o.oprright OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[]))
+  AND (o.oprleft OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[]))
+       OR o.oprright OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
   AND EXISTS (SELECT FROM pg_catalog.pg_operator AS b
               WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                 AND b.oprname OPERATOR(pg_catalog.=) o.oprname)

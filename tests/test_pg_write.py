@@ -18,6 +18,7 @@ from graphrag_tui.store.schema import COLUMNS, TABLES
 from tests.cli_runner import Run, run_cli
 from tests.conftest import PgDatabase
 from tests.stores import build_store
+from tests.test_postgres_store import AS_OWNER
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_db" / "sample.db"
 CAROL = next(
@@ -460,8 +461,8 @@ _RUNS_OWN_CODE = {
                "rag_community_summaries has a column of a domain type that runs the database's own code as rows are "
                "written"),
     # an index scan or insert calls its operator class's support function (a superuser made it once)
-    "operator-class": (("CREATE FUNCTION logcmp(text, text) RETURNS int LANGUAGE plpgsql IMMUTABLE AS "
-                        "'BEGIN RETURN bttextcmp($1, $2); END'",
+    "operator-class": ((*AS_OWNER, "CREATE FUNCTION logcmp(text, text) RETURNS int LANGUAGE plpgsql IMMUTABLE AS "
+                        "'BEGIN RETURN bttextcmp($1, $2); END'", "RESET ROLE",
                         "CREATE OPERATOR CLASS logged_ops FOR TYPE text USING btree AS OPERATOR 1 pg_catalog.<, "
                         "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
                         "OPERATOR 5 pg_catalog.>, FUNCTION 1 logcmp(text, text)",
@@ -487,6 +488,15 @@ _RUNS_OWN_CODE = {
                       "CREATE CAST (text AS claim_status) WITH FUNCTION status_of(text) AS ASSIGNMENT",
                       "ALTER TABLE rag_claims ADD COLUMN status claim_status"),
                      "rag_claims.status is of a type of the database's own, whose casts would run as rows are written"),
+    # each DELETE checks a key into the tables, whatever its ON DELETE: a cast of the referencing
+    # column ran (found by a re-probe)
+    "foreign-key": (("CREATE TYPE entity_ref AS (v text)",
+                     "CREATE FUNCTION ref_text(entity_ref) RETURNS text LANGUAGE plpgsql AS "
+                     "'BEGIN PERFORM logit(); RETURN ($1).v; END'",
+                     "CREATE CAST (entity_ref AS text) WITH FUNCTION ref_text(entity_ref) AS IMPLICIT",
+                     "CREATE TABLE watcher (ref entity_ref REFERENCES rag_community_summaries (id))"),
+                    "watcher has a foreign key into the store's tables whose check runs the database's own code as "
+                    "rows are deleted"),
     "cascade": (("CREATE TABLE notes (entity_id text REFERENCES rag_entities (id) ON DELETE CASCADE)",
                  "CREATE FUNCTION quiet() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN INSERT INTO evil_log VALUES (2); "
                  "RETURN OLD; END'",
@@ -537,7 +547,7 @@ def test_a_destination_whose_schema_overloads_a_function_of_postgresql_is_refuse
     re-probe)."""
     assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
     with pg_database.admin_connect() as conn:
-        for statement in (*_LOG, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
+        for statement in (*_LOG, *AS_OWNER, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
                                   "AS 'SELECT CASE WHEN logit() THEN $1::text END'",
                           "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = cat)"):
             conn.execute(statement)

@@ -196,6 +196,10 @@ def test_a_null_community_id_is_one_line(graphrag_ts_database: PgDatabase) -> No
 
 
 _EVIL = "CREATE FUNCTION evil() RETURNS boolean LANGUAGE sql AS 'SELECT true'"
+#: What follows is made by a role that owns what it makes in the store's schema and is no
+#: superuser (a superuser's own functions are trusted: he could do anything anyway).
+AS_OWNER = ("DO $$ BEGIN CREATE ROLE store_owner; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+            "GRANT CREATE ON SCHEMA public TO store_owner", "SET ROLE store_owner")
 #: Stores whose reads would run SQL of the database's own, or compare text otherwise than by
 #: code point: (the changes, the refusal after the store's name).
 _UNSAFE = {
@@ -230,8 +234,8 @@ _UNSAFE = {
                      "Not a community store: {url}: rag_community_summaries.members is of a domain type, whose own "
                      "operators would run on every read"),
     # an index scan calls its operator class's support function (a superuser made it once)
-    "operator-class": ((_EVIL, "CREATE FUNCTION evil_cmp(text, text) RETURNS int LANGUAGE sql IMMUTABLE AS "
-                        "'SELECT CASE WHEN evil() THEN bttextcmp($1, $2) END'",
+    "operator-class": ((_EVIL, *AS_OWNER, "CREATE FUNCTION evil_cmp(text, text) RETURNS int LANGUAGE sql IMMUTABLE AS "
+                        "'SELECT CASE WHEN evil() THEN bttextcmp($1, $2) END'", "RESET ROLE",
                         "CREATE OPERATOR CLASS evil_ops FOR TYPE text USING btree AS OPERATOR 1 pg_catalog.<, "
                         "OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, "
                         "OPERATOR 5 pg_catalog.>, FUNCTION 1 evil_cmp(text, text)",
@@ -240,28 +244,28 @@ _UNSAFE = {
                        "class runs the database's own code"),
     # a call finds the overload whose argument types fit best, wherever it is: `name || ' '` (varchar)
     # and `min(name)` ran the schema's own, made by the database's owner (found by a re-probe)
-    "overload-operator": ((_EVIL, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
+    "overload-operator": ((_EVIL, *AS_OWNER, "CREATE FUNCTION cat(varchar, varchar) RETURNS text LANGUAGE sql "
                            "AS 'SELECT CASE WHEN evil() THEN $1::text END'",
                            "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = cat)"),
                           "Not a community store: {url}: its schema has a function or an operator of its own named "
                           "'||', as one of PostgreSQL's, which the reads would run in its place"),
-    "overload-aggregate": (("CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
+    "overload-aggregate": ((*AS_OWNER, "CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
                             "AS 'SELECT least($1, $2)'",
                             "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)"),
                            "Not a community store: {url}: its schema has a function or an operator of its own named "
                            "'min', as one of PostgreSQL's, which the reads would run in its place"),
     # a literal fits any type: `||(varchar, bytea)` beat PostgreSQL's `||(text, text)` on graphrag-ts's
     # varchar columns, in every search (found by a re-probe)
-    "overload-other-type": ((_EVIL, "CREATE FUNCTION cat(varchar, bytea) RETURNS text LANGUAGE sql "
+    "overload-other-type": ((_EVIL, *AS_OWNER, "CREATE FUNCTION cat(varchar, bytea) RETURNS text LANGUAGE sql "
                              "AS 'SELECT CASE WHEN evil() THEN $1::text END'",
                              "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = bytea, FUNCTION = cat)"),
                             "Not a community store: {url}: its schema has a function or an operator of its own named "
                             "'||', as one of PostgreSQL's, which the reads would run in its place"),
     # an extension's owner, the database's, may add his own function to it (found by a re-probe)
-    "overload-in-an-extension": (("CREATE EXTENSION citext",
+    "overload-in-an-extension": (("CREATE EXTENSION citext", *AS_OWNER,
                                   "CREATE FUNCTION least_of(varchar, varchar) RETURNS varchar LANGUAGE sql "
                                   "AS 'SELECT least($1, $2)'",
-                                  "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)",
+                                  "CREATE AGGREGATE min(varchar) (SFUNC = least_of, STYPE = varchar)", "RESET ROLE",
                                   "ALTER EXTENSION citext ADD AGGREGATE min(varchar)"),
                                  "Not a community store: {url}: its schema has a function or an operator of its own "
                                  "named 'min', as one of PostgreSQL's, which the reads would run in its place"),
@@ -300,6 +304,22 @@ def test_a_store_whose_reads_would_run_its_own_sql_or_compare_text_otherwise_is_
     masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
     line = _one_line_error(run_cli("info", sample_pg.url), *sample_pg.passwords)
     assert line == "graphrag-tui: error: " + refusal.format(url=masked)
+
+
+def test_common_extensions_in_the_store_s_schema_are_not_refused(sample_pg: PgDatabase) -> None:
+    """pg_trgm's `<->(text, text)`, citext's `regexp_match(citext, text)`, hstore's `->` and
+    an index with pg_trgm's operator class: a superuser's (a trusted extension's objects are
+    the bootstrap superuser's), so not the database owner's code (they were refused, read
+    and write; found by probes)."""
+    before = run_cli("info", sample_pg.url, "--json")
+    assert before.code == 0, before.stderr
+    with sample_pg.admin_connect() as conn:
+        for extension in ("pg_trgm", "citext", "hstore"):
+            conn.execute(f"CREATE EXTENSION {extension}")
+        # (an extension's operator class, as pgvector's HNSW index on graphrag-ts's embeddings)
+        conn.execute("CREATE INDEX children_trigrams ON rag_children USING gin (content gin_trgm_ops)")
+    after = run_cli("info", sample_pg.url, "--json")
+    assert (after.code, after.stdout) == (0, before.stdout), after.stderr
 
 
 def test_an_operator_of_the_database_s_own_does_not_shadow_the_built_in_one(sample_pg: PgDatabase) -> None:

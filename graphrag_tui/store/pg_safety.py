@@ -21,7 +21,7 @@ code point.
 The built-in functions and operators are found first in the session (`pin_catalog`): a
 database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
 `=` its own. First of all, the store's schema may hold no function, aggregate or operator of
-its own (an extension's included: the database's owner may add any to his) named as one of
+its own (owned by a role that is not a superuser, an extension's included) named as one of
 PostgreSQL's for other argument types, one of them a type graphrag-tui's statements pass: a
 call finds the one whose
 argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
@@ -76,8 +76,9 @@ _PASSED_TYPES = [f"pg_catalog.{t}" for t in (
 #: `pg_catalog`'s, for other argument types, one of them a type graphrag-tui's statements
 #: pass (one for the same types is never found: `pg_catalog` comes first; a literal or a
 #: parameter fits any type, so `||(varchar, bytea)` beat `pg_catalog`'s `||(text, text)` on
-#: a varchar column). An extension's count too: its owner, the database's, may add any
-#: function to it (pgvector's take its own types).
+#: a varchar column), unless a superuser owns it (a trusted extension's, pg_trgm's or
+#: citext's, belong to the bootstrap superuser even when the database's owner created it;
+#: a function that owner adds to his extension stays his).
 _OVERLOADS = """
 WITH passed(types) AS (SELECT CAST(CAST(%s AS text[]) AS regtype[]))
 SELECT p.proname FROM pg_catalog.pg_proc AS p, passed
@@ -92,6 +93,8 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
                   WHERE b.pronamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                     AND b.proname OPERATOR(pg_catalog.=) p.proname
                     AND b.proargtypes OPERATOR(pg_catalog.=) p.proargtypes)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                  WHERE r.oid OPERATOR(pg_catalog.=) p.proowner AND r.rolsuper)
 UNION ALL
 SELECT o.oprname FROM pg_catalog.pg_operator AS o, passed
 WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
@@ -104,6 +107,9 @@ WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
                   WHERE b.oprnamespace OPERATOR(pg_catalog.=) CAST('pg_catalog' AS regnamespace)
                     AND b.oprname OPERATOR(pg_catalog.=) o.oprname AND b.oprleft OPERATOR(pg_catalog.=) o.oprleft
                     AND b.oprright OPERATOR(pg_catalog.=) o.oprright)
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc AS f JOIN pg_catalog.pg_roles AS r
+                    ON r.oid OPERATOR(pg_catalog.=) f.proowner
+                  WHERE f.oid OPERATOR(pg_catalog.=) o.oprcode AND r.rolsuper)
 LIMIT 1
 """
 #: The first column, among those named (the ones graphrag-tui reads or writes), whose type,
@@ -119,7 +125,9 @@ WHERE a.attname = ANY (%s) AND (t.typnamespace <> CAST('pg_catalog' AS regnamesp
 ORDER BY 1 LIMIT 1
 """
 #: The first of the tables with an index or a partition key whose operator class runs
-#: functions of the database's own.
+#: functions of the database's own that no superuser owns (an extension's, pgvector's HNSW
+#: index's, are a superuser's; one that only a superuser may make, but whose support
+#: function a table's owner wrote, runs his code).
 _OWN_OPERATOR_CLASS = _STORE + """
 SELECT c.relname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
 JOIN (SELECT indrelid, CAST(indclass AS oid[]) FROM pg_catalog.pg_index
@@ -127,10 +135,13 @@ JOIN (SELECT indrelid, CAST(indclass AS oid[]) FROM pg_catalog.pg_index
   ON k.relid = s.oid
 JOIN pg_catalog.pg_opclass AS oc ON oc.oid = ANY (k.classes)
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS f ON f.oid = p.amproc
-              WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace))
+              JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner
+              WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace)
+                AND NOT r.rolsuper)
    OR EXISTS (SELECT 1 FROM pg_catalog.pg_amop AS a JOIN pg_catalog.pg_operator AS o ON o.oid = a.amopopr
-              JOIN pg_catalog.pg_proc AS f ON f.oid = o.oprcode
-              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace))
+              JOIN pg_catalog.pg_proc AS f ON f.oid = o.oprcode JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner
+              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace)
+                AND NOT r.rolsuper)
 ORDER BY 1 LIMIT 1
 """
 #: The first column whose collation is nondeterministic (PostgreSQL 12 and later have them).

@@ -139,6 +139,20 @@ JOIN pg_type t ON t.oid = a.atttypid
 WHERE t.typtype = 'd'
 LIMIT 1
 """
+#: A foreign key into the tables written whose check (each DELETE runs it, whatever the key's
+#: ON DELETE) would run the database's own code: a referencing column of a type not
+#: PostgreSQL's own (its casts are its owner's), or an equality operator of the database's.
+_FOREIGN_KEY_CASTS = _WRITTEN + """
+SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+WHERE k.contype = 'f' AND k.confrelid IN (SELECT oid FROM written)
+  AND (EXISTS (SELECT FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+               WHERE a.attrelid = k.conrelid AND a.attnum = ANY (k.conkey)
+                 AND (t.typnamespace <> 'pg_catalog'::regnamespace OR t.typtype = 'd'))
+       OR EXISTS (SELECT FROM pg_operator o
+                  WHERE o.oid = ANY (k.conpfeqop || k.conppeqop || k.conffeqop)
+                    AND o.oprnamespace <> 'pg_catalog'::regnamespace))
+ORDER BY 1 LIMIT 1
+"""
 #: The CHECK constraints and column defaults of the tables written, as PostgreSQL prints them.
 _EXPRESSIONS = _WRITTEN + """
 SELECT c.relname, 'a CHECK constraint', pg_get_constraintdef(k.oid) FROM pg_constraint k
@@ -291,6 +305,10 @@ class PgWriter:
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")
+        for table, in self._conn.execute(_FOREIGN_KEY_CASTS, (list(TABLES),)).fetchall()[:1]:
+            raise StoreError(f"cannot write into {self.location}: {table} has a foreign key into the store's tables "
+                             "whose check runs the database's own code as rows are deleted (write into another "
+                             "database); nothing was written")
         written = sorted({c for table in TABLES for c in (*pg_columns(table), *OPTIONAL.get(table, ()))})
         foreign = foreign_typed_column(self._conn, written)  # (its casts from text may be the database's own)
         if foreign is not None:

@@ -12,9 +12,10 @@ code point.
   which the reads' `=` (its parameter's type taken from the column's) finds before
   `pg_catalog`'s; one set the session's read-only and timeout settings off, then wrote and
   slept on every row read.
+- A column the app reads of a type that is not PostgreSQL's own: its owner writes its casts
+  to text, which the reads call.
 - An index or a partition key whose operator class has support functions or operators of
-  the database's own: an index scan, or partition pruning, calls them (one, made by a
-  superuser once, can be used by any table owner).
+  the database's own that no superuser owns: an index scan, or partition pruning, calls them.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -23,11 +24,11 @@ database whose search_path names a schema of its own before `pg_catalog` made `l
 `=` its own. First of all, the store's schema may hold no function, aggregate or operator of
 its own (owned by a role that is not a superuser, an extension's included) named as one of
 PostgreSQL's for other argument types, one of them a type graphrag-tui's statements pass: a
-call finds the one whose
-argument types fit best, wherever it is, so `min(varchar)` or `||(varchar, varchar)` of the
-schema's ran in place of PostgreSQL's `min(text)` and `||` on every read (made without a
-superuser, they set the session's settings off and wrote). Until that is known, the checks'
-own SQL names `pg_catalog`'s operators.
+call finds the one whose argument types fit best, wherever it is, so `min(varchar)` or
+`||(varchar, bytea)` of the schema's ran in place of PostgreSQL's `min(text)` and `||` on
+every read (made without a superuser, they set the session's settings off and wrote). Until
+that is known, the checks' own SQL names `pg_catalog`'s operators. These checks run as a
+store is opened: what its owner changes while a session stays open is not seen.
 """
 
 from __future__ import annotations

@@ -109,8 +109,8 @@ LIMIT 1
 """
 #: What would run the database's own code as rows are written: a CHECK constraint, a column
 #: default or an index that calls a function or an operator of its own (PostgreSQL records
-#: those, not its own ones: `_CALLS` reads the expressions for those, nor a cast to a
-#: domain, whose CHECK runs: its type is), a partition key whose
+#: those, not its own ones: `_CALLS` reads the expressions for those; a cast to a domain,
+#: whose CHECK runs, is recorded as a reference to its type), a partition key whose
 #: expression does (each row is routed by it), and a column of a domain (its CHECK runs as
 #: well). (An index or a partition key whose operator class does: `own_operator_class`.)
 _RUNS_OWN_CODE = _WRITTEN + """
@@ -305,8 +305,9 @@ class PgWriter:
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")
-        for table, in self._conn.execute(_FOREIGN_KEY_CASTS, (list(TABLES),)).fetchall()[:1]:
-            raise StoreError(f"cannot write into {self.location}: {table} has a foreign key into the store's tables "
+        keyed = self._conn.execute(_FOREIGN_KEY_CASTS, (list(TABLES),)).fetchone()
+        if keyed is not None:
+            raise StoreError(f"cannot write into {self.location}: {keyed[0]} has a foreign key into the store's tables "
                              "whose check runs the database's own code as rows are deleted (write into another "
                              "database); nothing was written")
         written = sorted({c for table in TABLES for c in (*pg_columns(table), *OPTIONAL.get(table, ()))})

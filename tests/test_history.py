@@ -26,9 +26,9 @@ from graphrag_tui.engine.prompts import map_skeleton
 from graphrag_tui.engine.tokens import estimate_tokens
 from graphrag_tui.errors import InputError
 from graphrag_tui.history import FLUSH_INTERVAL, SCHEMA_VERSION, HistoryError, RunHistory, UnknownRun, new_run_id
-from graphrag_tui.history.database import history_error, transaction
+from graphrag_tui.history.database import connect, history_error, schema_digest, transaction
 from graphrag_tui.history.owner import is_alive, this_process
-from graphrag_tui.history.schema import SCHEMA_V1
+from graphrag_tui.history.schema import OWN_SCHEMA_SHA256, SCHEMA_V1
 from graphrag_tui.history.texts import unpack_text
 from graphrag_tui.models.extractive import ExtractiveModel
 from graphrag_tui.session.continuation import model_settings_for
@@ -100,7 +100,16 @@ def test_an_old_version_file_is_migrated_and_its_runs_read(tmp_path: Path) -> No
         db.commit()
         assert history.succeeded_batches(["aaaaaaaa0001"]) == {"aaaaaaaa0001": 0}
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # migrated, it has the schema of a history made new: its SQL is not read again
+    assert schema_digest(db.execute("SELECT type, name, sql FROM sqlite_master").fetchall()) == OWN_SCHEMA_SHA256
     db.close()
+
+
+def test_a_new_history_has_the_schema_its_digest_names(tmp_path: Path) -> None:
+    connection = connect(tmp_path / "history.db")
+    schema = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    connection.close()
+    assert schema_digest(schema) == OWN_SCHEMA_SHA256, f"the schema changed: its digest is now {schema_digest(schema)}"
 
 
 def test_a_write_that_fills_the_disk_says_so(tmp_path: Path) -> None:
@@ -1294,7 +1303,7 @@ def test_a_history_created_by_another_process_between_two_reads_is_not_taken_for
     migrated: list[str] = []
 
     def the_other_migrates(sql: str) -> None:  # as this connection reads the schema
-        if sql.startswith("SELECT type, name FROM sqlite_master") and not migrated:
+        if sql.startswith("SELECT type, name, sql FROM sqlite_master") and not migrated:
             migrated.append(sql)
             with contextlib.suppress(sqlite3.OperationalError):  # locked out by this one's read
                 database._migrate(other, 0)

@@ -6,6 +6,7 @@ older one is migrated. Every SQLite error leaves here as a HistoryError (one lin
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 import stat
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..sql_tokens import sql_tokens
-from .schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+from .schema import MIGRATIONS, OWN_SCHEMA_SHA256, SCHEMA_V1, SCHEMA_VERSION
 
 #: How long a write waits for another writer (the app and a CLI at once) before giving up.
 BUSY_TIMEOUT_S = 5.0
@@ -100,9 +101,9 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
 def _checked_version(connection: sqlite3.Connection, path: Path) -> int:
     """The history's version, once its schema is known to be one graphrag-tui writes."""
     version: int = connection.execute("PRAGMA user_version").fetchone()[0]
-    schema = connection.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')").fetchall()
-    tables = {name for kind, name in schema if kind == "table"}
-    if len(tables) != len(schema):  # their SQL would run as the history is read or written: a query that never ends
+    schema = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    # a view's or trigger's SQL would run as the history is read or written: a query that never ends
+    if any(kind in ("view", "trigger") for kind, _, _ in schema):
         raise HistoryError(f"run history {path} holds views or triggers, which graphrag-tui never makes: it is left "
                            "as it is")
     if version > SCHEMA_VERSION:
@@ -112,10 +113,16 @@ def _checked_version(connection: sqlite3.Connection, path: Path) -> int:
         )
     if version < 0:
         raise HistoryError(f"run history {path} is not a run history or is damaged (version {version})")
-    if version == 0 and tables:
+    if version == 0 and any(kind == "table" for kind, _, _ in schema):
         raise HistoryError(f"run history {path} is an SQLite file but not a run history: it is left as it is")
-    _check_no_sql_of_its_own(connection, path)
+    if schema_digest(schema) != OWN_SCHEMA_SHA256:  # (reading each table's SQL cost a run 0.15 ms)
+        _check_no_sql_of_its_own(schema, path)
     return version
+
+
+def schema_digest(schema: list[tuple[str, str, str | None]]) -> str:
+    """The SHA-256 of a file's schema: sqlite_master's type, name and SQL, in its order."""
+    return hashlib.sha256(repr(schema).encode()).hexdigest()
 
 
 def _runs_sql(table_sql: str) -> bool:
@@ -131,11 +138,13 @@ def _runs_sql(table_sql: str) -> bool:
 _INDEXES = {"runs_store": "CREATE INDEX runs_store ON runs (store_path)"}
 
 
-def _check_no_sql_of_its_own(connection: sqlite3.Connection, path: Path) -> None:
+def _check_no_sql_of_its_own(schema: list[tuple[str, str, str | None]], path: Path) -> None:
     """A file whose schema holds SQL graphrag-tui never writes is refused untouched: a
     generated column of `hex(zeroblob(450000000))` took 2.2 GB to list the runs, and an
     index's WHERE (or a CHECK) ran as much on every write."""
-    for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"):
+    for kind, name, sql in schema:
+        if sql is None:  # (a key's own index)
+            continue
         own = kind == "table" and not _runs_sql(sql)
         if not (own or kind == "index" and _INDEXES.get(name) == " ".join(sql.split())):
             raise HistoryError(f"run history {path} holds SQL graphrag-tui never writes (a generated column, a CHECK, "

@@ -9,6 +9,10 @@ from __future__ import annotations
 #: (formats.py and texts.py say how each version's data reads); version 6 had no `selection`;
 #: version 8 kept a run's plan, contents and Map prompt in its row; version 9 had no `cost_total`.
 SCHEMA_VERSION = 10
+#: The digest (database.schema_digest) of the schema every history of this version has, made
+#: new or migrated (SCHEMA_V1, then each migration): a file whose schema is exactly it holds
+#: no SQL of its own. test_history makes a history and checks it.
+OWN_SCHEMA_SHA256 = "e9c2855b7d3b933f025277cc05978b59a283bb4c8f7e8da601ed86a0068340f6"
 
 SCHEMA_V1 = """
 CREATE TABLE runs (

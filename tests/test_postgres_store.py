@@ -306,6 +306,51 @@ def test_a_store_whose_reads_would_run_its_own_sql_or_compare_text_otherwise_is_
     assert line == "graphrag-tui: error: " + refusal.format(url=masked)
 
 
+#: Overloads of PostgreSQL's names for graphrag-ts's varchar columns, made by the owner of the
+#: store's schema (no superuser), each of which stops the statement that runs it.
+_OWNER_OVERLOADS = (
+    *AS_OWNER,
+    "CREATE FUNCTION stop_varchar(varchar, varchar) RETURNS varchar LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'the owner''s code ran'; END $$",
+    "CREATE FUNCTION stop_bytea(varchar, bytea) RETURNS text LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'the owner''s code ran'; END $$",
+    "CREATE AGGREGATE min(varchar) (SFUNC = stop_varchar, STYPE = varchar)",
+    "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = stop_varchar)",
+    "CREATE OPERATOR || (LEFTARG = varchar, RIGHTARG = bytea, FUNCTION = stop_bytea)",
+)
+
+
+def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(sample_pg: PgDatabase) -> None:
+    """The store is checked as it opens; `min(varchar)` and `||(varchar, bytea)` its owner
+    made afterwards ran on the same session's next plan and search, in place of PostgreSQL's
+    (a known gap, now closed): a read session's search_path is `pg_catalog` alone, and its
+    statements name the store's tables with their schema."""
+    from graphrag_tui.engine import SearchOptions
+    from graphrag_tui.planning import prepare_plan
+    from graphrag_tui.session.explore import ExploreSession
+    from graphrag_tui.store.location import parse_location
+
+    def reads(store: Any) -> tuple[Any, ...]:
+        plan = prepare_plan(store, QUESTION, namespace="harbor-city", level="leaf", options=SearchOptions(), seed=7,
+                            shuffle=True)
+        found = ExploreSession(store, "harbor-city").text_search.search("harbor port", limit=500)
+        return (plan.model_dump_json(), {kind: [hit.id for hit in hits] for kind, hits in found.results.items()},
+                store.namespaces(), store.community("harbor-city/0"))
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        before = reads(store)
+        with sample_pg.admin_connect() as conn:
+            for change in _OWNER_OVERLOADS:
+                conn.execute(change)
+            conn.execute("RESET ROLE")
+            # (as the reads call them: the owner's overloads are what the store's schema finds)
+            conn.execute("SET search_path = public")
+            with pytest.raises(psycopg.errors.RaiseException, match="the owner's code ran"):
+                conn.execute("SELECT min(community_name) FROM rag_community_summaries")
+        assert reads(store) == before
+    assert sum(map(len, before[1].values())) > 3 and before[3]
+
+
 def test_common_extensions_in_the_store_s_schema_are_not_refused(sample_pg: PgDatabase) -> None:
     """pg_trgm's `<->(text, text)`, citext's `regexp_match(citext, text)`, hstore's `->` and
     an index with pg_trgm's operator class: a superuser's (a trusted extension's objects are

@@ -3,9 +3,15 @@
 `connect(location)` opens a session that cannot write: `default_transaction_read_only=on`
 and a statement timeout are set as it opens, after the options libpq gave it (the URL's, a
 service's or PGOPTIONS: passing ours as its startup options replaced a service's, whose
-search_path then named another schema), so they win, and the built-in functions come first
-in its search path (`pg_safety`). `connect(location, read_only=False)` is for the
-commands that write (import, copy). Every failure becomes a `StoreError` naming the store
+search_path then named another schema), so they win. Its search_path is then `pg_catalog`
+alone, and every statement it sends names the store's tables with their schema (the
+session's current schema as it opened, which `current_schema()` in its SQL still means):
+no function, operator or type of the store's schema is ever found by its SQL, even one its
+owner adds while the session stays open. (In a path that names it, a schema's `min(varchar)`
+or `||(varchar, bytea)` is found in place of PostgreSQL's `min(text)` and `||`: a call takes
+the overload whose argument types fit best, wherever it is.) `connect(location,
+read_only=False)` is for the commands that write (import, copy), whose search_path is their
+current schema alone: `pg_catalog` first. Every failure becomes a `StoreError` naming the store
 by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
 
 The driver is optional (`pip install 'graphrag-tui[postgres]'`): without it a URL store is
@@ -16,12 +22,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from graphrag_tui.errors import InputError
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.location import PostgresLocation, mask_urls
-from graphrag_tui.store.pg_safety import pin_catalog
+from graphrag_tui.store.schema import TABLES
 from graphrag_tui.store.validation import StoreError
 from graphrag_tui.url_mask import mask_url_secrets
 
@@ -85,6 +93,77 @@ def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
     return ConnectFailed(f"Cannot reach the database server of store {location}: {text}", text)
 
 
+#: The store's tables where a statement names them, and `current_schema()`: a read session
+#: sends them as `"schema".table` and as the schema it opened with (`_StoreSession`).
+_TABLE_NAME = re.compile(r"(?<![\w.'\"$])(" + "|".join(TABLES) + r")(?![\w$'\"])")
+_CURRENT_SCHEMA = re.compile(r"(?<![\w.])(?:pg_catalog\.)?current_schema\(\)")
+#: Where a read session keeps its store's schema, for `current_schema()` in its SQL.
+_SCHEMA_SETTING = "graphrag_tui.store_schema"
+
+
+@cache
+def _session_class(psycopg: Any) -> Any:
+    """psycopg's Connection whose statements name the store's tables with its schema, once
+    `store_schema` is set (the driver is imported only when a PostgreSQL store is opened)."""
+
+    class _Statements:
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().execute(self.connection.qualified(query, params), params, **kwargs)  # type: ignore[misc]
+
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> Any:
+            return super().executemany(self.connection.qualified(query, ()), params_seq, **kwargs)  # type: ignore[misc]
+
+        def stream(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().stream(self.connection.qualified(query, params), params, **kwargs)  # type: ignore[misc]
+
+        def copy(self, statement: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().copy(self.connection.qualified(statement, params), params, **kwargs)  # type: ignore[misc]
+
+    class Cursor(_Statements, psycopg.Cursor):  # type: ignore[misc]
+        pass
+
+    class ServerCursor(_Statements, psycopg.ServerCursor):  # type: ignore[misc]
+        pass
+
+    class StoreSession(psycopg.Connection):  # type: ignore[misc]
+        #: The schema of the store's tables; None: statements are sent as they are written.
+        store_schema: str | None = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.cursor_factory, self.server_cursor_factory = Cursor, ServerCursor
+
+        def qualified(self, query: Any, params: Any) -> Any:
+            if self.store_schema is None or not isinstance(query, str):
+                return query
+            schema = '"' + self.store_schema.replace('"', '""') + '"'
+            if params is not None:  # (the driver reads % there as a placeholder's)
+                schema = schema.replace("%", "%%")
+            query = _TABLE_NAME.sub(lambda table: f"{schema}.{table.group(1)}", query)
+            return _CURRENT_SCHEMA.sub(f"pg_catalog.current_setting('{_SCHEMA_SETTING}')", query)
+
+    return StoreSession
+
+
+def _pin_catalog(conn: Any, *, read_only: bool) -> None:
+    """The session's search path. A read session's is `pg_catalog` alone, and its statements
+    name the store's tables with their schema (the current one). A writing session's is its
+    current schema alone (where it creates the tables graphrag-ts's script names, and
+    pgvector's type), so that `pg_catalog`, which a path that does not name it searches first,
+    holds the functions and operators every name finds; `pg_safety` refuses a schema with
+    overloads of its own. (Every name here is qualified: the path is not yet set.)"""
+    (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone()
+    if schema is None:  # no schema to read: said as the store is checked
+        return
+    if not read_only:
+        conn.execute("SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(CAST(%s AS pg_catalog.text)), "
+                     "false)", (schema,))
+        return
+    conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog', false), "
+                 f"pg_catalog.set_config('{_SCHEMA_SETTING}', CAST(%s AS pg_catalog.text), false)", (schema,))
+    conn.store_schema = schema
+
+
 def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Connection[Any]:
     """An autocommit connection; read-only sessions also get the statement timeout."""
     psycopg = driver()
@@ -105,7 +184,7 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
     # table(s)"); bytes that are not UTF-8 are then the server's one-line error.
     extra["client_encoding"] = "UTF8"
     try:
-        conn = psycopg.connect(location.url, **extra)
+        conn = _session_class(psycopg).connect(location.url, **extra)
     except psycopg.Error as error:
         raise _failure(location, error) from None
     except UnicodeError as error:
@@ -118,7 +197,7 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
         conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1")
         if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
-        pin_catalog(conn)
+        _pin_catalog(conn, read_only=read_only)
     except psycopg.Error as error:
         conn.close()
         raise query_failure(location, error) from None

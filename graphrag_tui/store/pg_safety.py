@@ -19,16 +19,18 @@ code point.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
-The built-in functions and operators are found first in the session (`pin_catalog`): a
-database whose search_path names a schema of its own before `pg_catalog` made `lower()` or
-`=` its own. First of all, the store's schema may hold no function, aggregate or operator of
-its own (owned by a role that is not a superuser, an extension's included) named as one of
-PostgreSQL's for other argument types, one of them a type graphrag-tui's statements pass: a
-call finds the one whose argument types fit best, wherever it is, so `min(varchar)` or
-`||(varchar, bytea)` of the schema's ran in place of PostgreSQL's `min(text)` and `||` on
-every read (made without a superuser, they set the session's settings off and wrote). Until
+A read session finds no function or operator but `pg_catalog`'s (pg_connection.py), and a
+writing session finds `pg_catalog`'s first: a database whose search_path named a schema of
+its own before `pg_catalog` made `lower()` or `=` its own. First of all, the store's schema
+may hold no function, aggregate or operator of its own (owned by a role that is not a
+superuser, an extension's included) named as one of PostgreSQL's for other argument types,
+one of them a type graphrag-tui's statements pass: a call finds the one whose argument types
+fit best, wherever it is, so `min(varchar)` or `||(varchar, bytea)` of the schema's ran in
+place of PostgreSQL's `min(text)` and `||` on every read (made without a superuser, they set
+the session's settings off and wrote), and would in a writing session. Until
 that is known, the checks' own SQL names `pg_catalog`'s operators. These checks run as a
-store is opened: what its owner changes while a session stays open is not seen.
+store is opened: what its owner changes while a session stays open is not seen (but for
+such overloads, which a read session never finds).
 """
 
 from __future__ import annotations
@@ -153,14 +155,6 @@ JOIN pg_catalog.pg_collation AS co ON co.oid = a.attcollation
 WHERE NOT co.collisdeterministic
 ORDER BY 1 LIMIT 1
 """
-
-
-def pin_catalog(conn: Any) -> None:
-    """The session's search path: its current schema (where the store's tables are looked
-    for) alone, so that `pg_catalog`, which a path that does not name it searches first,
-    holds the functions and operators every name finds."""
-    conn.execute("SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(s), false) "
-                 "FROM pg_catalog.current_schema() AS s WHERE s IS NOT NULL")
 
 
 def unsafe_relation(conn: Any) -> str | None:

@@ -15,8 +15,9 @@ starts no thread at all (starting one, and handing it the last write, cost a sho
 0.3-2 ms).
 
 What the run's thread does per finished batch is a queue put of the batch itself: no copy,
-no JSON. The writer takes what the queue holds in one call and writes each group of
-finished batches in one serialization.
+no JSON, and nothing before the first tick (its batches are handed over then, and a run
+shorter than an interval writes them from its result). The writer takes what the queue
+holds in one call and writes each group of finished batches in one serialization.
 
 A batch's prompt is recorded as its content and the run's Map prompt once (batch 0's
 messages): the prompts are the engine's template over the query and the content, so each is
@@ -56,6 +57,7 @@ from ..engine import (
 from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, roll_back, transaction
+from .early import EarlyHistory
 from .formats import (
     RatingsPaid,
     attempts_packed,
@@ -199,13 +201,15 @@ class RunRecorder:
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
         selection: str | None = None,
         prices: Prices | None = None,
+        early: EarlyHistory | None = None,
     ) -> RunRecorder:
         """A new run: its row now, with its plan. `planned`: the engine's BatchResults of the
         plan (None: dynamic selection plans the run's communities later, and `planned()`
         says so); `kept`: batches a re-run keeps from its parent (result and the model that
         answered); `selection`: formats.selection_json; `prices`: the answering model's, which
-        price its calls as they are counted."""
-        connection = connect(path, check_same_thread=False)
+        price its calls as they are counted; `early`: the history opened while the run was
+        planned (its connection, if any, is then the recorder's)."""
+        connection = (early and early.take()) or connect(path, check_same_thread=False)
         try:
             recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept,  # (its id below)
                            spent=UsageMeter(prices))
@@ -233,6 +237,7 @@ class RunRecorder:
         cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
         reduce_attempts: Sequence[Attempt] = (), paid: Usage | None = None, counted: Mapping[int, int] | None = None,
         ratings_paid: RatingsPaid | None = None, prices: Prices | None = None, earlier_cost: Cost | None = None,
+        early: EarlyHistory | None = None,
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
@@ -242,9 +247,9 @@ class RunRecorder:
         `paid`: the run's usage before; `counted`: the attempts before of the batches it
         sends again (index -> how many), and `ratings_paid` what its rating calls used
         before, which that usage holds; `earlier_cost` what it cost (None: priced at `prices`,
-        this process's)."""
+        this process's); `early` as for `start`."""
         spent = _spent(prices, paid, earlier_cost)
-        connection = connect(path, check_same_thread=False)
+        connection = (early and early.take()) or connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection, path):
                 _claim(connection, run_id)
@@ -313,6 +318,11 @@ class RunRecorder:
     def voted(self, community_id: str, votes: list[Vote | None]) -> None:
         """The votes so far for a community not yet rated (a resume asks only the others)."""
         self._queue.put(("vote", community_id, votes))
+
+    def finished_before(self, batches: Sequence[BatchResult]) -> None:
+        """The batches that finished before `batch_finished` was first called (the run's
+        first tick; the end's records take the rest), each recorded once."""
+        self._queue.put(("finished", list(batches)))
 
     def attempt_failed(self, batch: BatchResult) -> None:
         """A Map attempt failed and the batch goes on: its attempts so far (a failed attempt
@@ -406,7 +416,8 @@ class RunRecorder:
                 self._connection.execute("PRAGMA synchronous = NORMAL")
             writers = {"plan": self._write_plan, "attempt": self._write_attempt, "finish": self._write_finish,
                        "abandon": self._write_abandon, "rating": self._add_rating, "vote": self._add_votes,
-                       "rating_paid": self._add_rating_paid, "reduce": self._write_reduce_attempts}
+                       "rating_paid": self._add_rating_paid, "reduce": self._write_reduce_attempts,
+                       "finished": self._write_finished}
             with transaction(self._connection) as connection:
                 if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (self.run_id,)).fetchone() is None:
                     # `runs delete` while it ran: nothing more is written (no record without its run)
@@ -509,6 +520,9 @@ class RunRecorder:
             self._selection = recorded_json(text)
         connection.execute("UPDATE runs SET selection = ? WHERE run_id = ?",
                            (with_ratings(self._selection, self._ratings, self._votes, self._ratings_paid), self.run_id))
+
+    def _write_finished(self, connection: sqlite3.Connection, batches: list[BatchResult]) -> None:
+        self._add_unwritten((b, self._model) for b in batches)
 
     def _write_attempt(self, connection: sqlite3.Connection, index: int, attempts: list[Attempt]) -> None:
         if index not in self._finished:  # never over a finished batch's record

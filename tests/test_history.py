@@ -509,10 +509,11 @@ def test_the_history_is_opened_while_the_run_plans_and_a_run_that_never_starts_m
         second.prepare(request)
         early = second._early_history
         assert early is not None and early.opened()
-        connection = early._connection
+        assert early._opened_history is not None
+        connection = early._opened_history.connection
         asyncio.run(second.run(ExtractiveModel(), timeout=10))
     recorder._wait_for_closing()
-    assert second._recorder is None and early._connection is None
+    assert second._recorder is None and early._opened_history is None
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):  # the recorder wrote through it, then closed it
         connection.execute("SELECT 1")
     assert [r.run_id for r in RunHistory(history).list_runs()] == [second.run_id, first.run_id]

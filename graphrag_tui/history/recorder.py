@@ -208,8 +208,9 @@ class RunRecorder:
         says so); `kept`: batches a re-run keeps from its parent (result and the model that
         answered); `selection`: formats.selection_json; `prices`: the answering model's, which
         price its calls as they are counted; `early`: the history opened while the run was
-        planned (its connection, if any, is then the recorder's)."""
-        connection = (early and early.take()) or connect(path, check_same_thread=False)
+        planned (its connection, if it was, is then the recorder's)."""
+        opened = early.take() if early is not None else None
+        connection = opened.connection if opened is not None else connect(path, check_same_thread=False)
         try:
             recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept,  # (its id below)
                            spent=UsageMeter(prices))
@@ -219,8 +220,9 @@ class RunRecorder:
                 if metadata.parent_run_id is not None:
                     _check_parent_idle(connection, metadata.parent_run_id)
                 packed = None if planned is None else _plan_columns(plan, planned)
-                key = seal_key(create=True)
-                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection, key)
+                key = opened.key if opened is not None and opened.key is not None else seal_key(create=True)
+                owner = opened.owner if opened is not None else this_process()
+                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection, key, owner)
                 if key is None:  # (said now: a re-run later refused it as a history from elsewhere)
                     problem = key_problem() or f"{key_path()} cannot be made"
                     recorder.warning = (f"the run history's key {problem}: run {recorder.run_id} is recorded unsealed, "
@@ -249,14 +251,15 @@ class RunRecorder:
         before, which that usage holds; `earlier_cost` what it cost (None: priced at `prices`,
         this process's); `early` as for `start`."""
         spent = _spent(prices, paid, earlier_cost)
-        connection = (early and early.take()) or connect(path, check_same_thread=False)
+        opened = early.take() if early is not None else None
+        connection = opened.connection if opened is not None else connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection, path):
                 _claim(connection, run_id)
                 connection.execute(
                     "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = ?, "
                     "cost_total = ?, reduce_attempts = ? WHERE run_id = ?",
-                    (this_process(), _usage_json(paid), _usage_json(spent.cost),
+                    (opened.owner if opened is not None else this_process(), _usage_json(paid), _usage_json(spent.cost),
                      attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
                 )
         except BaseException:
@@ -271,7 +274,7 @@ class RunRecorder:
     @staticmethod
     def _insert_run(
         connection: sqlite3.Connection, plan: SearchPlan, packed: tuple[str | bytes, ...] | None,
-        metadata: RunMetadata, started_at: str, selection: str | None, key: bytes | None,
+        metadata: RunMetadata, started_at: str, selection: str | None, key: bytes | None, owner: str,
     ) -> str:
         settings = json.dumps(dict(metadata.model_settings))
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
@@ -286,7 +289,7 @@ class RunRecorder:
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(), settings,
-                        metadata.model_name, plan.summary_count, len(plan.batches), this_process(),
+                        metadata.model_name, plan.summary_count, len(plan.batches), owner,
                         plan.prompts.model_dump_json(), selection,
                         None if key is None else seal(key, run_id, metadata.store_path, settings),
                     ),

@@ -489,36 +489,6 @@ def test_a_run_that_ends_within_the_flush_interval_starts_no_thread_and_a_longer
             assert stored.status == "completed" and stored.result == run.result
 
 
-def test_the_history_is_opened_while_the_run_plans_and_a_run_that_never_starts_makes_none(tmp_path: Path) -> None:
-    """An existing history is opened beside planning, on a thread of its own, and that
-    connection records the run; a missing one is made only as the run starts, so a request
-    refused by planning leaves no file behind."""
-    from graphrag_tui.history import recorder
-
-    history = tmp_path / "h.db"
-    request = SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0), 1)
-    with CommunityStore.open(_store(tmp_path)) as store:
-        refused = RunSession(store, history=history)
-        with pytest.raises(InputError, match="namespace"):
-            refused.prepare(SearchRequest(QUESTION, "no-such-namespace", "leaf", SearchOptions(), 1))
-        assert not history.exists()
-        first = RunSession(store, history=history)
-        first.prepare(request)
-        asyncio.run(first.run(ExtractiveModel(), timeout=10))
-        second = RunSession(store, history=history)
-        second.prepare(request)
-        early = second._early_history
-        assert early is not None and early.opened()
-        assert early._opened_history is not None
-        connection = early._opened_history.connection
-        asyncio.run(second.run(ExtractiveModel(), timeout=10))
-    recorder._wait_for_closing()
-    assert second._recorder is None and early._opened_history is None
-    with pytest.raises(sqlite3.ProgrammingError, match="closed"):  # the recorder wrote through it, then closed it
-        connection.execute("SELECT 1")
-    assert [r.run_id for r in RunHistory(history).list_runs()] == [second.run_id, first.run_id]
-
-
 def test_listing_filters_by_store_status_and_text(tmp_path: Path) -> None:
     path = old_file(tmp_path / "history.db")
     history = RunHistory(path)

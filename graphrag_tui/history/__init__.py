@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .database import BUSY_TIMEOUT_S, HistoryError
-    from .early import EarlyHistory
     from .formats import RatingsPaid, RecordedSelection, content_hash, selection_json
     from .ids import new_run_id
     from .recorder import FLUSH_INTERVAL, RunMetadata, RunRecorder, messages_json
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 _MODULES = {
     "BUSY_TIMEOUT_S": "database",
     "HistoryError": "database",
-    "EarlyHistory": "early",
     "new_run_id": "ids",
     "FLUSH_INTERVAL": "recorder",
     "RunMetadata": "recorder",
@@ -52,7 +50,6 @@ __all__ = [
     "RESUMABLE",
     "RUN_STATUSES",
     "SCHEMA_VERSION",
-    "EarlyHistory",
     "HistoryError",
     "RatingsPaid",
     "RecordedBatch",

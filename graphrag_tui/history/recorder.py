@@ -57,7 +57,6 @@ from ..engine import (
 from ..engine.selection import Rating, Vote
 from ..errors import InputError
 from .database import connect, errors_named, history_error, roll_back, transaction
-from .early import EarlyHistory
 from .formats import (
     RatingsPaid,
     attempts_packed,
@@ -201,16 +200,13 @@ class RunRecorder:
         kept: Mapping[int, tuple[BatchResult, str | None]] | None = None,
         selection: str | None = None,
         prices: Prices | None = None,
-        early: EarlyHistory | None = None,
     ) -> RunRecorder:
         """A new run: its row now, with its plan. `planned`: the engine's BatchResults of the
         plan (None: dynamic selection plans the run's communities later, and `planned()`
         says so); `kept`: batches a re-run keeps from its parent (result and the model that
         answered); `selection`: formats.selection_json; `prices`: the answering model's, which
-        price its calls as they are counted; `early`: the history opened while the run was
-        planned (its connection, if it was, is then the recorder's)."""
-        opened = early.take() if early is not None else None
-        connection = opened.connection if opened is not None else connect(path, check_same_thread=False)
+        price its calls as they are counted."""
+        connection = connect(path, check_same_thread=False)
         try:
             recorder = cls(path, connection, "", metadata.model_name, resumed=False, kept=kept,  # (its id below)
                            spent=UsageMeter(prices))
@@ -220,9 +216,8 @@ class RunRecorder:
                 if metadata.parent_run_id is not None:
                     _check_parent_idle(connection, metadata.parent_run_id)
                 packed = None if planned is None else _plan_columns(plan, planned)
-                key = opened.key if opened is not None and opened.key is not None else seal_key(create=True)
-                owner = opened.owner if opened is not None else this_process()
-                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection, key, owner)
+                key = seal_key(create=True)
+                recorder.run_id = cls._insert_run(connection, plan, packed, metadata, started_at, selection, key)
                 if key is None:  # (said now: a re-run later refused it as a history from elsewhere)
                     problem = key_problem() or f"{key_path()} cannot be made"
                     recorder.warning = (f"the run history's key {problem}: run {recorder.run_id} is recorded unsealed, "
@@ -239,7 +234,6 @@ class RunRecorder:
         cls, path: Path, run_id: str, plan: SearchPlan, planned: Sequence[BatchResult] | None, model: str | None,
         reduce_attempts: Sequence[Attempt] = (), paid: Usage | None = None, counted: Mapping[int, int] | None = None,
         ratings_paid: RatingsPaid | None = None, prices: Prices | None = None, earlier_cost: Cost | None = None,
-        early: EarlyHistory | None = None,
     ) -> RunRecorder:
         """The same run again, taken over in one transaction (so two resumes of one run
         cannot both send its batches); its unfinished batches are planned again (`planned`
@@ -249,17 +243,16 @@ class RunRecorder:
         `paid`: the run's usage before; `counted`: the attempts before of the batches it
         sends again (index -> how many), and `ratings_paid` what its rating calls used
         before, which that usage holds; `earlier_cost` what it cost (None: priced at `prices`,
-        this process's); `early` as for `start`."""
+        this process's)."""
         spent = _spent(prices, paid, earlier_cost)
-        opened = early.take() if early is not None else None
-        connection = opened.connection if opened is not None else connect(path, check_same_thread=False)
+        connection = connect(path, check_same_thread=False)
         try:
             with errors_named(path), _first_commit(connection, path):
                 _claim(connection, run_id)
                 connection.execute(
                     "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, usage_total = ?, "
                     "cost_total = ?, reduce_attempts = ? WHERE run_id = ?",
-                    (opened.owner if opened is not None else this_process(), _usage_json(paid), _usage_json(spent.cost),
+                    (this_process(), _usage_json(paid), _usage_json(spent.cost),
                      attempts_packed(reduce_attempts) if reduce_attempts else None, run_id),
                 )
         except BaseException:
@@ -274,7 +267,7 @@ class RunRecorder:
     @staticmethod
     def _insert_run(
         connection: sqlite3.Connection, plan: SearchPlan, packed: tuple[str | bytes, ...] | None,
-        metadata: RunMetadata, started_at: str, selection: str | None, key: bytes | None, owner: str,
+        metadata: RunMetadata, started_at: str, selection: str | None, key: bytes | None,
     ) -> str:
         settings = json.dumps(dict(metadata.model_settings))
         for _ in range(8):  # four random characters per millisecond: a clash is rare, not impossible
@@ -289,7 +282,7 @@ class RunRecorder:
                         run_id, metadata.parent_run_id, started_at, plan.query, metadata.store_path,
                         metadata.store_size, metadata.store_mtime_ns, plan.namespace, json.dumps(plan.level),
                         plan.seed, int(plan.seed is not None), plan.options.model_dump_json(), settings,
-                        metadata.model_name, plan.summary_count, len(plan.batches), owner,
+                        metadata.model_name, plan.summary_count, len(plan.batches), this_process(),
                         plan.prompts.model_dump_json(), selection,
                         None if key is None else seal(key, run_id, metadata.store_path, settings),
                     ),

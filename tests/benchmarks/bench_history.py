@@ -48,20 +48,13 @@ async def session_seconds(store_path: Path, history: Path | None) -> tuple[float
 
 
 def recorder_cpu() -> list[float]:
-    """Counts the CPU seconds of the recorder's own work from now on: opening the history
-    (on a thread of its own while the run plans), writing the run's row and plan (on the
-    run's thread) and each of its later writes (on its writer thread, or on the run's thread
-    at the end of a run shorter than the flush interval)."""
-    from graphrag_tui.history.early import EarlyHistory
+    """Counts the CPU seconds of the recorder's own work from now on: writing the run's row
+    and plan (on the run's thread) and each of its later writes (on its writer thread, or on
+    the run's thread at the end of a run shorter than the flush interval)."""
     from graphrag_tui.history.recorder import RunRecorder
 
     spent: list[float] = []
-    write, start, open_early = RunRecorder._write, RunRecorder.start.__func__, EarlyHistory._open
-
-    def timed_open(self: EarlyHistory, *args: object) -> None:
-        begun = time.thread_time()
-        open_early(self, *args)  # type: ignore[arg-type]
-        spent.append(time.thread_time() - begun)
+    write, start = RunRecorder._write, RunRecorder.start.__func__
 
     def timed_write(self: RunRecorder, items: list, **kwargs: bool) -> None:
         begun = time.thread_time()
@@ -74,7 +67,6 @@ def recorder_cpu() -> list[float]:
         spent.append(time.thread_time() - begun)
         return recorder
 
-    EarlyHistory._open = timed_open  # type: ignore[method-assign]
     RunRecorder._write = timed_write  # type: ignore[method-assign]
     RunRecorder.start = classmethod(timed_start)  # type: ignore[method-assign, assignment]
     return spent
@@ -137,7 +129,7 @@ def recording_overhead(store: Path, pairs: int) -> list[Row]:
     # within each recorded run: what the recorder took of what the run would have cost without it
     shares = [r["recorder_cpu"] / (r["cpu"] - r["recorder_cpu"]) for r in recorded]
     share, (low, high) = statistics.median(shares), median_interval(shares)
-    rows.append((f"{label}: the recorder's own CPU (opening the history, its row and plan, its writes), within each recorded run",
+    rows.append((f"{label}: the recorder's own CPU (its row and plan, its writes), within each recorded run",
                  f"median {own * 1000:.1f} ms, {share * 100:.1f} % of the rest of the run's CPU (95 % interval "
                  f"{low * 100:.1f} to {high * 100:.1f} %)", "<= +5 %", "ok" if share <= 0.05 else "MISSED"))
     return rows

@@ -351,6 +351,30 @@ def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(sample_pg
     assert sum(map(len, before[1].values())) > 3 and before[3]
 
 
+@pytest.mark.parametrize("schema", ['Graph RAG', 'a"b%s'])
+def test_a_store_in_a_schema_whose_name_needs_quotes_reads_as_in_public(sample_pg: PgDatabase, schema: str) -> None:
+    """The reads name the tables with their schema, and the checks find it by name."""
+    before = run_cli("info", sample_pg.url, "--json")
+    plan_args = ("plan", QUESTION, "--namespace", "harbor-city", "--seed", "7", "--json", "--no-config")
+    planned = run_cli(plan_args[0], sample_pg.url, *plan_args[1:])
+    assert (before.code, planned.code) == (0, 0), before.stderr + planned.stderr
+    quoted = '"' + schema.replace('"', '""') + '"'
+    with sample_pg.admin_connect() as conn:
+        conn.execute(f"CREATE SCHEMA {quoted}")
+        conn.execute(f"GRANT USAGE ON SCHEMA {quoted} TO graphrag_reader")
+        for (table,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall():
+            conn.execute(f"ALTER TABLE public.{table} SET SCHEMA {quoted}")
+        conn.execute(f"ALTER ROLE graphrag_reader IN DATABASE {sample_pg.name} SET search_path = {quoted}")
+    try:
+        after = run_cli("info", sample_pg.url, "--json")
+        assert (after.code, after.stdout) == (0, before.stdout), after.stderr
+        replanned = run_cli(plan_args[0], sample_pg.url, *plan_args[1:])
+        assert (replanned.code, replanned.stdout) == (0, planned.stdout), replanned.stderr
+    finally:
+        with sample_pg.admin_connect() as conn:
+            conn.execute(f"ALTER ROLE graphrag_reader IN DATABASE {sample_pg.name} RESET search_path")
+
+
 def test_common_extensions_in_the_store_s_schema_are_not_refused(sample_pg: PgDatabase) -> None:
     """pg_trgm's `<->(text, text)`, citext's `regexp_match(citext, text)`, hstore's `->` and
     an index with pg_trgm's operator class: a superuser's (a trusted extension's objects are

@@ -43,7 +43,7 @@ from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
 _STORE = """
 WITH RECURSIVE store(oid) AS (
     SELECT c.oid FROM pg_catalog.pg_class AS c
-    WHERE c.relnamespace = CAST(pg_catalog.current_schema() AS regnamespace) AND c.relname = ANY(%s)
+    WHERE c.relnamespace = CAST(pg_catalog.quote_ident(pg_catalog.current_schema()) AS regnamespace) AND c.relname = ANY(%s)
     UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i JOIN store AS s ON i.inhparent = s.oid
 )
 """
@@ -85,7 +85,7 @@ _PASSED_TYPES = [f"pg_catalog.{t}" for t in (
 _OVERLOADS = """
 WITH passed(types) AS (SELECT CAST(CAST(%s AS text[]) AS regtype[]))
 SELECT p.proname FROM pg_catalog.pg_proc AS p, passed
-WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
+WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.quote_ident(pg_catalog.current_schema()) AS regnamespace)
   AND p.pronargs OPERATOR(pg_catalog.>) CAST(0 AS int2)
   AND EXISTS (SELECT FROM pg_catalog.unnest(CAST(p.proargtypes AS oid[])) AS a (type)
               WHERE a.type OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
@@ -100,7 +100,7 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS 
                   WHERE r.oid OPERATOR(pg_catalog.=) p.proowner AND r.rolsuper)
 UNION ALL
 SELECT o.oprname FROM pg_catalog.pg_operator AS o, passed
-WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.current_schema() AS regnamespace)
+WHERE o.oprnamespace OPERATOR(pg_catalog.=) CAST(pg_catalog.quote_ident(pg_catalog.current_schema()) AS regnamespace)
   AND (o.oprleft OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[]))
        OR o.oprright OPERATOR(pg_catalog.=) ANY (CAST(passed.types AS oid[])))
   AND EXISTS (SELECT FROM pg_catalog.pg_operator AS b
@@ -218,6 +218,7 @@ def only_temporary_schema(conn: Any) -> bool:
     first, from the database's or the role's settings, `options` or PGOPTIONS): tables made
     there are dropped with the session, and none are read there."""
     (temporary,) = conn.execute(
-        "SELECT s IS NULL OR CAST(s AS regnamespace) OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema() "
+        "SELECT s IS NULL OR CAST(pg_catalog.quote_ident(s) AS regnamespace) OPERATOR(pg_catalog.=) "
+        "pg_catalog.pg_my_temp_schema() "
         "FROM pg_catalog.current_schema() AS s").fetchone()
     return bool(temporary)

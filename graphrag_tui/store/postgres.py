@@ -99,7 +99,7 @@ SELECT EXISTS (
     SELECT 1 FROM pg_catalog.pg_index AS i
     JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
     JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-    WHERE t.relname = 'rag_entities' AND t.relnamespace = CAST(current_schema() AS regnamespace)
+    WHERE t.relname = 'rag_entities' AND t.relnamespace = CAST(pg_catalog.quote_ident(current_schema()) AS regnamespace)
       AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = 'id'
 )
 """
@@ -422,7 +422,7 @@ def _check_readable(conn: Any, location: PostgresLocation, missing: list[str], a
         present = {f"{table}.{column}" for table, column in conn.execute(
             "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a "
             "JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid "
-            "WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relname = ANY(%s) "
+            "WHERE c.relnamespace = CAST(pg_catalog.quote_ident(current_schema()) AS regnamespace) AND c.relname = ANY(%s) "
             "AND a.attnum > 0 AND NOT a.attisdropped", (missing + [name.split(".")[0] for name in absent],))}
         (role,) = conn.execute("SELECT current_user").fetchone()
     except psycopg.Error as error:

@@ -94,7 +94,7 @@ def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
 
 
 #: The store's tables where a statement names them, and `current_schema()`: a read session
-#: sends them as `"schema".table` and as the schema it opened with (`_StoreSession`).
+#: sends them as `"schema".table` and as the schema it opened with (`_session_class`).
 _TABLE_NAME = re.compile(r"(?<![\w.'\"$])(" + "|".join(TABLES) + r")(?![\w$'\"])")
 _CURRENT_SCHEMA = re.compile(r"(?<![\w.])(?:pg_catalog\.)?current_schema\(\)")
 #: Where a read session keeps its store's schema, for `current_schema()` in its SQL.

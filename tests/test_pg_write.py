@@ -477,6 +477,13 @@ _RUNS_OWN_CODE = {
                        "CREATE TABLE rag_claims_all PARTITION OF rag_claims DEFAULT",
                        "INSERT INTO rag_claims SELECT * FROM old_claims", "DROP TABLE old_claims"),
                       "rag_claims has a partition key that runs the database's own code as rows are written"),
+    # planning a statement evaluates a statistics expression's immutable calls with constant
+    # arguments (found by a probe, reading)
+    "statistics": ((*AS_OWNER, "CREATE FUNCTION logint(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS "
+                    "'BEGIN PERFORM logit(); RETURN $1; END'", "RESET ROLE",
+                    "CREATE STATISTICS logged ON (length(id) + logint(1)) FROM rag_children"),
+                   "rag_children has an index, a CHECK constraint, statistics or a partition key that runs the "
+                   "database's own code as rows are written"),
     # a cast to a domain runs its CHECK, and prints as no call (found by a re-probe)
     "default-domain-cast": (("CREATE DOMAIN noted AS text CHECK (logtext(VALUE) IS NOT NULL)",
                              "ALTER TABLE rag_entities ADD COLUMN note text DEFAULT CAST('x' AS noted)"),
@@ -518,11 +525,12 @@ def test_a_destination_whose_writes_would_run_its_own_code_is_refused_untouched(
             conn.execute(statement)
     before, logged = pg_counts(pg_database), pg_rows(pg_database, "SELECT count(*) FROM evil_log")
     run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    # (read first: counting the rows plans reads, which a statistics expression's call logs)
+    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == logged  # (the setup's own checks ran it)
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr == (f"graphrag-tui: error: cannot write into {masked(pg_database)}: {problem} (write into "
                           "another database); nothing was written\n")
     assert pg_counts(pg_database) == before
-    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == logged  # (the setup's own checks ran it)
 
 
 @pytest.mark.parametrize("search_path", ["pg_temp, public", "pg_temp"])

@@ -200,6 +200,10 @@ _EVIL = "CREATE FUNCTION evil() RETURNS boolean LANGUAGE sql AS 'SELECT true'"
 #: superuser (a superuser's own functions are trusted: he could do anything anyway).
 AS_OWNER = ("DO $$ BEGIN CREATE ROLE store_owner; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
             "GRANT CREATE ON SCHEMA public TO store_owner", "SET ROLE store_owner")
+#: An owner's function that stops a statement the reader runs (and lets the others through).
+_TRIPWIRE = ("CREATE FUNCTION tripwire(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN "
+             "IF current_user = 'graphrag_reader' THEN RAISE EXCEPTION 'the owner''s code ran'; END IF; "
+             "RETURN true; END $$")
 #: Stores whose reads would run SQL of the database's own, or compare text otherwise than by
 #: code point: (the changes, the refusal after the store's name).
 _UNSAFE = {
@@ -277,6 +281,19 @@ _UNSAFE = {
                       "ALTER TABLE rag_community_summaries ADD COLUMN rank ranked"),
                      "Not a community store: {url}: rag_community_summaries.rank is of a type of the database's own, "
                      "whose casts would run on every read"),
+    # planning a read evaluates immutable calls with constant arguments, as the reader: in an
+    # index's predicate or expressions, a child table's CHECK, a statistics expression (found by
+    # a probe: the owner's function turned the session's read-only setting off)
+    **{kind: ((*AS_OWNER, _TRIPWIRE, "RESET ROLE", *made),
+              "Not a community store: {url}: " + table + " has an index, a CHECK constraint, statistics or a partition "
+              "key that calls the database's own code, which planning a read runs")
+       for kind, table, made in (
+           ("index-predicate", "rag_claims", ("CREATE INDEX evil_partial ON rag_claims (id) WHERE tripwire(1)",)),
+           ("index-expression", "rag_claims", ("CREATE INDEX evil_expression ON rag_claims ((id || tripwire(2)::text))",)),
+           ("child-check", "rag_claims_more", ("CREATE TABLE rag_claims_more (CHECK (tripwire(3))) INHERITS (rag_claims)",)),
+           ("statistics", "rag_children",
+            ("CREATE STATISTICS evil_stats ON (length(id) + tripwire(4)::int) FROM rag_children",)),
+       )},
     "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
                          "Not a community store: {url}: its search_path names no schema to read but the session's "
                          "temporary one (pg_temp)"),
@@ -351,7 +368,7 @@ def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(sample_pg
     assert sum(map(len, before[1].values())) > 3 and before[3]
 
 
-@pytest.mark.parametrize("schema", ['Graph RAG', 'a"b%s'])
+@pytest.mark.parametrize("schema", ['Graph RAG', 'a"b%s', "current_schema()"])
 def test_a_store_in_a_schema_whose_name_needs_quotes_reads_as_in_public(sample_pg: PgDatabase, schema: str) -> None:
     """The reads name the tables with their schema, and the checks find it by name."""
     before = run_cli("info", sample_pg.url, "--json")
@@ -373,6 +390,31 @@ def test_a_store_in_a_schema_whose_name_needs_quotes_reads_as_in_public(sample_p
     finally:
         with sample_pg.admin_connect() as conn:
             conn.execute(f"ALTER ROLE graphrag_reader IN DATABASE {sample_pg.name} RESET search_path")
+
+
+def test_a_store_s_later_sessions_read_the_schema_checked_as_it_opened(sample_pg: PgDatabase) -> None:
+    """A schema made after the store opened, ahead of its own in the reader's search_path
+    (`"$user"` comes first), was where the read-ahead of planning and `copy`'s sessions read
+    the tables: unchecked relations, other rows (found by a probe)."""
+    from graphrag_tui.engine import SearchOptions
+    from graphrag_tui.planning import prepare_plan
+    from graphrag_tui.store.location import parse_location
+
+    def reads(store: Any) -> tuple[Any, ...]:
+        plan = prepare_plan(store, QUESTION, namespace="harbor-city", level="leaf", options=SearchOptions(), seed=7,
+                            shuffle=True)
+        return plan.model_dump_json(), list(store.iter_table_rows("rag_community_summaries", "harbor-city"))
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        before = reads(store)
+        with sample_pg.admin_connect() as conn:
+            conn.execute("CREATE SCHEMA graphrag_reader")
+            conn.execute("GRANT USAGE ON SCHEMA graphrag_reader TO graphrag_reader")
+            for (table,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall():
+                conn.execute(f"CREATE TABLE graphrag_reader.{table} (LIKE public.{table})")
+                conn.execute(f"GRANT SELECT ON graphrag_reader.{table} TO graphrag_reader")
+        after = reads(store)
+    assert after == before and len(before[1]) > 3
 
 
 def test_common_extensions_in_the_store_s_schema_are_not_refused(sample_pg: PgDatabase) -> None:

@@ -94,9 +94,10 @@ def _failure(location: PostgresLocation, error: BaseException) -> ConnectFailed:
 
 
 #: The store's tables where a statement names them, and `current_schema()`: a read session
-#: sends them as `"schema".table` and as the schema it opened with (`_session_class`).
-_TABLE_NAME = re.compile(r"(?<![\w.'\"$])(" + "|".join(TABLES) + r")(?![\w$'\"])")
-_CURRENT_SCHEMA = re.compile(r"(?<![\w.])(?:pg_catalog\.)?current_schema\(\)")
+#: sends them as `"schema".table` and as the schema it opened with (`_session_class`), in one
+#: pass (a second one rewrote a schema named `current_schema()` it had just put in).
+_NAMES = re.compile(r"(?<![\w.'\"$])(" + "|".join(TABLES) + r")(?![\w$'\"])"
+                    r"|(?<![\w.])(?:pg_catalog\.)?current_schema\(\)")
 #: Where a read session keeps its store's schema, for `current_schema()` in its SQL.
 _SCHEMA_SETTING = "graphrag_tui.store_schema"
 
@@ -139,20 +140,22 @@ def _session_class(psycopg: Any) -> Any:
             schema = '"' + self.store_schema.replace('"', '""') + '"'
             if params is not None:  # (the driver reads % there as a placeholder's)
                 schema = schema.replace("%", "%%")
-            query = _TABLE_NAME.sub(lambda table: f"{schema}.{table.group(1)}", query)
-            return _CURRENT_SCHEMA.sub(f"pg_catalog.current_setting('{_SCHEMA_SETTING}')", query)
+            current = f"pg_catalog.current_setting('{_SCHEMA_SETTING}')"
+            return _NAMES.sub(lambda name: current if name.group(1) is None else f"{schema}.{name.group(1)}", query)
 
     return StoreSession
 
 
-def _pin_catalog(conn: Any, *, read_only: bool) -> None:
+def _pin_catalog(conn: Any, *, read_only: bool, schema: str | None) -> None:
     """The session's search path. A read session's is `pg_catalog` alone, and its statements
-    name the store's tables with their schema (the current one). A writing session's is its
+    name the store's tables with their schema: `schema` (the one a store's first session
+    checked as it opened), else the current one. A writing session's is its
     current schema alone (where it creates the tables graphrag-ts's script names, and
     pgvector's type), so that `pg_catalog`, which a path that does not name it searches first,
     holds the functions and operators every name finds; `pg_safety` refuses a schema with
     overloads of its own. (Every name here is qualified: the path is not yet set.)"""
-    (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone()
+    if schema is None:
+        (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone()
     if schema is None:  # no schema to read: said as the store is checked
         return
     if not read_only:
@@ -164,8 +167,10 @@ def _pin_catalog(conn: Any, *, read_only: bool) -> None:
     conn.store_schema = schema
 
 
-def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Connection[Any]:
-    """An autocommit connection; read-only sessions also get the statement timeout."""
+def connect(location: PostgresLocation, *, read_only: bool = True, schema: str | None = None) -> psycopg.Connection[Any]:
+    """An autocommit connection; read-only sessions also get the statement timeout. `schema`:
+    the store's, for a read session of a store already open (its `store_schema`): a session
+    that worked it out again read the tables of a schema created since, ahead in its path."""
     psycopg = driver()
     try:
         given = psycopg.conninfo.conninfo_to_dict(location.url)
@@ -197,7 +202,7 @@ def connect(location: PostgresLocation, *, read_only: bool = True) -> psycopg.Co
         conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1")
         if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
-        _pin_catalog(conn, read_only=read_only)
+        _pin_catalog(conn, read_only=read_only, schema=schema)
     except psycopg.Error as error:
         conn.close()
         raise query_failure(location, error) from None

@@ -16,6 +16,10 @@ code point.
   to text, which the reads call.
 - An index or a partition key whose operator class has support functions or operators of
   the database's own that no superuser owns: an index scan, or partition pruning, calls them.
+- An index expression or predicate, a CHECK constraint (of a table inheriting from the
+  store's too), an extended statistics expression, a partition key or a generated column
+  that calls such a function or operator, or casts to such a domain: planning a read
+  evaluates their immutable calls with constant arguments, as the reader.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -147,6 +151,36 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS
                 AND NOT r.rolsuper)
 ORDER BY 1 LIMIT 1
 """
+#: The first of the tables whose indexes (their expressions and predicates), CHECK constraints,
+#: extended statistics, partition key or generated columns call a function or an operator
+#: no superuser owns, or cast to a domain no superuser owns (its CHECK runs): planning a read
+#: evaluates such an expression's immutable calls with constant arguments as the reader (an
+#: index's predicate, a child table's CHECK, a statistics expression ran the owner's code,
+#: which turned the session's read-only setting off and read what only the reader may).
+#: PostgreSQL records these references, not those to its own objects.
+_PLANNER_CODE = _STORE + """
+, parts(relid, classid, objid) AS (
+    SELECT s.oid, CAST('pg_catalog.pg_class' AS regclass), s.oid FROM store AS s
+    UNION ALL SELECT i.indrelid, CAST('pg_catalog.pg_class' AS regclass), i.indexrelid
+    FROM pg_catalog.pg_index AS i JOIN store AS s ON i.indrelid = s.oid
+    UNION ALL SELECT k.conrelid, CAST('pg_catalog.pg_constraint' AS regclass), k.oid
+    FROM pg_catalog.pg_constraint AS k JOIN store AS s ON k.conrelid = s.oid WHERE k.contype = 'c'
+    UNION ALL SELECT x.stxrelid, CAST('pg_catalog.pg_statistic_ext' AS regclass), x.oid
+    FROM pg_catalog.pg_statistic_ext AS x JOIN store AS s ON x.stxrelid = s.oid
+)
+SELECT c.relname FROM parts AS p
+JOIN pg_catalog.pg_depend AS d ON d.classid = p.classid AND d.objid = p.objid
+LEFT JOIN pg_catalog.pg_operator AS o
+  ON d.refclassid = CAST('pg_catalog.pg_operator' AS regclass) AND o.oid = d.refobjid
+LEFT JOIN pg_catalog.pg_proc AS f
+  ON f.oid = CASE WHEN d.refclassid = CAST('pg_catalog.pg_proc' AS regclass) THEN d.refobjid ELSE o.oprcode END
+LEFT JOIN pg_catalog.pg_type AS t
+  ON d.refclassid = CAST('pg_catalog.pg_type' AS regclass) AND t.oid = d.refobjid AND t.typtype = 'd'
+JOIN pg_catalog.pg_roles AS r ON r.oid = coalesce(f.proowner, t.typowner)
+JOIN pg_catalog.pg_class AS c ON c.oid = p.relid
+WHERE NOT r.rolsuper
+ORDER BY 1 LIMIT 1
+"""
 #: The first column whose collation is nondeterministic (PostgreSQL 12 and later have them).
 _UNORDERED = _STORE + """
 SELECT c.relname || '.' || a.attname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
@@ -176,6 +210,10 @@ def unsafe_relation(conn: Any) -> str | None:
     table = own_operator_class(conn)
     if table is not None:
         return f"{table} has an index or a partition key whose operator class runs the database's own code"
+    table = planner_code(conn)
+    if table is not None:
+        return (f"{table} has an index, a CHECK constraint, statistics or a partition key that calls the database's "
+                "own code, which planning a read runs")
     return unordered_text(conn)
 
 
@@ -199,6 +237,14 @@ def own_operator_class(conn: Any) -> str | None:
     partition key whose operator class has support functions or operators of the database's
     own (None: none). (Writing checks this too: each key inserted is compared with them.)"""
     row = conn.execute(_OWN_OPERATOR_CLASS, (list(TABLES),)).fetchone()
+    return None if row is None else row[0]
+
+
+def planner_code(conn: Any) -> str | None:
+    """The first of the store's tables (or of those inheriting from them) whose indexes, CHECK
+    constraints, statistics, partition key or generated columns call code of the database's
+    own (None: none). (Writing checks this too: its statements are planned as well.)"""
+    row = conn.execute(_PLANNER_CODE, (list(TABLES),)).fetchone()
     return None if row is None else row[0]
 
 

@@ -40,6 +40,7 @@ from graphrag_tui.store.pg_safety import (
     only_temporary_schema,
     own_operator_class,
     own_overload,
+    planner_code,
     unordered_text,
 )
 from graphrag_tui.store.pg_schema import create_graphrag_ts_schema
@@ -302,6 +303,8 @@ class PgWriter:
                   if set(_CALL.findall(expression)) - (_DEFAULT_CALLS if part == "a column default" else set())]
         indexed = own_operator_class(self._conn)  # (its support function compares each key inserted)
         found += [] if indexed is None else [(indexed, "an index or a partition key")]
+        planned = planner_code(self._conn)  # (statistics too: each statement is planned)
+        found += [] if planned is None else [(planned, "an index, a CHECK constraint, statistics or a partition key")]
         for table, part in found[:1]:
             raise StoreError(f"cannot write into {self.location}: {table} has {part} that runs the database's own "
                              "code as rows are written (write into another database); nothing was written")

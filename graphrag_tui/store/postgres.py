@@ -126,6 +126,8 @@ class PostgresStore(CommunityStore):
 
     def __init__(self, conn: Any, location: PostgresLocation, columns: Mapping[str, Mapping[str, str]]) -> None:
         self._conn = conn
+        #: The schema checked as the store opened: every later session reads its tables.
+        self._schema: str | None = conn.store_schema
         self._lock = threading.Lock()
         #: Set by `interrupt` (another thread): the read in flight ends, and is not tried again.
         self._interrupted = False
@@ -189,7 +191,7 @@ class PostgresStore(CommunityStore):
                         raise query_failure(self.location, error) from None
                     self._conn.close()
                     try:
-                        self._conn = connect(self.location)
+                        self._conn = connect(self.location, schema=self._schema)
                     except ConnectFailed as again:
                         raise StoreError(f"{query_failure(self.location, error)}; connecting again: {again.reason}") from None
                 except psycopg.Error as error:
@@ -298,7 +300,7 @@ class PostgresStore(CommunityStore):
     def _second_reader(self) -> Iterator[PostgresStore | None]:  # type: ignore[override]
         """A second read-only session, for reading ahead (None when it cannot connect)."""
         try:
-            conn = connect(self.location)
+            conn = connect(self.location, schema=self._schema)
         except StoreError:
             yield None
             return
@@ -316,7 +318,7 @@ class PostgresStore(CommunityStore):
         sql = to_postgres(table_rows.select_sql(table, extras))
         convert = table_rows.row_converter(table, extras)
         psycopg = driver()
-        conn = connect(self.location)
+        conn = connect(self.location, schema=self._schema)
         try:
             with conn.transaction(), conn.cursor(name="graphrag_tui_copy") as cur:
                 cur.itersize = STREAM_ROWS

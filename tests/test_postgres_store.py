@@ -294,6 +294,18 @@ _UNSAFE = {
            ("statistics", "rag_children",
             ("CREATE STATISTICS evil_stats ON (length(id) + tripwire(4)::int) FROM rag_children",)),
        )},
+    # a range type's subtype_diff estimates the selectivity of a partial index's predicate as the
+    # planner weighs the index (found by a re-probe)
+    "range-selectivity": ((*AS_OWNER, "CREATE FUNCTION diff(float8, float8) RETURNS float8 LANGUAGE plpgsql IMMUTABLE "
+                           "AS $$ BEGIN IF current_user = 'graphrag_reader' THEN RAISE EXCEPTION 'the owner''s code ran'; "
+                           "END IF; RETURN $1 - $2; END $$",
+                           "CREATE TYPE frange AS RANGE (subtype = float8, subtype_diff = diff)", "RESET ROLE",
+                           "ALTER TABLE rag_claims ADD COLUMN rng frange",
+                           "UPDATE rag_claims SET rng = frange(length(id) % 7, length(id) % 7 + 3)", "ANALYZE rag_claims",
+                           "CREATE INDEX claims_ranged ON rag_claims (description) "
+                           "WHERE (namespace IS NOT NULL OR rng && '[1,5)'::frange)"),
+                          "Not a community store: {url}: rag_claims has an index, a CHECK constraint, statistics or a "
+                          "partition key that calls the database's own code, which planning a read runs"),
     "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
                          "Not a community store: {url}: its search_path names no schema to read but the session's "
                          "temporary one (pg_temp)"),

@@ -17,9 +17,10 @@ code point.
 - An index or a partition key whose operator class has support functions or operators of
   the database's own that no superuser owns: an index scan, or partition pruning, calls them.
 - An index expression or predicate, a CHECK constraint (of a table inheriting from the
-  store's too), an extended statistics expression, a partition key or a generated column
-  that calls such a function or operator, or casts to such a domain: planning a read
-  evaluates their immutable calls with constant arguments, as the reader.
+  store's too), an extended statistics object or a partition key that calls such a function
+  or operator, or names a type, or a column of a type, no superuser owns: planning a read
+  evaluates their immutable calls with constant arguments, and a type's functions estimate
+  their selectivity (a range type's `subtype_diff`), as the reader.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -152,12 +153,14 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS
 ORDER BY 1 LIMIT 1
 """
 #: The first of the tables whose indexes (their expressions and predicates), CHECK constraints,
-#: extended statistics, partition key or generated columns call a function or an operator
-#: no superuser owns, or cast to a domain no superuser owns (its CHECK runs): planning a read
-#: evaluates such an expression's immutable calls with constant arguments as the reader (an
-#: index's predicate, a child table's CHECK, a statistics expression ran the owner's code,
-#: which turned the session's read-only setting off and read what only the reader may).
-#: PostgreSQL records these references, not those to its own objects.
+#: extended statistics or partition key call a function or an operator no superuser owns, or
+#: name a type, or a column of a type, no superuser owns: planning a read evaluates such an
+#: expression's immutable calls with constant arguments as the reader (an index's predicate,
+#: a child table's CHECK, a statistics expression ran the owner's code, which turned the
+#: session's read-only setting off and read what only the reader may), a domain's CHECK runs
+#: on a cast to it, and a type's own functions estimate a predicate's selectivity (a range
+#: type's `subtype_diff`, for a partial index the planner weighed). PostgreSQL records these
+#: references, not those to its own objects.
 _PLANNER_CODE = _STORE + """
 , parts(relid, classid, objid) AS (
     SELECT s.oid, CAST('pg_catalog.pg_class' AS regclass), s.oid FROM store AS s
@@ -174,9 +177,11 @@ LEFT JOIN pg_catalog.pg_operator AS o
   ON d.refclassid = CAST('pg_catalog.pg_operator' AS regclass) AND o.oid = d.refobjid
 LEFT JOIN pg_catalog.pg_proc AS f
   ON f.oid = CASE WHEN d.refclassid = CAST('pg_catalog.pg_proc' AS regclass) THEN d.refobjid ELSE o.oprcode END
-LEFT JOIN pg_catalog.pg_type AS t
-  ON d.refclassid = CAST('pg_catalog.pg_type' AS regclass) AND t.oid = d.refobjid AND t.typtype = 'd'
-JOIN pg_catalog.pg_roles AS r ON r.oid = coalesce(f.proowner, t.typowner)
+LEFT JOIN pg_catalog.pg_type AS t ON d.refclassid = CAST('pg_catalog.pg_type' AS regclass) AND t.oid = d.refobjid
+LEFT JOIN pg_catalog.pg_attribute AS a
+  ON d.refclassid = CAST('pg_catalog.pg_class' AS regclass) AND a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+LEFT JOIN pg_catalog.pg_type AS at ON at.oid = a.atttypid AND d.refobjsubid > 0
+JOIN pg_catalog.pg_roles AS r ON r.oid = coalesce(f.proowner, t.typowner, at.typowner)
 JOIN pg_catalog.pg_class AS c ON c.oid = p.relid
 WHERE NOT r.rolsuper
 ORDER BY 1 LIMIT 1
@@ -242,8 +247,8 @@ def own_operator_class(conn: Any) -> str | None:
 
 def planner_code(conn: Any) -> str | None:
     """The first of the store's tables (or of those inheriting from them) whose indexes, CHECK
-    constraints, statistics, partition key or generated columns call code of the database's
-    own (None: none). (Writing checks this too: its statements are planned as well.)"""
+    constraints, statistics or partition key call code of the database's own (None: none).
+    (Writing checks this too: its statements are planned as well.)"""
     row = conn.execute(_PLANNER_CODE, (list(TABLES),)).fetchone()
     return None if row is None else row[0]
 

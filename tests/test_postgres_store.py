@@ -306,6 +306,18 @@ _UNSAFE = {
                            "WHERE (namespace IS NOT NULL OR rng && '[1,5)'::frange)"),
                           "Not a community store: {url}: rag_claims has an index, a CHECK constraint, statistics or a "
                           "partition key that calls the database's own code, which planning a read runs"),
+    # the planner estimates `'x' <<< namespace` through `<<<`'s commutator, whose function is the
+    # owner's though `<<<` runs PostgreSQL's texteq (found by a re-probe)
+    "commutator": ((*AS_OWNER, "CREATE FUNCTION flipped(text, text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS "
+                    "$$ BEGIN IF current_user = 'graphrag_reader' THEN RAISE EXCEPTION 'the owner''s code ran'; END IF; "
+                    "RETURN $1 = $2; END $$",
+                    "CREATE OPERATOR >>> (LEFTARG = text, RIGHTARG = text, FUNCTION = flipped, RESTRICT = eqsel)",
+                    "CREATE OPERATOR <<< (LEFTARG = text, RIGHTARG = text, FUNCTION = pg_catalog.texteq, "
+                    "RESTRICT = scalarltsel, COMMUTATOR = >>>)", "RESET ROLE",
+                    "CREATE INDEX entities_flipped ON rag_entities (id) WHERE namespace IS NOT NULL OR 'x' <<< namespace",
+                    "ANALYZE rag_entities"),
+                   "Not a community store: {url}: rag_entities has an index, a CHECK constraint, statistics or a "
+                   "partition key that calls the database's own code, which planning a read runs"),
     "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
                          "Not a community store: {url}: its search_path names no schema to read but the session's "
                          "temporary one (pg_temp)"),

@@ -17,10 +17,11 @@ code point.
 - An index or a partition key whose operator class has support functions or operators of
   the database's own that no superuser owns: an index scan, or partition pruning, calls them.
 - An index expression or predicate, a CHECK constraint (of a table inheriting from the
-  store's too), an extended statistics object or a partition key that calls such a function
-  or operator, or names a type, or a column of a type, no superuser owns: planning a read
-  evaluates their immutable calls with constant arguments, and a type's functions estimate
-  their selectivity (a range type's `subtype_diff`), as the reader.
+  store's too), an extended statistics object or a partition key that calls such a function,
+  or names an operator, a type, or a column of a type, that no superuser owns: planning a
+  read evaluates their immutable calls with constant arguments, and a type's or an
+  operator's commutator's functions estimate their selectivity (a range type's
+  `subtype_diff`), as the reader.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
@@ -147,20 +148,23 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_amproc AS p JOIN pg_catalog.pg_proc AS
               WHERE p.amprocfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace)
                 AND NOT r.rolsuper)
    OR EXISTS (SELECT 1 FROM pg_catalog.pg_amop AS a JOIN pg_catalog.pg_operator AS o ON o.oid = a.amopopr
-              JOIN pg_catalog.pg_proc AS f ON f.oid = o.oprcode JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner
-              WHERE a.amopfamily = oc.opcfamily AND f.pronamespace <> CAST('pg_catalog' AS regnamespace)
+              JOIN pg_catalog.pg_proc AS f ON f.oid = o.oprcode
+              JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner OR r.oid = o.oprowner
+              WHERE a.amopfamily = oc.opcfamily AND o.oprnamespace <> CAST('pg_catalog' AS regnamespace)
                 AND NOT r.rolsuper)
 ORDER BY 1 LIMIT 1
 """
 #: The first of the tables whose indexes (their expressions and predicates), CHECK constraints,
-#: extended statistics or partition key call a function or an operator no superuser owns, or
-#: name a type, or a column of a type, no superuser owns: planning a read evaluates such an
+#: extended statistics or partition key call a function, or name an operator, a type, or a
+#: column of a type, that no superuser owns: planning a read evaluates such an
 #: expression's immutable calls with constant arguments as the reader (an index's predicate,
 #: a child table's CHECK, a statistics expression ran the owner's code, which turned the
 #: session's read-only setting off and read what only the reader may), a domain's CHECK runs
 #: on a cast to it, and a type's own functions estimate a predicate's selectivity (a range
-#: type's `subtype_diff`, for a partial index the planner weighed). PostgreSQL records these
-#: references, not those to its own objects.
+#: type's `subtype_diff`, for a partial index the planner weighed), as may an operator's
+#: commutator's or negator's (an operator running PostgreSQL's `texteq` whose commutator ran
+#: the owner's function did). Only a superuser's operators link to a superuser's. PostgreSQL
+#: records these references, not those to its own objects.
 _PLANNER_CODE = _STORE + """
 , parts(relid, classid, objid) AS (
     SELECT s.oid, CAST('pg_catalog.pg_class' AS regclass), s.oid FROM store AS s
@@ -175,13 +179,12 @@ SELECT c.relname FROM parts AS p
 JOIN pg_catalog.pg_depend AS d ON d.classid = p.classid AND d.objid = p.objid
 LEFT JOIN pg_catalog.pg_operator AS o
   ON d.refclassid = CAST('pg_catalog.pg_operator' AS regclass) AND o.oid = d.refobjid
-LEFT JOIN pg_catalog.pg_proc AS f
-  ON f.oid = CASE WHEN d.refclassid = CAST('pg_catalog.pg_proc' AS regclass) THEN d.refobjid ELSE o.oprcode END
+LEFT JOIN pg_catalog.pg_proc AS f ON d.refclassid = CAST('pg_catalog.pg_proc' AS regclass) AND f.oid = d.refobjid
 LEFT JOIN pg_catalog.pg_type AS t ON d.refclassid = CAST('pg_catalog.pg_type' AS regclass) AND t.oid = d.refobjid
 LEFT JOIN pg_catalog.pg_attribute AS a
   ON d.refclassid = CAST('pg_catalog.pg_class' AS regclass) AND a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
 LEFT JOIN pg_catalog.pg_type AS at ON at.oid = a.atttypid AND d.refobjsubid > 0
-JOIN pg_catalog.pg_roles AS r ON r.oid = coalesce(f.proowner, t.typowner, at.typowner)
+JOIN pg_catalog.pg_roles AS r ON r.oid = coalesce(f.proowner, o.oprowner, t.typowner, at.typowner)
 JOIN pg_catalog.pg_class AS c ON c.oid = p.relid
 WHERE NOT r.rolsuper
 ORDER BY 1 LIMIT 1

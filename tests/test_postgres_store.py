@@ -318,6 +318,19 @@ _UNSAFE = {
                     "ANALYZE rag_entities"),
                    "Not a community store: {url}: rag_entities has an index, a CHECK constraint, statistics or a "
                    "partition key that calls the database's own code, which planning a read runs"),
+    # planning a read of a partition builds its condition from its parents' partition keys: a
+    # store table made a partition of the owner's table ran his function (found by a re-probe)
+    "partition-of-owner-table": ((*AS_OWNER, _TRIPWIRE, "RESET ROLE",
+                                  "CREATE TABLE owner_parents (LIKE rag_parents) "
+                                  "PARTITION BY LIST ((length(namespace) + tripwire(0)::int))",
+                                  "ALTER TABLE rag_parents RENAME TO rag_parents_old",
+                                  "CREATE TABLE rag_parents (LIKE rag_parents_old INCLUDING ALL) PARTITION BY RANGE (id)",
+                                  "CREATE TABLE rag_parents_all PARTITION OF rag_parents DEFAULT",
+                                  "INSERT INTO rag_parents SELECT * FROM rag_parents_old",
+                                  "ALTER TABLE owner_parents ATTACH PARTITION rag_parents FOR VALUES IN (12, 15)"),
+                                 "Not a community store: {url}: owner_parents has an index, a CHECK constraint, "
+                                 "statistics or a partition key that calls the database's own code, which planning a "
+                                 "read runs"),
     "temporary-schema": (("SELECT 1",),  # (the search_path is set below)
                          "Not a community store: {url}: its search_path names no schema to read but the session's "
                          "temporary one (pg_temp)"),
@@ -486,6 +499,12 @@ def test_a_database_s_settings_do_not_change_how_its_store_reads(sample_pg: PgDa
     tree = run_cli("tree", sample_pg.url, "--namespace", "harbor-city", "--depth", "1", "--json")
     assert tree.code == 0, tree.stderr
     assert {root["rank"] for root in json.loads(tree.stdout)["roots"]} == {7.25}
+    # on, the planner evaluates the partition condition (its parents' partition keys) of a
+    # partition a statement names (found by a re-probe)
+    with sample_pg.admin_connect() as conn:
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET constraint_exclusion = on")
+    with open_store(sample_pg.url) as store:
+        assert store._pg_query("SHOW constraint_exclusion") == [("partition",)]
 
 
 def test_a_session_cannot_write_even_as_superuser_and_has_a_statement_timeout(sample_pg: PgDatabase) -> None:

@@ -199,7 +199,10 @@ def connect(location: PostgresLocation, *, read_only: bool = True, schema: str |
         # settings may not change how graphrag-tui's SQL reads: `standard_conforming_strings`
         # off broke its `'\'` literals, `quote_all_identifiers` on its check of the column types,
         # `extra_float_digits` below 1 rounded each rank read as text (7.25 became 7).
-        conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1")
+        # `constraint_exclusion` on made the planner evaluate a plain partition's condition, its
+        # parents' partition keys, for a statement that names it.
+        conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1; "
+                     "SET constraint_exclusion = partition")
         if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
         _pin_catalog(conn, read_only=read_only, schema=schema)

@@ -46,12 +46,19 @@ from typing import Any
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
 
+#: The store's tables, those that inherit from them (`store`: a read of a table reads those
+#: too), those they inherit from or are partitions of (`above`: planning a read of a
+#: partition builds its condition from its parents' partition keys; one of the owner's, above
+#: a store's table, ran his function as the reader), and both (`reached`).
 _STORE = """
 WITH RECURSIVE store(oid) AS (
     SELECT c.oid FROM pg_catalog.pg_class AS c
     WHERE c.relnamespace = CAST(pg_catalog.quote_ident(pg_catalog.current_schema()) AS regnamespace) AND c.relname = ANY(%s)
     UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i JOIN store AS s ON i.inhparent = s.oid
-)
+), above(oid) AS (
+    SELECT i.inhparent FROM pg_catalog.pg_inherits AS i JOIN store AS s ON i.inhrelid = s.oid
+    UNION SELECT i.inhparent FROM pg_catalog.pg_inherits AS i JOIN above AS a ON i.inhrelid = a.oid
+), reached(oid) AS (SELECT oid FROM store UNION SELECT oid FROM above)
 """
 #: The first of the store's tables, or of the tables that inherit from them (a read of the
 #: table reads those too), that runs the database's own SQL as it is read, and how.
@@ -138,7 +145,7 @@ ORDER BY 1 LIMIT 1
 #: index's, are a superuser's; one that only a superuser may make, but whose support
 #: function a table's owner wrote, runs his code).
 _OWN_OPERATOR_CLASS = _STORE + """
-SELECT c.relname FROM store AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
+SELECT c.relname FROM reached AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
 JOIN (SELECT indrelid, CAST(indclass AS oid[]) FROM pg_catalog.pg_index
       UNION ALL SELECT partrelid, CAST(partclass AS oid[]) FROM pg_catalog.pg_partitioned_table) AS k (relid, classes)
   ON k.relid = s.oid
@@ -167,13 +174,13 @@ ORDER BY 1 LIMIT 1
 #: records these references, not those to its own objects.
 _PLANNER_CODE = _STORE + """
 , parts(relid, classid, objid) AS (
-    SELECT s.oid, CAST('pg_catalog.pg_class' AS regclass), s.oid FROM store AS s
+    SELECT s.oid, CAST('pg_catalog.pg_class' AS regclass), s.oid FROM reached AS s
     UNION ALL SELECT i.indrelid, CAST('pg_catalog.pg_class' AS regclass), i.indexrelid
-    FROM pg_catalog.pg_index AS i JOIN store AS s ON i.indrelid = s.oid
+    FROM pg_catalog.pg_index AS i JOIN reached AS s ON i.indrelid = s.oid
     UNION ALL SELECT k.conrelid, CAST('pg_catalog.pg_constraint' AS regclass), k.oid
-    FROM pg_catalog.pg_constraint AS k JOIN store AS s ON k.conrelid = s.oid WHERE k.contype = 'c'
+    FROM pg_catalog.pg_constraint AS k JOIN reached AS s ON k.conrelid = s.oid WHERE k.contype = 'c'
     UNION ALL SELECT x.stxrelid, CAST('pg_catalog.pg_statistic_ext' AS regclass), x.oid
-    FROM pg_catalog.pg_statistic_ext AS x JOIN store AS s ON x.stxrelid = s.oid
+    FROM pg_catalog.pg_statistic_ext AS x JOIN reached AS s ON x.stxrelid = s.oid
 )
 SELECT c.relname FROM parts AS p
 JOIN pg_catalog.pg_depend AS d ON d.classid = p.classid AND d.objid = p.objid

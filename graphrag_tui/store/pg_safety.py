@@ -140,10 +140,10 @@ WHERE a.attname = ANY (%s) AND (t.typnamespace <> CAST('pg_catalog' AS regnamesp
                                 OR e.typnamespace <> CAST('pg_catalog' AS regnamespace))
 ORDER BY 1 LIMIT 1
 """
-#: The first of the tables with an index or a partition key whose operator class runs
-#: functions of the database's own that no superuser owns (an extension's, pgvector's HNSW
-#: index's, are a superuser's; one that only a superuser may make, but whose support
-#: function a table's owner wrote, runs his code).
+#: The first of the tables with an index or a partition key whose operator class has support
+#: functions, or operators, that no superuser owns (an extension's, pgvector's HNSW index's,
+#: are a superuser's; one that only a superuser may make, but whose support function a
+#: table's owner wrote, runs his code).
 _OWN_OPERATOR_CLASS = _STORE + """
 SELECT c.relname FROM reached AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.oid
 JOIN (SELECT indrelid, CAST(indclass AS oid[]) FROM pg_catalog.pg_index

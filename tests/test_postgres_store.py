@@ -5,7 +5,9 @@ collation, the faults, and the password that is never shown."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -374,11 +376,14 @@ _OWNER_OVERLOADS = (
 )
 
 
-def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(sample_pg: PgDatabase) -> None:
+def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(
+        sample_pg: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The store is checked as it opens; `min(varchar)` and `||(varchar, bytea)` its owner
     made afterwards ran on the same session's next plan and search, in place of PostgreSQL's
     (a known gap, now closed): a read session's search_path is `pg_catalog` alone, and its
-    statements name the store's tables with their schema."""
+    statements name the store's tables with their schema. (Without the checks made again
+    later, which would refuse the store: the reads that come before them.)"""
+    monkeypatch.setattr("graphrag_tui.store.postgres.RECHECK_AFTER_S", math.inf)
     from graphrag_tui.engine import SearchOptions
     from graphrag_tui.planning import prepare_plan
     from graphrag_tui.session.explore import ExploreSession
@@ -403,6 +408,65 @@ def test_an_overload_its_owner_adds_while_a_session_is_open_never_runs(sample_pg
                 conn.execute("SELECT min(community_name) FROM rag_community_summaries")
         assert reads(store) == before
     assert sum(map(len, before[1].values())) > 3 and before[3]
+
+
+def test_a_change_its_owner_makes_after_the_store_opened_is_refused_at_the_next_read(sample_pg: PgDatabase) -> None:
+    """An index whose predicate calls the owner's function, made after the store opened, ran
+    as the reader on the open store's next plan (a known gap, now closed): a read that comes
+    a second or more after the last check checks the tables again, as does each of `copy`'s
+    table reads, and the store is not read any more."""
+    from graphrag_tui.engine import SearchOptions
+    from graphrag_tui.planning import prepare_plan
+    from graphrag_tui.store.location import parse_location
+    from graphrag_tui.store.postgres import RECHECK_AFTER_S
+
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    refusal = (f"Not a community store any more: {masked}: rag_claims has an index, a CHECK constraint, statistics "
+               "or a partition key that calls the database's own code, which planning a read runs")
+    with open_store(parse_location(sample_pg.url)) as store:
+        assert [n.name for n in store.namespaces()] == ["harbor-city", "tea-history-zh"]
+        with sample_pg.admin_connect() as conn:
+            for change in (*AS_OWNER, _TRIPWIRE, "RESET ROLE", "CREATE INDEX evil_partial ON rag_claims (id) WHERE tripwire(1)"):
+                conn.execute(change)
+        with pytest.raises(StoreError) as copied:  # (each of copy's reads checks first, whenever it comes)
+            list(store.iter_table_rows("rag_claims", "harbor-city"))
+        assert str(copied.value) == refusal
+        time.sleep(RECHECK_AFTER_S)
+        reads = (lambda: prepare_plan(store, QUESTION, namespace="harbor-city", level="leaf", options=SearchOptions(),
+                                      seed=7, shuffle=True), store.namespaces, lambda: store.community("harbor-city/0"))
+        for read in reads:
+            with pytest.raises(StoreError) as refused:
+                read()
+            assert str(refused.value) == refusal
+
+
+def test_the_checks_say_the_same_one_by_one_where_libpq_has_no_pipeline(
+        sample_pg: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks go in one pipeline (libpq 14 and later); an older libpq gets them one by one."""
+    from graphrag_tui.store.location import parse_location
+    from graphrag_tui.store.pg_connection import connect
+    from graphrag_tui.store.pg_safety import unsafe_relation
+
+    def found() -> list[str | None]:
+        conn = connect(parse_location(sample_pg.url))  # type: ignore[arg-type]
+        try:
+            return [unsafe_relation(conn), unsafe_relation(conn)]
+        finally:
+            conn.close()
+
+    rls = (_EVIL, "ALTER TABLE rag_claims ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON rag_claims USING (evil())")
+    piped = [found()]
+    with sample_pg.admin_connect() as conn:
+        for change in rls:
+            conn.execute(change)
+    piped.append(found())
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    one_by_one = [found()]
+    with sample_pg.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_claims DISABLE ROW LEVEL SECURITY")
+    one_by_one.insert(0, found())
+    refusal = "rag_claims has row-level security for this role, whose SQL would run on every read"
+    assert piped == one_by_one == [[None, None], [refusal, refusal]]
 
 
 @pytest.mark.parametrize("schema", ['Graph RAG', 'a"b%s', "current_schema()"])

@@ -35,8 +35,8 @@ fit best, wherever it is, so `min(varchar)` or `||(varchar, bytea)` of the schem
 place of PostgreSQL's `min(text)` and `||` on every read (made without a superuser, they set
 the session's settings off and wrote), and would in a writing session. Until
 that is known, the checks' own SQL names `pg_catalog`'s operators. These checks run as a
-store is opened: what its owner changes while a session stays open is not seen (but for
-such overloads, which a read session never finds).
+store is opened, and again before reads that come a while later (postgres.py): what its owner
+changes in between is seen then, not in the instant between a check and a read.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphrag_tui.safe_text import one_line
+from graphrag_tui.store.pg_connection import driver
 from graphrag_tui.store.schema import COLUMNS, OPTIONAL, TABLES
 
 #: The store's tables, those that inherit from them (`store`: a read of a table reads those
@@ -208,28 +209,37 @@ ORDER BY 1 LIMIT 1
 
 def unsafe_relation(conn: Any) -> str | None:
     """What makes the store's tables unsafe to read, as words that follow the store's name
-    (None: nothing)."""
-    name = own_overload(conn)
-    if name is not None:
-        return (f"its schema has a function or an operator of its own named {name!r}, as one of PostgreSQL's, "
-                "which the reads would run in its place")
-    row = conn.execute(_RUNS_SQL, (list(TABLES),)).fetchone()
-    if row is not None:
-        return f"{row[0]} {row[1]}, whose SQL would run on every read"
-    row = conn.execute(_DOMAIN, (list(TABLES),)).fetchone()
-    if row is not None:
-        return f"{row[0]} is of a domain type, whose own operators would run on every read"
-    column = foreign_typed_column(conn, sorted({c for table in TABLES for c in (*COLUMNS[table], *OPTIONAL.get(table, ()))}))
+    (None: nothing). For a read session only: its checks are sent at once (one round trip),
+    which only a session that finds no operator of the store's schema may do (pg_connection.py)."""
+    tables = list(TABLES)
+    columns = sorted({c for table in TABLES for c in (*COLUMNS[table], *OPTIONAL.get(table, ()))})
+    checks = [(_OVERLOADS, (_PASSED_TYPES,)), (_RUNS_SQL, (tables,)), (_DOMAIN, (tables,)),
+              (_FOREIGN_TYPE, (tables, columns)), (_OWN_OPERATOR_CLASS, (tables,)), (_PLANNER_CODE, (tables,))]
+    overload, runs_sql, domain, column, operator_class, code = _first_rows(conn, checks)
+    if overload is not None:
+        return (f"its schema has a function or an operator of its own named {one_line(overload[0], 60)!r}, as one "
+                "of PostgreSQL's, which the reads would run in its place")
+    if runs_sql is not None:
+        return f"{runs_sql[0]} {runs_sql[1]}, whose SQL would run on every read"
+    if domain is not None:
+        return f"{domain[0]} is of a domain type, whose own operators would run on every read"
     if column is not None:
-        return f"{column} is of a type of the database's own, whose casts would run on every read"
-    table = own_operator_class(conn)
-    if table is not None:
-        return f"{table} has an index or a partition key whose operator class runs the database's own code"
-    table = planner_code(conn)
-    if table is not None:
-        return (f"{table} has an index, a CHECK constraint, statistics or a partition key that calls the database's "
+        return f"{column[0]} is of a type of the database's own, whose casts would run on every read"
+    if operator_class is not None:
+        return f"{operator_class[0]} has an index or a partition key whose operator class runs the database's own code"
+    if code is not None:
+        return (f"{code[0]} has an index, a CHECK constraint, statistics or a partition key that calls the database's "
                 "own code, which planning a read runs")
     return unordered_text(conn)
+
+
+def _first_rows(conn: Any, checks: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+    """Each check's first row (None: none), sent in one pipeline where libpq has them."""
+    if not driver().Pipeline.is_supported():
+        return [conn.execute(sql, params).fetchone() for sql, params in checks]
+    with conn.pipeline():
+        cursors = [conn.execute(sql, params) for sql, params in checks]
+    return [cursor.fetchone() for cursor in cursors]
 
 
 def own_overload(conn: Any) -> str | None:

@@ -18,14 +18,21 @@ beyond the primary keys.
 Every session is read-only (`pg_connection.connect`). A connection the server dropped is
 opened again once, on the next read; if the server cannot be reached, the read is one
 line (`StoreError`) and the caller goes on.
+
+The store's tables are checked (`pg_safety`) as it opens, and again before a read that comes
+RECHECK_AFTER_S or more after the last check: its owner may add an index whose predicate
+calls his function after the app opened the store, and planning the next read would run it
+as the reader. A store found unsafe is not read any more in that process.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -55,6 +62,8 @@ from graphrag_tui.store.validation import StoreError
 
 #: Rows fetched per round trip from a server-side cursor.
 STREAM_ROWS = 5000
+#: Seconds after a check of the store's tables past which a read checks them again.
+RECHECK_AFTER_S = 1.0
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _NEW_TUPLE = tuple.__new__
@@ -128,6 +137,10 @@ class PostgresStore(CommunityStore):
         self._conn = conn
         #: The schema checked as the store opened: every later session reads its tables.
         self._schema: str | None = conn.store_schema
+        #: When this session's last check of the tables began (`_recheck`), and what a check
+        #: found unsafe (then no read is made any more).
+        self._checked_at = -math.inf
+        self._unsafe: str | None = None
         self._lock = threading.Lock()
         #: Set by `interrupt` (another thread): the read in flight ends, and is not tried again.
         self._interrupted = False
@@ -151,10 +164,13 @@ class PostgresStore(CommunityStore):
         without the tables, or a column of the wrong type."""
         conn = connect(location)
         try:
+            checked_at = time.monotonic()
             _check_safe(conn, location)  # (first: information_schema lists no materialized view)
             columns = _check_schema(conn, location)
             _check_communities(conn, location)
-            return cls(conn, location, columns)
+            store = cls(conn, location, columns)
+            store._checked_at = checked_at
+            return store
         except BaseException:
             conn.close()
             raise
@@ -183,6 +199,7 @@ class PostgresStore(CommunityStore):
             self._interrupted = False
             for attempt in (1, 2):
                 try:
+                    self._recheck()
                     return work(self._conn)
                 except psycopg.OperationalError as error:
                     if self._interrupted:
@@ -192,6 +209,7 @@ class PostgresStore(CommunityStore):
                     self._conn.close()
                     try:
                         self._conn = connect(self.location, schema=self._schema)
+                        self._checked_at = -math.inf
                     except ConnectFailed as again:
                         raise StoreError(f"{query_failure(self.location, error)}; connecting again: {again.reason}") from None
                 except psycopg.Error as error:
@@ -199,6 +217,20 @@ class PostgresStore(CommunityStore):
                 except (UnicodeError, RecursionError) as error:
                     raise self._undecodable(error) from None
         raise AssertionError("unreachable")
+
+    def _recheck(self) -> None:
+        """The tables checked again when the last check began RECHECK_AFTER_S ago or more
+        (module doc); StoreError once they are unsafe."""
+        if self._unsafe is None and time.monotonic() - self._checked_at < RECHECK_AFTER_S:
+            return
+        if self._unsafe is None:
+            checked_at = time.monotonic()
+            problem = unsafe_relation(self._conn)
+            if problem is None:
+                self._checked_at = checked_at
+                return
+            self._unsafe = f"Not a community store any more: {self.location}: {problem}"
+        raise StoreError(self._unsafe)
 
     def _undecodable(self, error: UnicodeError | RecursionError) -> StoreError:
         """A value the driver could not decode as it fetched it (it decodes json and jsonb then)."""
@@ -305,6 +337,7 @@ class PostgresStore(CommunityStore):
             yield None
             return
         second = PostgresStore(conn, self.location, self._columns)
+        second._checked_at = self._checked_at  # (what a check sees is the database's, whichever its session)
         self._ahead = second
         try:
             yield second
@@ -320,6 +353,9 @@ class PostgresStore(CommunityStore):
         psycopg = driver()
         conn = connect(self.location, schema=self._schema)
         try:
+            problem = unsafe_relation(conn)  # (its session's first read: `_recheck`)
+            if problem is not None:
+                raise StoreError(f"Not a community store any more: {self.location}: {problem}")
             with conn.transaction(), conn.cursor(name="graphrag_tui_copy") as cur:
                 cur.itersize = STREAM_ROWS
                 cur.execute(sql, (namespace,))

@@ -569,6 +569,38 @@ def test_a_destination_whose_schema_overloads_a_function_of_postgresql_is_refuse
     assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == [(0,)]
 
 
+def test_an_overload_made_in_the_schema_while_a_copy_writes_never_runs(pg_database: PgDatabase) -> None:
+    """The checks refuse a schema with overloads of PostgreSQL's names before anything is
+    written; one its owner made afterwards, while the write went on, was what the writing
+    session's `first_value(id)` found (its search_path was the schema; an exact match beats
+    PostgreSQL's `first_value(anyelement)`). Once the checks pass, the session finds only
+    `pg_catalog`'s, and names the tables with their schema."""
+    from graphrag_tui.store import CommunityStore
+    from graphrag_tui.store.location import parse_location
+    from graphrag_tui.store.pg_adapt import Adaptations
+    from graphrag_tui.store.pg_write import PgWriter
+
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    before = pg_counts(pg_database)
+    with pg_database.admin_connect() as conn:
+        conn.execute(_LOG[0])
+        conn.execute(_LOG[1])
+    location = parse_location(pg_database.admin_url)
+    with CommunityStore.open(SAMPLE) as source, PgWriter.begin(location, Adaptations()) as writer:  # type: ignore[arg-type]
+        with pg_database.admin_connect() as conn:
+            for statement in (*AS_OWNER, "CREATE FUNCTION pick(text, text) RETURNS text LANGUAGE sql "
+                              "AS 'SELECT CASE WHEN logit() THEN coalesce($1, $2) END'",
+                              "CREATE AGGREGATE first_value(text) (SFUNC = pick, STYPE = text)"):
+                conn.execute(statement)
+        assert writer.namespaces() == {"harbor-city"}
+        assert writer.delete_namespace("harbor-city") == sum(before.values())
+        for table in TABLES:
+            writer.write_table(table, "harbor-city", source.iter_table_rows(table, "harbor-city"))
+        writer.commit()
+    assert pg_counts(pg_database) == before
+    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == [(0,)]
+
+
 def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:
     """A libpq service whose `options` set the search_path: the session's own read-only
     options replaced them, so `copy` wrote into `public` and reads looked there too, where

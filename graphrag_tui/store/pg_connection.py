@@ -11,7 +11,8 @@ owner adds while the session stays open. (In a path that names it, a schema's `m
 or `||(varchar, bytea)` is found in place of PostgreSQL's `min(text)` and `||`: a call takes
 the overload whose argument types fit best, wherever it is.) `connect(location,
 read_only=False)` is for the commands that write (import, copy), whose search_path is their
-current schema alone: `pg_catalog` first. Every failure becomes a `StoreError` naming the store
+current schema alone (`pg_catalog` first) until the writer has made its tables, then
+`pg_catalog` alone as well (`find_only_catalog`). Every failure becomes a `StoreError` naming the store
 by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
 
 The driver is optional (`pip install 'graphrag-tui[postgres]'`): without it a URL store is
@@ -147,13 +148,13 @@ def _session_class(psycopg: Any) -> Any:
 
 
 def _pin_catalog(conn: Any, *, read_only: bool, schema: str | None) -> None:
-    """The session's search path. A read session's is `pg_catalog` alone, and its statements
-    name the store's tables with their schema: `schema` (the one a store's first session
-    checked as it opened), else the current one. A writing session's is its
-    current schema alone (where it creates the tables graphrag-ts's script names, and
-    pgvector's type), so that `pg_catalog`, which a path that does not name it searches first,
-    holds the functions and operators every name finds; `pg_safety` refuses a schema with
-    overloads of its own. (Every name here is qualified: the path is not yet set.)"""
+    """The session's search path. A read session's is `pg_catalog` alone (`find_only_catalog`):
+    `schema` (the one a store's first session checked as it opened), else the current one. A
+    writing session's is its current schema alone (where it creates the tables graphrag-ts's
+    script names, and pgvector's type), so that `pg_catalog`, which a path that does not name it
+    searches first, holds the functions and operators every name finds; `pg_safety` refuses a
+    schema with overloads of its own, and once its checks pass the session finds only
+    `pg_catalog`'s too. (Every name here is qualified: the path is not yet set.)"""
     if schema is None:
         (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone()
     if schema is None:  # no schema to read: said as the store is checked
@@ -162,6 +163,12 @@ def _pin_catalog(conn: Any, *, read_only: bool, schema: str | None) -> None:
         conn.execute("SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(CAST(%s AS pg_catalog.text)), "
                      "false)", (schema,))
         return
+    find_only_catalog(conn, schema)
+
+
+def find_only_catalog(conn: Any, schema: str) -> None:
+    """From now on the session's statements find no function, operator or type but
+    `pg_catalog`'s (its search path), and name the store's tables in `schema`."""
     conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog', false), "
                  f"pg_catalog.set_config('{_SCHEMA_SETTING}', CAST(%s AS pg_catalog.text), false)", (schema,))
     conn.store_schema = schema

@@ -601,6 +601,36 @@ def test_an_overload_made_in_the_schema_while_a_copy_writes_never_runs(pg_databa
     assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == [(0,)]
 
 
+@pytest.mark.parametrize("into", ["existing-store", "new-store"])
+def test_operators_postgresql_has_only_as_polymorphic_or_domain_ones_never_run_as_the_writer(
+        pg_database: PgDatabase, into: str) -> None:
+    """A writer's checks ran in its schema's search path, where the owner's `||(oid[], oid[])`
+    and `=(sql_identifier, sql_identifier)` fit better than PostgreSQL's polymorphic `||` and
+    its `=` for the domain's base type: they ran as the writing role, read what only it could
+    and wrote it into the owner's table, and the copy reported nothing (found by a probe;
+    `||` on every write into an existing store, `=` before the tables were made too). A
+    writing session finds only `pg_catalog`'s, but for the DDL that makes the tables."""
+    if into == "existing-store":
+        assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    with pg_database.admin_connect() as conn:
+        for statement in (*_LOG[:2], *AS_OWNER, "CREATE TABLE owner_notes (n int)",
+                          "CREATE FUNCTION oidcat(oid[], oid[]) RETURNS oid[] LANGUAGE sql "
+                          "AS 'SELECT CASE WHEN logit() THEN pg_catalog.array_cat($1, $2) END'",
+                          "CREATE OPERATOR || (LEFTARG = oid[], RIGHTARG = oid[], FUNCTION = oidcat)",
+                          "CREATE FUNCTION ideq(information_schema.sql_identifier, information_schema.sql_identifier) "
+                          "RETURNS boolean LANGUAGE sql AS 'SELECT logit() AND CAST($1 AS text) = CAST($2 AS text)'",
+                          "CREATE OPERATOR = (LEFTARG = information_schema.sql_identifier, "
+                          "RIGHTARG = information_schema.sql_identifier, FUNCTION = ideq)"):
+            conn.execute(statement)
+    before = pg_counts(pg_database) if into == "existing-store" else None
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    assert run.code == 0, run.stderr
+    assert pg_rows(pg_database, "SELECT count(*) FROM evil_log") == [(0,)]
+    if before is not None:
+        assert pg_counts(pg_database) == before
+    assert pg_counts(pg_database)["rag_community_summaries"] > 3
+
+
 def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:
     """A libpq service whose `options` set the search_path: the session's own read-only
     options replaced them, so `copy` wrote into `public` and reads looked there too, where

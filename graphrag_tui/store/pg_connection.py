@@ -10,10 +10,12 @@ no function, operator or type of the store's schema is ever found by its SQL, ev
 owner adds while the session stays open. (In a path that names it, a schema's `min(varchar)`
 or `||(varchar, bytea)` is found in place of PostgreSQL's `min(text)` and `||`: a call takes
 the overload whose argument types fit best, wherever it is.) `connect(location,
-read_only=False)` is for the commands that write (import, copy), whose search_path is their
-current schema alone (`pg_catalog` first) until the writer has made its tables, then
-`pg_catalog` alone as well (`find_only_catalog`). Every failure becomes a `StoreError` naming the store
-by its masked URL; the driver's own text is masked too (`mask_urls`) before it is shown.
+read_only=False)` is for the commands that write (import, copy): the same, but for the
+DDL that makes graphrag-ts's tables (`schema_in_path`); a writer's checks, run with its
+schema in the path, found the owner's `||(oid[], oid[])` and `=(sql_identifier,
+sql_identifier)`, which PostgreSQL has only as polymorphic or domain operators. Every failure
+becomes a `StoreError` naming the store by its masked URL; the driver's own text is masked
+too (`mask_urls`) before it is shown.
 
 The driver is optional (`pip install 'graphrag-tui[postgres]'`): without it a URL store is
 one line with the install hint.
@@ -24,6 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -147,23 +151,15 @@ def _session_class(psycopg: Any) -> Any:
     return StoreSession
 
 
-def _pin_catalog(conn: Any, *, read_only: bool, schema: str | None) -> None:
-    """The session's search path. A read session's is `pg_catalog` alone (`find_only_catalog`):
-    `schema` (the one a store's first session checked as it opened), else the current one. A
-    writing session's is its current schema alone (where it creates the tables graphrag-ts's
-    script names, and pgvector's type), so that `pg_catalog`, which a path that does not name it
-    searches first, holds the functions and operators every name finds; `pg_safety` refuses a
-    schema with overloads of its own, and once its checks pass the session finds only
-    `pg_catalog`'s too. (Every name here is qualified: the path is not yet set.)"""
+def _pin_catalog(conn: Any, *, schema: str | None) -> None:
+    """The session's search path is `pg_catalog` alone (`find_only_catalog`), and its
+    statements name the store's tables in `schema` (the one a store's first session checked
+    as it opened), else in its current one. (Every name here is qualified: the path is not
+    yet set.)"""
     if schema is None:
         (schema,) = conn.execute("SELECT pg_catalog.current_schema()").fetchone()
-    if schema is None:  # no schema to read: said as the store is checked
-        return
-    if not read_only:
-        conn.execute("SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(CAST(%s AS pg_catalog.text)), "
-                     "false)", (schema,))
-        return
-    find_only_catalog(conn, schema)
+    if schema is not None:  # (None: no schema to read or write in, said by the checks)
+        find_only_catalog(conn, schema)
 
 
 def find_only_catalog(conn: Any, schema: str) -> None:
@@ -172,6 +168,21 @@ def find_only_catalog(conn: Any, schema: str) -> None:
     conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog', false), "
                  f"pg_catalog.set_config('{_SCHEMA_SETTING}', CAST(%s AS pg_catalog.text), false)", (schema,))
     conn.store_schema = schema
+
+
+@contextmanager
+def schema_in_path(conn: Any) -> Iterator[None]:
+    """Within it, the session's search path is its store's schema alone (`pg_catalog` is then
+    searched first) and its statements are sent as written: for a writer's DDL, graphrag-ts's
+    script, which names its tables and pgvector's type unqualified (and `CREATE EXTENSION`
+    installs into the path's first schema). Not restored after an error: the write is
+    abandoned."""
+    schema = conn.store_schema
+    conn.execute("SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(CAST(%s AS pg_catalog.text)), "
+                 "false)", (schema,))
+    conn.store_schema = None
+    yield
+    find_only_catalog(conn, schema)
 
 
 def connect(location: PostgresLocation, *, read_only: bool = True, schema: str | None = None) -> psycopg.Connection[Any]:
@@ -212,7 +223,7 @@ def connect(location: PostgresLocation, *, read_only: bool = True, schema: str |
                      "SET constraint_exclusion = partition")
         if read_only:
             conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
-        _pin_catalog(conn, read_only=read_only, schema=schema)
+        _pin_catalog(conn, schema=schema)
     except psycopg.Error as error:
         conn.close()
         raise query_failure(location, error) from None

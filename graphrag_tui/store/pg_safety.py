@@ -25,9 +25,9 @@ code point.
 - A column with a nondeterministic collation (ICU's case-insensitive ones): `harbor-city`
   and `HARBOR-CITY` were one namespace, and writing one deleted the other.
 
-A read session finds no function or operator but `pg_catalog`'s (pg_connection.py), nor
-does a writing session once it has made its tables (before then, `pg_catalog`'s first): a database whose search_path named a schema of
-its own before `pg_catalog` made `lower()` or `=` its own. First of all, the store's schema
+A read or writing session finds no function or operator but `pg_catalog`'s
+(pg_connection.py; a writer's DDL finds `pg_catalog`'s first): a database whose search_path
+named a schema of its own before `pg_catalog` made `lower()` or `=` its own. First of all, the store's schema
 may hold no function, aggregate or operator of its own (owned by a role that is not a
 superuser, an extension's included) named as one of PostgreSQL's for other argument types,
 one of them a type graphrag-tui's statements pass: a call finds the one whose argument types

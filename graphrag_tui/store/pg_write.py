@@ -34,7 +34,7 @@ from typing import Any
 from graphrag_tui.store.location import PostgresLocation
 from graphrag_tui.store.namespace_write import WriteInterrupted
 from graphrag_tui.store.pg_adapt import Adaptations, Change, adapt_row, pg_columns
-from graphrag_tui.store.pg_connection import connect, driver, driver_text, find_only_catalog, server_lost
+from graphrag_tui.store.pg_connection import connect, driver, driver_text, schema_in_path, server_lost
 from graphrag_tui.store.pg_safety import (
     foreign_typed_column,
     only_temporary_schema,
@@ -278,12 +278,9 @@ class PgWriter:
                 "WHERE table_schema = current_schema() AND table_name = ANY(%s)", (list(TABLES),))
         }
         if not present:
-            create_graphrag_ts_schema(self._conn)
+            with schema_in_path(self._conn):
+                create_graphrag_ts_schema(self._conn)
             self.created_schema = True
-        # From here on (its tables made, if need be) the session finds no function or operator
-        # but pg_catalog's: an overload its owner made while it wrote was found (`first_value(text)`).
-        find_only_catalog(self._conn, self._conn.execute("SELECT pg_catalog.current_schema()").fetchone()[0])
-        if self.created_schema:
             return
         missing = [table for table in TABLES if table not in present]
         if missing:

@@ -440,6 +440,36 @@ def test_a_change_its_owner_makes_after_the_store_opened_is_refused_at_the_next_
             assert str(refused.value) == refusal
 
 
+def test_copy_reads_every_table_of_a_store_in_one_snapshot(sample_pg: PgDatabase) -> None:
+    """Each table `copy` read was read in a session of its own: a document and its chunk
+    that graphrag-ts added between two tables' reads had the chunk copied without the
+    document. Every table is read in one REPEATABLE READ transaction, closed with the store."""
+    from graphrag_tui.store.location import parse_location
+
+    def ids(store: Any, table: str) -> list[str]:
+        return sorted(row[0] for row in store.iter_table_rows(table, "harbor-city"))
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        documents = ids(store, "rag_parents")
+        with sample_pg.admin_connect() as conn:
+            conn.execute("INSERT INTO rag_parents (id, namespace, content) VALUES ('late-doc', 'harbor-city', 'Late.')")
+            conn.execute("INSERT INTO rag_children (id, namespace, content, parent_id) "
+                         "VALUES ('late-chunk', 'harbor-city', 'Late.', 'late-doc')")
+        chunks = ids(store, "rag_children")
+        assert (ids(store, "rag_parents"), "late-chunk" in chunks) == (documents, False)
+    with open_store(parse_location(sample_pg.url)) as store:
+        assert (ids(store, "rag_parents"), ids(store, "rag_children")) == (sorted([*documents, "late-doc"]),
+                                                                          sorted([*chunks, "late-chunk"]))
+    with sample_pg.admin_connect() as conn:
+        for _ in range(50):  # (a backend ends a moment after its client has closed)
+            (sessions,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'graphrag-tui'"
+                                       ).fetchone()
+            if sessions == 0:
+                break
+            time.sleep(0.1)
+    assert sessions == 0
+
+
 def test_the_checks_say_the_same_one_by_one_where_libpq_has_no_pipeline(
         sample_pg: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks go in one pipeline (libpq 14 and later); an older libpq gets them one by one."""

@@ -141,6 +141,8 @@ class PostgresStore(CommunityStore):
         #: found unsafe (then no read is made any more).
         self._checked_at = -math.inf
         self._unsafe: str | None = None
+        #: `copy`'s session, once it reads (`_snapshot_session`).
+        self._snapshot: Any | None = None
         self._lock = threading.Lock()
         #: Set by `interrupt` (another thread): the read in flight ends, and is not tried again.
         self._interrupted = False
@@ -347,26 +349,47 @@ class PostgresStore(CommunityStore):
 
     def iter_table_rows(self, table: str, namespace: str, extras: tuple[str, ...] = ()) -> Iterator[tuple[Any, ...]]:
         """A namespace's rows of one table (`CommunityStore.iter_table_rows`), streamed
-        through a server-side cursor on a read-only session of its own: `copy`'s read."""
+        through a server-side cursor: `copy`'s read. Every table is read in one snapshot
+        (`_snapshot_session`), after the tables are checked again on the store's own session
+        (`_recheck`: the snapshot's sees the catalog as it began, its planner as it is)."""
         sql = to_postgres(table_rows.select_sql(table, extras))
         convert = table_rows.row_converter(table, extras)
         psycopg = driver()
-        conn = connect(self.location, schema=self._schema)
+        self._checked_at = -math.inf
+        self._run(lambda conn: None)
         try:
-            problem = unsafe_relation(conn)  # (its session's first read: `_recheck`)
-            if problem is not None:
-                raise StoreError(f"Not a community store any more: {self.location}: {problem}")
-            with conn.transaction(), conn.cursor(name="graphrag_tui_copy") as cur:
+            with self._snapshot_session().cursor(name="graphrag_tui_copy") as cur:
                 cur.itersize = STREAM_ROWS
                 cur.execute(sql, (namespace,))
                 while batch := cur.fetchmany(STREAM_ROWS):
                     yield from map(convert, batch)
         except psycopg.Error as error:
+            self._end_snapshot()
             raise query_failure(self.location, error) from None
         except (UnicodeError, RecursionError) as error:
+            self._end_snapshot()
             raise self._undecodable(error) from None
-        finally:
-            conn.close()
+
+    def _snapshot_session(self) -> Any:
+        """A read-only session of its own whose one REPEATABLE READ transaction every table
+        `copy` reads is read in, so the tables agree: read each in its own, a document
+        graphrag-ts added between two tables' reads had its chunks copied without it."""
+        if self._snapshot is None:
+            conn = connect(self.location, schema=self._schema)
+            conn.autocommit = False
+            conn.isolation_level = driver().IsolationLevel.REPEATABLE_READ
+            self._snapshot = conn
+        return self._snapshot
+
+    def _end_snapshot(self) -> None:
+        conn, self._snapshot = self._snapshot, None
+        if conn is not None:
+            with suppress(Exception):  # (closing rolls the read-only transaction back)
+                conn.close()
+
+    def close(self) -> None:
+        self._end_snapshot()
+        super().close()
 
     def entity_communities(self, namespace: str, entity: str) -> list[CommunityRef]:
         """As in SQLite (`provenance.entity_communities`): the communities of the namespace

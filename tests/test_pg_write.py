@@ -370,10 +370,29 @@ _WRITES_ELSEWHERE = {
     "inherited": (("CREATE TABLE claims_archive () INHERITS (rag_claims)", _QUIET,
                    "CREATE TRIGGER quiet BEFORE DELETE ON claims_archive FOR EACH ROW EXECUTE FUNCTION quiet()"),
                   "claims_archive has triggers"),
+    # (a partition's copy of its parent's trigger; before PostgreSQL 15 marked internal, as foreign keys' are)
+    "partition": ((_QUIET, "CREATE TABLE claims_by_namespace (LIKE rag_claims) PARTITION BY LIST (namespace)",
+                   "CREATE TRIGGER quiet BEFORE INSERT ON claims_by_namespace FOR EACH ROW EXECUTE FUNCTION quiet()",
+                   "ALTER TABLE claims_by_namespace ATTACH PARTITION rag_claims DEFAULT"), "rag_claims has triggers"),
     "row_security": (("ALTER TABLE rag_children ENABLE ROW LEVEL SECURITY",
                       "CREATE POLICY others ON rag_children USING (namespace <> 'harbor-city') WITH CHECK (true)"),
                      "rag_children has row-level security"),
 }
+
+
+def test_the_triggers_of_postgresql_s_own_constraints_are_not_refused(pg_database: PgDatabase) -> None:
+    """A foreign key's triggers (graphrag-ts's tables have them) and a deferred unique
+    check's are PostgreSQL's own, internal, running its own functions."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    with pg_database.admin_connect() as conn:
+        conn.execute("ALTER TABLE rag_entities ADD CONSTRAINT entities_once UNIQUE (id, namespace) DEFERRABLE "
+                     "INITIALLY DEFERRED")
+        (internal,) = conn.execute("SELECT count(*) FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid "
+                                   "WHERE t.tgrelid = 'rag_entities'::regclass AND f.proname = 'unique_key_recheck'"
+                                   ).fetchone()
+    before = pg_counts(pg_database)
+    run = cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city", "--replace")
+    assert (internal, run.code, pg_counts(pg_database)) == (1, 0, before), run.stderr
 
 
 @pytest.mark.parametrize("kind", list(_WRITES_ELSEWHERE))

@@ -91,18 +91,22 @@ WITH RECURSIVE written(oid) AS (
 #: Why a write would not simply put or delete the rows: a view or a foreign table (the rows go
 #: elsewhere), a trigger or a rule (a BEFORE INSERT trigger that returns NULL, or DO INSTEAD
 #: NOTHING, dropped every row after the namespace was deleted), row-level security that
-#: applies to the role (a DELETE leaves the rows it hides). Foreign keys are triggers of
-#: PostgreSQL's own (`tgisinternal`).
-_WRITES_ELSEWHERE = _WRITTEN + """
+#: applies to the role (a DELETE leaves the rows it hides). Foreign keys and deferred unique
+#: checks are triggers of PostgreSQL's own (`tgisinternal`, running its functions); before
+#: PostgreSQL 15, a partition's copy of its parent's trigger is marked internal too.
+_TRIGGERED = """EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid
+             WHERE t.tgrelid = c.oid AND NOT (t.tgisinternal AND f.pronamespace = 'pg_catalog'::regnamespace
+                                              AND (f.proname LIKE 'RI\\_FKey\\_%%' OR f.proname = 'unique_key_recheck')))"""
+_WRITES_ELSEWHERE = _WRITTEN + f"""
 SELECT c.relname, CASE
     WHEN c.relkind NOT IN ('r', 'p') THEN 'is not a table'
-    WHEN EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) THEN 'has triggers'
+    WHEN {_TRIGGERED} THEN 'has triggers'
     WHEN EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid) THEN 'has rules'
     ELSE 'has row-level security'
 END
 FROM written w JOIN pg_class c ON c.oid = w.oid
 WHERE c.relkind NOT IN ('r', 'p')
-   OR EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal)
+   OR {_TRIGGERED}
    OR EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid)
    OR row_security_active(c.oid)
 ORDER BY c.relname

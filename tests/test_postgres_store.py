@@ -449,8 +449,11 @@ def test_copy_reads_every_table_of_a_store_in_one_snapshot(sample_pg: PgDatabase
     def ids(store: Any, table: str) -> list[str]:
         return sorted(row[0] for row in store.iter_table_rows(table, "harbor-city"))
 
+    with sample_pg.admin_connect() as conn:  # (the transaction waits between reads, for the copy's writes)
+        conn.execute(f"ALTER DATABASE {sample_pg.name} SET idle_in_transaction_session_timeout = '100ms'")
     with open_store(parse_location(sample_pg.url)) as store:
         documents = ids(store, "rag_parents")
+        time.sleep(0.3)
         with sample_pg.admin_connect() as conn:
             conn.execute("INSERT INTO rag_parents (id, namespace, content) VALUES ('late-doc', 'harbor-city', 'Late.')")
             conn.execute("INSERT INTO rag_children (id, namespace, content, parent_id) "

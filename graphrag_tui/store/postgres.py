@@ -376,6 +376,8 @@ class PostgresStore(CommunityStore):
         graphrag-ts added between two tables' reads had its chunks copied without it."""
         if self._snapshot is None:
             conn = connect(self.location, schema=self._schema)
+            # (between two tables it waits for the copy's writes: a database's timeout ended it)
+            conn.execute("SET idle_in_transaction_session_timeout = 0")
             conn.autocommit = False
             conn.isolation_level = driver().IsolationLevel.REPEATABLE_READ
             self._snapshot = conn

@@ -650,6 +650,49 @@ def test_operators_postgresql_has_only_as_polymorphic_or_domain_ones_never_run_a
     assert pg_counts(pg_database)["rag_community_summaries"] > 3
 
 
+def test_the_tables_a_write_reaches_are_locked_against_changes_before_they_are_checked(
+        pg_database: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks passed, then the write waited for its owner's lock while he added a trigger,
+    which ran as the writer; and while it wrote he made a table inheriting from a store table,
+    whose index's predicate ran as the writer (found by a probe). The write locks the tables
+    first (SHARE UPDATE EXCLUSIVE), waiting WRITE_LOCK_WAIT_S at most."""
+    from graphrag_tui.store import CommunityStore, pg_write
+    from graphrag_tui.store.location import parse_location
+    from graphrag_tui.store.pg_adapt import Adaptations
+    from graphrag_tui.store.pg_write import PgWriter
+    from graphrag_tui.store.validation import StoreError
+    from tests.conftest import import_psycopg
+
+    psycopg = import_psycopg()
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    before = pg_counts(pg_database)
+    location = parse_location(pg_database.admin_url)
+    monkeypatch.setattr(pg_write, "WRITE_LOCK_WAIT_S", 1)
+    with psycopg.connect(pg_database.cluster.admin_conninfo(pg_database.name)) as owner:  # (one transaction)
+        owner.execute("LOCK TABLE rag_claims IN SHARE MODE")
+        with pytest.raises(StoreError) as refused:
+            PgWriter.begin(location, Adaptations())  # type: ignore[arg-type]
+    assert str(refused.value) == (f"cannot write into {masked(pg_database)}: another session holds a lock on its "
+                                  "tables (waited 1 s); nothing was written")
+    with CommunityStore.open(SAMPLE) as source, PgWriter.begin(location, Adaptations()) as writer:  # type: ignore[arg-type]
+        with pg_database.admin_connect() as conn:
+            conn.execute("SET lock_timeout = '200ms'")
+            for change in (_QUIET, "CREATE TRIGGER quiet BEFORE INSERT ON rag_parents FOR EACH ROW EXECUTE FUNCTION quiet()",
+                           "CREATE TABLE parents_more () INHERITS (rag_parents)",
+                           "CREATE INDEX claims_partial ON rag_claims (id) WHERE id <> ''",
+                           "CREATE STATISTICS entities_stats ON namespace, name FROM rag_entities"):
+                if change == _QUIET:
+                    conn.execute(change)
+                    continue
+                with pytest.raises(psycopg.errors.LockNotAvailable):
+                    conn.execute(change)
+        writer.delete_namespace("harbor-city")
+        for table in TABLES:
+            writer.write_table(table, "harbor-city", source.iter_table_rows(table, "harbor-city"))
+        writer.commit()
+    assert pg_counts(pg_database) == before
+
+
 def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:
     """A libpq service whose `options` set the search_path: the session's own read-only
     options replaced them, so `copy` wrote into `public` and reads looked there too, where

@@ -440,6 +440,37 @@ def test_a_change_its_owner_makes_after_the_store_opened_is_refused_at_the_next_
             assert str(refused.value) == refusal
 
 
+def test_a_read_its_owner_stalls_with_a_lock_is_checked_again_before_it_is_made(
+        sample_pg: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read waited for the owner's lock on a table, after the tables were checked; he made
+    an index whose predicate called his function meanwhile, and the read, planned once he let
+    go, ran it as the reader (found by a probe). A read waits a millisecond at most for a
+    lock, and is made again after the tables are checked again."""
+    from graphrag_tui.store.location import parse_location
+
+    masked = sample_pg.url.replace(sample_pg.cluster.reader_password, "***")
+    with open_store(parse_location(sample_pg.url)) as store, \
+            psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as owner:  # (one transaction)
+        owner.execute("LOCK TABLE rag_children IN ACCESS EXCLUSIVE MODE")
+        for change in (*AS_OWNER, _TRIPWIRE, "RESET ROLE", "CREATE INDEX evil_partial ON rag_children (id) WHERE tripwire(1)"):
+            owner.execute(change)
+        committed: list[bool] = []
+        sleep = time.sleep
+
+        def owner_commits_then_sleep(seconds: float) -> None:  # (the read found the table locked)
+            if not committed:
+                owner.commit()
+                committed.append(True)
+            sleep(seconds)
+
+        monkeypatch.setattr(time, "sleep", owner_commits_then_sleep)
+        with pytest.raises(StoreError) as refused:
+            store.namespaces()
+    assert (committed, str(refused.value)) == (
+        [True], f"Not a community store any more: {masked}: rag_children has an index, a CHECK constraint, statistics "
+                "or a partition key that calls the database's own code, which planning a read runs")
+
+
 def test_copy_reads_every_table_of_a_store_in_one_snapshot(sample_pg: PgDatabase) -> None:
     """Each table `copy` read was read in a session of its own: a document and its chunk
     that graphrag-ts added between two tables' reads had the chunk copied without the

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 #: Seconds a statement of a read-only session may run before the server cancels it.
 STATEMENT_TIMEOUT_S = 60
+#: Milliseconds a read-only session's statement waits for a lock on a table before it fails
+#: (and is made again after the tables are checked again, postgres.py): a read stalled behind
+#: its owner's lock planned with the index he made meanwhile, as the reader.
+LOCK_WAIT_MS = 1
 #: Seconds to wait for the server to answer a connection (unless the URL says otherwise).
 CONNECT_TIMEOUT_S = 10
 #: How a session finds out that its server's host is gone (a dropped VPN, a host that
@@ -222,7 +226,8 @@ def connect(location: PostgresLocation, *, read_only: bool = True, schema: str |
         conn.execute("SET standard_conforming_strings = on; SET quote_all_identifiers = off; SET extra_float_digits = 1; "
                      "SET constraint_exclusion = partition")
         if read_only:
-            conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}")
+            conn.execute(f"SET default_transaction_read_only = on; SET statement_timeout = {STATEMENT_TIMEOUT_S * 1000}; "
+                         f"SET lock_timeout = {LOCK_WAIT_MS}")
         _pin_catalog(conn, schema=schema)
     except psycopg.Error as error:
         conn.close()

@@ -173,6 +173,9 @@ _DEFAULT_CALLS = frozenset({"now", "clock_timestamp", "statement_timestamp", "tr
                             "gen_random_uuid"})
 #: Seconds between two looks at `interrupted` while the write goes on.
 INTERRUPT_POLL_S = 0.1
+#: Seconds a write waits for the locks on the tables it writes (another session's write holds
+#: them a moment) before it is refused.
+WRITE_LOCK_WAIT_S = 10
 #: Seconds a cancel request may take to reach the server.
 CANCEL_TIMEOUT_S = 5.0
 
@@ -247,6 +250,9 @@ class PgWriter:
             return (f"cannot write into {self.location}: {text} (an ID of namespace "
                     f"'{self._namespace}' is already used by another namespace, or comes twice in its rows); "
                     "nothing was written")
+        if isinstance(error, psycopg.errors.LockNotAvailable):
+            return (f"cannot write into {self.location}: another session holds a lock on its tables (waited "
+                    f"{WRITE_LOCK_WAIT_S} s); nothing was written")
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return f"cannot write into {self.location}: {text} (the role needs to write these tables); nothing was written"
         if server_lost(error):
@@ -290,6 +296,7 @@ class PgWriter:
         if missing:
             raise StoreError(f"cannot write into {self.location}: it has some of graphrag-ts's tables but not "
                              f"{', '.join(missing)}; nothing was written")
+        self._lock_tables()
         for table in TABLES:
             columns = self._columns(table)
             lacking = [c for c in pg_columns(table) if c not in columns]
@@ -326,6 +333,23 @@ class PgWriter:
         unordered = unordered_text(self._conn)  # (a nondeterministic collation deleted another namespace)
         if unordered is not None:
             raise StoreError(f"cannot write into {self.location}: {unordered}; nothing was written")
+
+    def _lock_tables(self) -> None:
+        """The store's tables (and those inheriting from them) locked until the write ends,
+        before they are checked, so that what the checks passed stays: SHARE UPDATE EXCLUSIVE
+        lets no index, trigger, rule, policy, constraint, statistics, child table or partition be
+        added (their rows stay writable by others). The owner's trigger, made while a write
+        waited for his lock after the checks, ran as the writer. A role that may only insert may
+        take ROW EXCLUSIVE alone, which keeps out all of them but statistics, child tables and
+        partitions."""
+        tables = ", ".join(TABLES)
+        self._conn.execute(f"SET LOCAL lock_timeout = {WRITE_LOCK_WAIT_S * 1000}")
+        try:
+            with self._conn.transaction():  # (a savepoint: a refused lock is not the write's end)
+                self._conn.execute(f"LOCK TABLE {tables} IN SHARE UPDATE EXCLUSIVE MODE")
+        except driver().errors.InsufficientPrivilege:
+            self._conn.execute(f"LOCK TABLE {tables} IN ROW EXCLUSIVE MODE")
+        self._conn.execute("SET LOCAL lock_timeout TO DEFAULT")
 
     def _columns(self, table: str) -> set[str]:
         return {name for (name,) in self._conn.execute(

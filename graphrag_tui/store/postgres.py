@@ -44,7 +44,14 @@ from graphrag_tui.engine import MapTextParts
 from graphrag_tui.safe_text import one_line
 from graphrag_tui.store import map_parts, table_rows
 from graphrag_tui.store.location import PostgresLocation
-from graphrag_tui.store.pg_connection import ConnectFailed, connect, driver, query_failure
+from graphrag_tui.store.pg_connection import (
+    LOCK_WAIT_MS,
+    STATEMENT_TIMEOUT_S,
+    ConnectFailed,
+    connect,
+    driver,
+    query_failure,
+)
 from graphrag_tui.store.pg_dialect import to_postgres
 from graphrag_tui.store.pg_safety import only_temporary_schema, unsafe_relation
 from graphrag_tui.store.read_ahead import read_ahead
@@ -64,6 +71,8 @@ from graphrag_tui.store.validation import StoreError
 STREAM_ROWS = 5000
 #: Seconds after a check of the store's tables past which a read checks them again.
 RECHECK_AFTER_S = 1.0
+#: Seconds between two tries of a read that found a table locked (pg_connection.LOCK_WAIT_MS).
+LOCKED_RETRY_S = 0.05
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _NEW_TUPLE = tuple.__new__
@@ -201,8 +210,7 @@ class PostgresStore(CommunityStore):
             self._interrupted = False
             for attempt in (1, 2):
                 try:
-                    self._recheck()
-                    return work(self._conn)
+                    return self._checked_read(work)
                 except psycopg.OperationalError as error:
                     if self._interrupted:
                         raise StoreError(f"Reading store {self.location} was interrupted") from None
@@ -219,6 +227,21 @@ class PostgresStore(CommunityStore):
                 except (UnicodeError, RecursionError) as error:
                     raise self._undecodable(error) from None
         raise AssertionError("unreachable")
+
+    def _checked_read(self, work: Any) -> Any:
+        """`work(conn)` after `_recheck`; a statement that found a table another session
+        locked (it waits LOCK_WAIT_MS at most) is made again after a check, until the statement
+        timeout: while it waited, the table's owner could change what planning it runs."""
+        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+        while True:
+            self._recheck()
+            try:
+                return work(self._conn)
+            except driver().errors.LockNotAvailable:
+                if time.monotonic() >= deadline or self._interrupted:
+                    raise
+                self._checked_at = -math.inf
+                time.sleep(LOCKED_RETRY_S)
 
     def _recheck(self) -> None:
         """The tables checked again when the last check began RECHECK_AFTER_S ago or more
@@ -355,10 +378,11 @@ class PostgresStore(CommunityStore):
         sql = to_postgres(table_rows.select_sql(table, extras))
         convert = table_rows.row_converter(table, extras)
         psycopg = driver()
-        self._checked_at = -math.inf
-        self._run(lambda conn: None)
         try:
-            with self._snapshot_session().cursor(name="graphrag_tui_copy") as cur:
+            snapshot = self._snapshot_session()
+            self._checked_at = -math.inf  # (after its locks: a check before them would be stale once they are held)
+            self._run(lambda conn: None)
+            with snapshot.cursor(name="graphrag_tui_copy") as cur:
                 cur.itersize = STREAM_ROWS
                 cur.execute(sql, (namespace,))
                 while batch := cur.fetchmany(STREAM_ROWS):
@@ -381,6 +405,11 @@ class PostgresStore(CommunityStore):
             conn.autocommit = False
             conn.isolation_level = driver().IsolationLevel.REPEATABLE_READ
             self._snapshot = conn
+            # Its tables' locks at once (waiting as long as a statement may; ONLY: a table inheriting
+            # from one may not be the reader's to lock), before each read's check: a read that
+            # waited for one after the tables were checked planned with what their owner did meanwhile.
+            conn.execute(f"SET LOCAL lock_timeout = 0; LOCK TABLE {', '.join('ONLY ' + t for t in TABLES)} IN ACCESS SHARE MODE; "
+                         f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
         return self._snapshot
 
     def _end_snapshot(self) -> None:

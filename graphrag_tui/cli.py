@@ -536,6 +536,9 @@ def run_and_print(
     finally:
         if events is not None:
             events.close()
+    if max_cost is not None and result.usage_total is None and any(b.attempts for b in result.batches):
+        _warn(f"warning: the server reported no usage for any call, so --max-cost ${max_cost:g} "
+              "limited nothing (only reported usage is priced)")
     return print_run(args, run, result, printer)
 
 
@@ -716,7 +719,7 @@ def print_result(result: SearchResult, streamed: str | None = None, status: str 
     if usage is not None:
         _say(f"tokens: {usage.prompt_tokens} prompt ({result.estimated_prompt_tokens} estimated, "
              f"{usage.cached_tokens} cached), {usage.completion_tokens} completion, {usage.total_tokens} total")
-    if result.cost is not None:
+    if result.cost is not None and usage is not None:  # (none reported: $0 would read as free)
         _say(f"cost: ${result.cost.total:.4f} (input ${result.cost.input:.4f}, cached ${result.cost.cached:.4f}, "
              f"output ${result.cost.output:.4f})")
 
@@ -828,6 +831,9 @@ def cmd_app(args: argparse.Namespace) -> int:
         ),
         environ=resolved.environ,
     )
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # (it drew into a pipe at full CPU, forever)
+        raise InputError("the app needs a terminal: its input and output must both be one (for scripts: "
+                         "graphrag-tui query)")
     app.run()
     return app.return_code or 0
 
@@ -1045,7 +1051,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     from .export import existing_files, export_paths, write_export
     from .output_paths import sqlite_files
-    from .session.recording import recorded_run_info, recorded_store
+    from .session.recording import recorded_run_info, recorded_store, stored_document
     from .store.location import store_files
     from .store.opening import open_store
 
@@ -1065,7 +1071,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if store is not None and info is not None and info.store_changed:  # (as the app's view of the run says)
             _warn(f"note: the store {path_text(store_location)} changed since run {stored.run_id}: the report shows "
                   "its communities as the store has them now")
-        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs, info=info)
+        json_path, md_path = write_export(stored.result, store, args.name, inputs=inputs, info=info,
+                                          document=stored_document(stored))
     _say(f"wrote {path_text(json_path)} and {path_text(md_path)}")
     return 0
 

@@ -10,10 +10,11 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .engine import SearchOptions, SearchResult
 from .engine.replies import js_number
@@ -249,14 +250,16 @@ def markdown_report(result: SearchResult, store: CommunityStore | None, info: Ru
 
 def write_export(
     result: SearchResult, store: CommunityStore | None, path: str | Path, *, inputs: Iterable[Path] = (),
-    info: RunInfo | None = None
+    info: RunInfo | None = None, document: Mapping[str, Any] | None = None,
 ) -> tuple[Path, Path]:
-    """Write `<stem>.json` (the result, SPEC §5) and `<stem>.md` (the report), by the rules
-    of `write_files` (`inputs`: files the export must not overwrite, such as the store).
+    """Write `<stem>.json` (`document`: the run's JSON as `query --json` gives it, with its
+    run id, parent, times and batch models; else the result's, SPEC §5) and `<stem>.md` (the
+    report), by the rules of `write_files` (`inputs`: files the export must not overwrite,
+    such as the store).
 
     Raises InputError (one line) when a file cannot be written."""
     json_path, md_path = export_paths(path)
-    payload = inert_json(result.model_dump(mode="json"), indent=2) + "\n"
+    payload = inert_json(dict(document) if document is not None else result.model_dump(mode="json"), indent=2) + "\n"
     check_output_files((json_path, md_path), inputs)
     report = markdown_report(result, store, info)
     write_files(((json_path, payload), (md_path, report)), inputs)

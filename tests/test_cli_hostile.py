@@ -414,6 +414,14 @@ def test_the_app_with_a_base_url_it_cannot_use_is_one_line_before_it_starts(
     assert (run.code, run.stdout, run.stderr) == (2, "", f"graphrag-tui: error: {message}\n")
 
 
+def test_the_app_without_a_terminal_is_one_line(store: Path, tmp_path: Path) -> None:
+    """With its input or output not a terminal the app drew escape codes into them at full
+    CPU until killed (found by a probe)."""
+    run = run_cli(str(store), "--no-config", env=clean_env(XDG_CONFIG_HOME=str(tmp_path)), timeout=30)
+    assert (run.code, run.stdout, run.stderr) == (2, "", "graphrag-tui: error: the app needs a terminal: its input "
+                                                  "and output must both be one (for scripts: graphrag-tui query)\n")
+
+
 def test_a_question_that_is_not_utf8_is_an_input_error(store: Path) -> None:
     # argv bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
     done = subprocess.run([EXECUTABLE, "query", str(store), b"Who funds \xff?", "--no-config"],

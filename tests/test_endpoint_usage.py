@@ -121,6 +121,15 @@ def test_a_server_without_usage_gives_null_usage_and_no_cost(store: Path, tmp_pa
     assert (result["usage_total"], result["estimated_prompt_tokens"]) == (None, None)
     # prices apply, but nothing was counted: the cost of what the server reported is 0
     assert result["cost"] == {"input": 0.0, "output": 0.0, "cached": 0.0, "total": 0.0, "currency": "USD"}
+    # text mode says neither tokens nor a cost of $0.0000, which read as free (found by a probe),
+    # and --max-cost, which nothing reported could reach, says it limited nothing
+    with ScriptedChatServer(script) as server:
+        text = run_cli("query", str(store), QUESTION, "--base-url", server.base_url, "--model", "m1",
+                       *ONE_BATCH_EACH, "--config", str(config(tmp_path)), "--max-cost", "0.5")
+    assert text.code == 0, text.stderr
+    assert "tokens:" not in text.stdout and "cost:" not in text.stdout
+    assert text.stderr.splitlines()[-1] == ("warning: the server reported no usage for any call, so "
+                                            "--max-cost $0.5 limited nothing (only reported usage is priced)")
 
 
 @pytest.mark.parametrize(

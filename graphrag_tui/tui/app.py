@@ -130,8 +130,8 @@ class AppSettings(BaseModel):
     prices: dict[str, Prices] = {}
     #: The run history each run is recorded in (None: runs are not recorded).
     history: Path | None = None
-    #: The run history the Runs screen reads, re-runs and resumes write (recording on or
-    #: off); None: `history`.
+    #: The run history the Runs screen reads (recording on or off); None: `history`. With
+    #: recording off a re-run from it is not recorded and a resume not made.
     history_path: Path | None = None
     #: The prompt templates (the built-in ones, or --prompts DIR's) and the answer's form
     #: the fields start with; each run's form is the fields'.
@@ -415,6 +415,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
                                   selection_mode=request.select)
         #: What the export says about the run beyond its result: when it started, with which model.
         self._run_started, self._run_model = self.wall_clock(), self.model_text(self.model_kind)
+        self.refresh_bindings()  # (the keys a finished run offers go)
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -547,6 +548,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
     def _finish_run(self, result: SearchResult) -> None:
         self.run_state.finished(result, self.clock())
         self.setup_form.lock_model(False)
+        self.refresh_bindings()  # (f, u and d apply to a finished recorded run: the footer shows them now)
         self.repaint()
         self.main_screen.query_one(TabbedContent).active = "tab-answer"
 
@@ -554,6 +556,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         error = clean(in_form_terms(message.error))  # it may name a namespace or community from the store
         self.run_state = RunState()
         self.setup_form.lock_model(False)
+        self.refresh_bindings()
         self.setup_form.show_error(error)
         self.repaint()
         self.notify(error, title="Cannot run", severity="error", markup=False)
@@ -710,6 +713,8 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             return
         inputs = self.input_files()
         info = self.run_info()  # now: a run started while the dialog is open is another run
+        session = self.run_session
+        document = session.document() if session is not None and session.result is result else None
 
         def chosen(path: Path | None) -> None:
             if path is None:
@@ -717,7 +722,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
             json_path, md_path = export_paths(path)
             existing = existing_files((json_path, md_path))
             if not existing:
-                self._write_export(result, info, path)
+                self._write_export(result, info, path, document)
                 return
             verb = "exists" if len(existing) == 1 else "exist"
             question = (f"{' and '.join(str(p) for p in existing)} already {verb}.\n"
@@ -725,7 +730,7 @@ class GraphRAGApp(RunHistoryActions, App[int]):
 
             def answered(overwrite: bool | None) -> None:
                 if overwrite:
-                    self._write_export(result, info, path)
+                    self._write_export(result, info, path, document)
 
             self.push_screen(ConfirmScreen(question, yes="Overwrite", no="Cancel"), answered)
 
@@ -749,9 +754,10 @@ class GraphRAGApp(RunHistoryActions, App[int]):
         store = self.settings.display_path or display_location(self.settings.store_path)
         return RunInfo(self._run_started, duration, self._run_model, store, state.plan.options)
 
-    def _write_export(self, result: SearchResult, info: RunInfo | None, path: Path) -> None:
+    def _write_export(self, result: SearchResult, info: RunInfo | None, path: Path,
+                      document: dict[str, Any] | None) -> None:
         try:
-            written = write_export(result, self.store, path, inputs=self.input_files(), info=info)
+            written = write_export(result, self.store, path, inputs=self.input_files(), info=info, document=document)
         except InputError as error:
             self.notify(one_line(str(error)), title="Export failed", severity="error", markup=False)
             return

@@ -24,7 +24,7 @@ from ..history import RESUMABLE, RunHistory, RunSummary, StoredRun
 from ..models.factory import ModelSettings
 from ..session import RunSession
 from ..session.continuation import model_settings_for, prepare_rerun, prepare_resume
-from ..session.recording import recorded_run_info
+from ..session.recording import recorded_run_info, stored_document
 from ..session.run_failure import error_words
 from ..store.location import parse_location, store_files, store_identity
 from .messages import RunFinished, RunPlanned, RunRejected
@@ -162,11 +162,13 @@ class RunHistoryActions:
         choices = [] if recorded is None else [
             (Text("The run's model: " + one_line(_settings_words(recorded, stored))), RECORDED)]
         choices += self.model_choices()
+        recorded_words = "A new run is recorded." if self.settings.history is not None \
+            else "It is not recorded (recording is off: --no-history)."
         question = (f"Re-run {len(again)} of the {len(stored.batches)} batches of run {stored.run_id} "
                     f"(the failed and unfinished ones, with the prompts they were sent); the "
-                    f"{len(stored.batches) - len(again)} that succeeded are kept. A new run is recorded.") if again \
+                    f"{len(stored.batches) - len(again)} that succeeded are kept. {recorded_words}") if again \
             else (f"Reduce run {stored.run_id} again from the answers of its {len(stored.batches)} batches (they all "
-                  "succeeded; its Reduce failed), sending no batch again. A new run is recorded.")
+                  f"succeeded; its Reduce failed), sending no batch again. {recorded_words}")
 
         def chosen(choice: str | None) -> None:
             if choice is None:
@@ -187,6 +189,11 @@ class RunHistoryActions:
             return
         if not self._can_continue(stored, "resume it"):
             return
+        if self.settings.history is None:  # (a resume writes on in the run's record)
+            self.notify(f"Recording is off (--no-history): run {stored.run_id} is resumed into its record, so it "
+                        "is not resumed here. Start graphrag-tui without --no-history to resume it.",
+                        title="Not resumed", severity="warning", markup=False)
+            return
         if not stored.sealed:
             self.notify(one_line(f"Run {stored.run_id} was not recorded by this user's graphrag-tui: its endpoint "
                                  f"is not used. Resume it with `graphrag-tui resume {stored.run_id}` and the model's "
@@ -206,7 +213,10 @@ class RunHistoryActions:
         while len(self.screen_stack) > 1:
             self.pop_screen()
         selection = stored.selection.options.mode if stored.selection is not None else None
-        self.run_state = RunState(phase="planning", dirty=False, selection_mode=selection)
+        self.run_state = RunState(phase="planning", dirty=False, started_at=self.clock(), selection_mode=selection)
+        self._run_started = self.wall_clock()
+        self._run_model = _settings_words(settings, stored) if settings.kind == "http" else self.model_text(settings.kind)
+        self.refresh_bindings()
         self.cancel_event = asyncio.Event()
         self._run_shown = False
         self.spill.clear()
@@ -217,8 +227,7 @@ class RunHistoryActions:
     async def _continue(self: GraphRAGApp, stored: StoredRun, kind: str, settings: ModelSettings) -> None:  # type: ignore[misc]
         """The worker of a re-run or a resume: it only posts messages; whatever goes wrong
         ends as a rejected run (nothing sent) or a `failed` result that keeps what finished."""
-        history = self.history_path
-        assert history is not None
+        history = self.settings.history  # (None: recording is off, --no-history; a resume is not offered then)
         poster = self._event_poster()
         session: dict[str, Any] = dict(
             on_event=poster, on_long_response=self.spill.add, cancel=self.cancel_event,
@@ -230,6 +239,7 @@ class RunHistoryActions:
                 run = await asyncio.to_thread(prepare_rerun, stored, self.store, history=history, mode="failed",
                                               **session)
             else:
+                assert history is not None
                 run = await asyncio.to_thread(prepare_resume, stored, self.store, history=history, **session)
             run.on_plan = poster  # dynamic selection's plan, in order with the events around it
             self.post_message(RunContinued(run))
@@ -370,7 +380,8 @@ class RunHistoryActions:
             self.post_message(HistoryProblem("Export failed", f"{at_hand.note} The report needs the store."))
             return
         try:
-            written = write_export(stored.result, at_hand.store, path, inputs=inputs, info=recorded_run_info(stored))
+            written = write_export(stored.result, at_hand.store, path, inputs=inputs, info=recorded_run_info(stored),
+                                   document=stored_document(stored))
         except InputError as error:
             self.post_message(HistoryProblem("Export failed", str(error)))
             return

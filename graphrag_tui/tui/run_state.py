@@ -110,6 +110,9 @@ class RunState:
     ratings: list[RatingRow] = field(default_factory=list)
     #: Batches a re-run or a resume keeps from before (no event comes for them): shown as they ended.
     kept: list[BatchResult] = field(default_factory=list)
+    #: A recorded run's status where the history says more than its result: `interrupted`
+    #: (a process that died leaves a result `cancelled`).
+    recorded_status: str | None = None
     #: Set by every change, cleared by the repaint that shows it.
     dirty: bool = True
 

@@ -103,6 +103,8 @@ def run_state_of(stored: StoredRun) -> RunState:
                 position < len(reduce_attempts) - 1)))
     state.failures = [failure for _, failure in sorted(timed, key=lambda pair: pair[0])]
     state.scores = [(b.index, b.usefulness) for b in result.batches if b.status == "succeeded" and b.usefulness is not None]
+    if stored.status == "interrupted":
+        state.recorded_status = stored.status
     if times is not None:
         end, state.map_started_at, state.map_ended_at = times
         state.started_at = 0.0

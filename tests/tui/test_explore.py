@@ -169,8 +169,13 @@ async def test_search_groups_marks_and_opens_each_kind(store: Path, tmp_path: Pa
         assert marked == ["Harrow"]
         assert str(screen.query_one("#explore-status", Static).render()) == (
             "Search Harrow: 1 communities, 1 entities, 1 claims, 1 chunks")
-        await pilot.press("down")  # from the box into the results
-        assert pilot.app.focused is results
+        await pilot.press("down")  # from the box into the results, on the first result (not on its heading)
+        assert (pilot.app.focused, results.highlighted) == (results, 1)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, CommunityScreen)
+        await pilot.press("escape")
+        await pilot.pause()
         # A claim opens the claim view (its passage highlighted), the entity and the chunk their record views.
         for index, expected in ((1, CommunityScreen), (3, RecordScreen), (5, ClaimScreen), (7, RecordScreen)):
             results.highlighted = index

@@ -177,3 +177,18 @@ def test_the_header_shortens_the_store_from_the_left_and_always_names_model_and_
     text: Text = HEADER.text(width)
     assert text.plain == shown
     assert text.cell_len <= width
+
+
+@pytest.mark.parametrize(("header", "width", "shown"), [
+    # a long namespace at 80 columns: the store goes (the phase was cropped off)
+    (Header("/x/stores/carol.db", "msgraphrag-v3-christmas-carol", "leaf", "gpt-4o-mini @ api.openai.com", "finished"),
+     80, " graphrag-tui msgraphrag-v3-christmas-carol · leaf · gpt-4o-mini @ a… · finished"),
+    (Header("/x/stores/carol.db", "msgraphrag-v3-christmas-carol", "leaf", "gpt-4o-mini @ api.openai.com", "finished"),
+     60, " graphrag-tui msgraphrag-v3-ch… · leaf · gpt-4o-… · finished"),
+    (Header("/x/sample_db/sample.db", "harbor-city", "leaf", "model-a @ 127.0.0.1:5555", "finished"),
+     60, " graphrag-tui harbor-city · leaf · model-a @ 127… · finished"),
+])
+def test_when_nothing_else_fits_the_store_goes_and_then_the_namespace_is_cut(header: Header, width: int,
+                                                                            shown: str) -> None:
+    text: Text = header.text(width)
+    assert (text.plain, text.cell_len) == (shown, width)

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Input
 
 from graphrag_tui.engine.selection import SelectionOptions
 from graphrag_tui.history import RunHistory
+from graphrag_tui.session.recording import stored_document
 from graphrag_tui.tui.app import GraphRAGApp
 from graphrag_tui.tui.screens.batch import BatchScreen
 from graphrag_tui.tui.screens.community import CommunityScreen
@@ -287,6 +288,9 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             first = server.chat_requests()
             assert len(first) == 6  # ns/1, ns/2 twice, ns/3 twice, Reduce
             script.maps["ns/3"] = map_reply("The festival pays for itself.", 60)
+            # the finished run's keys are in the footer at once (they came with the next resize)
+            assert "f Re-run failed" in footer_text(app) and "d Delete run" in footer_text(app)
+            clock = text_of(pilot, "#run-clock")
 
             await open_runs(pilot)
             assert "f Re-run failed" in footer_text(app)
@@ -308,6 +312,11 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             assert result is not None and result.status == "completed"
             assert [b.status for b in result.batches] == ["succeeded"] * 3
             assert text_of(pilot, "#answer-status") == "COMPLETED"
+            # the re-run's clock line and export say its time, duration and model (they were blank)
+            info = app.run_info()
+            host = server.base_url.split("//")[1].split("/")[0]
+            assert (clock, text_of(pilot, "#run-clock")) == ("took 0 s", "took 0 s")
+            assert info is not None and (info.duration_s, info.model) == (0.0, f"m1 @ {host}")
             # the kept batches show as they ended (no event comes for them), not as queued
             assert [cell.state for cell in app.run_state.cells] == ["succeeded"] * 3
             assert sorted(app.run_state.scores) == [(0, 90), (1, 20), (2, 60)]
@@ -475,6 +484,39 @@ async def test_resume_a_cancelled_run_sends_only_its_unfinished_batches(store: P
             assert RunHistory(history).load(run_id).status == "completed"
 
 
+async def test_with_recording_off_a_rerun_is_not_recorded_and_a_resume_not_made(store: Path, history: Path) -> None:
+    """`--no-history`: the app lists the history's runs, but recorded a re-run started there,
+    and its dialog said "A new run is recorded" (found by a probe)."""
+    script = partial_script()
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+        (parent,) = run_ids(history)
+        with sqlite3.connect(history) as db:  # (as a run cancelled there would be)
+            db.execute("UPDATE runs SET status = 'cancelled' WHERE run_id = ?", (parent,))
+        script.maps["ns/3"] = map_reply("The festival pays for itself.", 60)
+        app = make_app(store, server.base_url, history=None, history_path=history)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await ready(pilot)
+            await open_runs(pilot)
+            await pilot.press("u")
+            await wait_until(pilot, lambda: bool(app._notifications), what="the refusal")
+            assert list(app._notifications)[-1].message == (
+                f"Recording is off (--no-history): run {parent} is resumed into its record, so it is not resumed here. "
+                "Start graphrag-tui without --no-history to resume it.")
+            await pilot.press("f")
+            await wait_until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the re-run dialog")
+            assert text_of(pilot, "#rerun-question").endswith(
+                "the 2 that succeeded are kept. It is not recorded (recording is off: --no-history).")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.run_state.phase == "finished" and app.run_state.result is not None
+                             and app.run_state.result.status == "completed", what="the re-run")
+            await wait_finished(pilot)
+        assert run_ids(history) == [parent]
+
+
 async def test_delete_a_run_from_the_runs_screen(store: Path, history: Path) -> None:
     with ScriptedChatServer(partial_script()) as server:
         app = make_app(store, server.base_url, history=history)
@@ -582,6 +624,32 @@ async def test_compare_two_runs(store: Path, history: Path) -> None:
             await pilot.press("end", "up", "enter")
             await wait_until(pilot, lambda: isinstance(app.screen, CommunityScreen), what="the community")
             assert app.screen.community_id == "ns/2"
+
+
+async def test_a_run_marked_stays_marked_while_the_filter_finds_the_other(store: Path, history: Path) -> None:
+    """Filter to one run, mark it, filter to the other, `c`: the filter's list dropped the
+    mark, and `c` asked for one (found by a probe)."""
+    with ScriptedChatServer(partial_script()) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            await finished_run(pilot, SECOND_QUESTION)
+            second, first = run_ids(history)
+            screen = await open_runs(pilot)
+            for words, run_id in (("BRIDGE", first), ("FLEETS", second)):
+                before = screen.listings
+                await pilot.press("slash", "ctrl+u", *words)
+                await wait_until(pilot, lambda before=before: screen.listings > before
+                                 and screen.query_one("#runs-table", DataTable).row_count == 1, what="the filter")
+                assert [r[-1] for r in rows(pilot, "#runs-table")] == [run_id]
+                await pilot.press("enter", *(("space",) if run_id == first else ()))
+            assert text_of(pilot, "#runs-detail").endswith(f"Marked to compare: {first}")
+            await pilot.press("c")
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            assert [text_of(pilot, f"#compare-{side}").splitlines()[0] for side in "ab"] == [
+                f" A  {first}  partial", f" B  {second}  partial"]
 
 
 async def test_a_comparison_that_cannot_be_made_says_why_in_one_line(
@@ -748,6 +816,10 @@ async def test_resume_a_run_interrupted_by_kill_9_from_the_runs_screen(store: Pa
             await open_runs(pilot)
             (run_id,) = run_ids(history)
             assert [r[2] for r in rows(pilot, "#runs-table")] == ["interrupted"]
+            await open_highlighted(pilot)  # its view says what the list says (it said CANCELLED: its result's)
+            assert text_of(pilot, "#answer-status") == "INTERRUPTED"
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), what="the Runs screen")
             assert "u Resume" in footer_text(app)
             await pilot.press("u")
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the resume question")
@@ -782,7 +854,8 @@ async def test_export_a_recorded_run_from_the_runs_screen(store: Path, history: 
                              and [n.title for n in app._notifications][-1:] == ["Exported"], what="the export")
     exported = json.loads((tmp_path / "out.json").read_text())
     stored = RunHistory(history).load(run_id)
-    assert exported == json.loads(stored.result.model_dump_json())
+    assert exported == json.loads(json.dumps(stored_document(stored)))  # (with its run id, parent, times, models)
+    assert (exported["run_id"], exported["batch_models"]) == (run_id, ["m1", "m1", "m1"])
     report = (tmp_path / "out.md").read_text()
     assert QUESTION in report and "The harbour bridge is funded by the port authority." in report
     # the run's lines as the export of the run on the main screen has them (they were only its status)

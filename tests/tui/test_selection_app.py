@@ -15,7 +15,7 @@ from graphrag_tui.tui.screens.community import CommunityScreen
 from tests.chat_server import Received, Reply, ScriptedChatServer
 from tests.cli_runner import run_cli
 from tests.stores import build_store
-from tests.test_selection import RatingServer, rating, walk_store
+from tests.test_selection import RatingServer, rating, rollup_store, walk_store
 from tests.tui.conftest import ask, make_app, rows, text_of, wait_community, wait_finished, wait_until
 
 SIZE = (160, 48)
@@ -141,6 +141,24 @@ async def test_rollup_from_the_picker_needs_a_numeric_level(tmp_path: Path) -> N
                 "rollup selection needs a level number, not 'leaf': the Level field sets the deepest level it rolls up to"
             )
             assert server.chat_requests() == []
+
+
+async def test_a_rollup_runs_selection_tab_lists_the_communities_it_chose(tmp_path: Path) -> None:
+    """The tab said "N communities selected" over an empty table (found by a probe)."""
+    store = rollup_store(tmp_path / "r.db")
+    with ScriptedChatServer(RatingServer()) as server:
+        app = make_app(store, server.base_url, display_path="r.db")
+        async with app.run_test(size=SIZE) as pilot:
+            app.screen.query_one("#select", Select).value = "rollup"
+            app.setup_form.select_level(1)
+            await pilot.pause()
+            await ask(pilot, QUESTION)
+            await wait_finished(pilot)
+            await pilot.press("5")
+            await pilot.pause()
+            selected = app.run_state.result.selection.selected
+            assert selected == ["ns/R1", "ns/R1a", "ns/R1b", "ns/R2"]
+            assert rows(pilot, "#selection-table") == [[cid, "", "—", "kept", "", ""] for cid in selected]
 
 
 async def test_the_community_view_shows_the_reports_rank_reason_and_findings(tmp_path: Path) -> None:

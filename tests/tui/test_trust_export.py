@@ -54,7 +54,9 @@ def dialog_error(app) -> str:
 
 def expected_files(app) -> tuple[str, str]:
     result = app.run_state.result
-    payload = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    document = app.run_session.document()  # the run's JSON, as `query --json` (unrecorded here: run_id null)
+    assert (document["run_id"], document["batch_models"]) == (None, ["m1"] * len(result.batches))
+    payload = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     return payload, markdown_report(result, app.store, app.run_info())
 
 

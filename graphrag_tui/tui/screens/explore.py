@@ -475,6 +475,8 @@ class ExploreScreen(Screen):
         if key == "down" and isinstance(self.focused, Input):
             target = self.query_one("#search-results", OptionList) if self._showing_results() else self.tree
             target.focus()
+            if isinstance(target, OptionList) and target.highlighted is None:  # (the first is a heading: Enter did nothing)
+                target.highlighted = next((i for i, option in enumerate(target.options) if not option.disabled), None)
             getattr(event, "stop", lambda: None)()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

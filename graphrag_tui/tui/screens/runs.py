@@ -147,7 +147,8 @@ class RunsScreen(Screen[None]):
         self.error = message.error
         newly_damaged = message.damaged and message.damaged != self.damaged  # said once, not at every relisting
         self.damaged = message.damaged
-        self.marked = [m for m in self.marked if m in self.runs]
+        if self._asked_filter == self._shown_filter:  # a relisting (a run deleted): marks of runs gone go
+            self.marked = [m for m in self.marked if m in self.runs]  # (another filter keeps them: mark, filter, c)
         table = self.query_one("#runs-table", DataTable)
         current, row = self.highlighted_id, table.cursor_row
         table.clear()

@@ -36,6 +36,7 @@ STATUS_STYLES = {
     "no_results": "bold grey70",
     "failed": "bold red",
     "cancelled": "bold magenta",
+    "interrupted": "bold magenta",
 }
 PHASE_WORDS = {"idle": "ready", "planning": "planning…", "map": "running Map…", "reduce": "running Reduce…"}
 #: How much of the streamed answer is laid out on each repaint: its tail is what shows.
@@ -124,8 +125,9 @@ class AnswerPanel(VerticalScroll):
         self.set_class(False, "-streaming")
         self._shown_stream = ""
         self.query_one("#answer-stream", Static).update("")
+        status = state.recorded_status or result.status
         self.query_one("#answer-status", Static).update(
-            Text(result.status.replace("_", " ").upper(), style=STATUS_STYLES[result.status])
+            Text(status.replace("_", " ").upper(), style=STATUS_STYLES[status])
         )
         meta = Text()
         meta.append(f"{result.failed_batch_count} of {result.batch_count} batches failed · "

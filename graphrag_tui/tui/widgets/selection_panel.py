@@ -1,7 +1,7 @@
 """The Selection tab (issue 15): how the run chose its communities. During dynamic selection's
 rating wave it fills live: per level how many communities were rated and kept, then each
-community with its rating and reason (the model's text, shown literally). Enter opens the
-community view."""
+community with its rating and reason (the model's text, shown literally); a rollup run lists
+the communities it chose. Enter opens the community view."""
 
 from __future__ import annotations
 
@@ -64,8 +64,17 @@ class SelectionPanel(Vertical):
                                    safe_line(rating.reason, REASON_LIMIT)]
             return cells, rating.community_id
 
+        def chosen(_: int, community_id: str) -> tuple[list[object], str]:  # (its level is the store's to say)
+            return [safe_line(community_id, 60), "", Text("—", justify="right"), Text("kept", style="green"), "",
+                    ""], community_id
+
         self.query_one("#selection-summary", Static).update(summary(state))
-        _, caught_up = self.query_one("#selection-table", LiteralTable).follow(state, state.ratings, row)
+        table = self.query_one("#selection-table", LiteralTable)
+        report = state.result.selection if state.result is not None else None
+        if report is not None and report.mode != "dynamic":  # (rollup rates nothing: its table stayed empty)
+            _, caught_up = table.follow(state, report.selected, chosen)
+        else:
+            _, caught_up = table.follow(state, state.ratings, row)
         return caught_up
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

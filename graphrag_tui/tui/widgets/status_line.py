@@ -1,8 +1,8 @@
 """The header line: store, namespace, level, which model answers, and the run phase.
 
 It fits its width when drawn: the store path is shortened from the left first (its file name
-is what tells stores apart), then the labels go, then the model's name is cut; the namespace,
-level, model and phase are always there."""
+is what tells stores apart), then the labels go, then the model's name is cut, then the store
+goes, and last the namespace is cut; the namespace, level, model and phase are always there."""
 
 from __future__ import annotations
 
@@ -58,19 +58,28 @@ class Header:
             room = width - fixed
             if room >= min(MIN_STORE, cell_len(self.store)):
                 return self._render(labels, cut_left(self.store, room), self.model)
-        store = cut_left(self.store, MIN_STORE)
-        room = width - self._render(False, store, "").cell_len
-        return self._render(False, store, cut_right(self.model, max(room, MIN_MODEL)))
+        for store in (cut_left(self.store, MIN_STORE), None):  # then the store goes
+            room = width - self._render(False, store, "").cell_len
+            if room >= min(MIN_MODEL, cell_len(self.model)):
+                return self._render(False, store, cut_right(self.model, room))
+        # and last the namespace is cut (a long one at 80 columns left no room for the phase)
+        model = cut_right(self.model, MIN_MODEL)
+        room = width - self._render(False, None, model, namespace="").cell_len
+        return self._render(False, None, model, namespace=cut_right(self.namespace, max(room, 2)))
 
-    def _render(self, labels: bool, store: str, model: str) -> Text:
+    def _render(self, labels: bool, store: str | None, model: str, namespace: str | None = None) -> Text:
+        """`store` None: left out."""
         text = Text(no_wrap=True, overflow="crop")
         text.append(TITLE if labels else TITLE.rstrip(), style="bold reverse")
-        values = (("store", store), ("namespace", self.namespace), ("level", self.level), ("model", model))
+        namespace = self.namespace if namespace is None else namespace
+        values = (("store", store), ("namespace", namespace), ("level", self.level), ("model", model))
         for label, value in values:
+            if value is None:
+                continue
             if labels:
                 text.append(f"  {label} ", style="dim")
             else:
-                text.append(" " if label == "store" else " · ", style="dim")
+                text.append(" " if label == "store" or (label == "namespace" and store is None) else " · ", style="dim")
             text.append(value, style="bold")
         text.append(f"  · {self.phase}" if labels else f" · {self.phase}", style="italic")
         return text

@@ -779,8 +779,10 @@ def cmd_copy(args: argparse.Namespace) -> int:
             report = copy_store(parse_location(args.source), parse_location(args.destination),
                                 namespace=args.namespace, replace=args.replace, strict=args.strict,
                                 interrupted=interrupted.is_set)
-        except WriteInterrupted:
-            _warn("graphrag-tui: interrupted: nothing was written")
+        except (WriteInterrupted, InputError) as error:
+            if not (isinstance(error, WriteInterrupted) or interrupted.is_set()):
+                raise
+            _warn("graphrag-tui: interrupted: nothing was written")  # (a read that gave up on Ctrl+C, too)
             return 130
         if args.json:
             _say_json(report.to_json())

@@ -673,7 +673,8 @@ def test_the_tables_a_write_reaches_are_locked_against_changes_before_they_are_c
         with pytest.raises(StoreError) as refused:
             PgWriter.begin(location, Adaptations())  # type: ignore[arg-type]
     assert str(refused.value) == (f"cannot write into {masked(pg_database)}: another session holds a lock on its "
-                                  "tables (waited 1 s); nothing was written")
+                                  "tables (a VACUUM, an ANALYZE, an index being built or a change of a table; waited "
+                                  "1 s): try again later; nothing was written")
     with CommunityStore.open(SAMPLE) as source, PgWriter.begin(location, Adaptations()) as writer:  # type: ignore[arg-type]
         with pg_database.admin_connect() as conn:
             conn.execute("SET lock_timeout = '200ms'")
@@ -691,6 +692,58 @@ def test_the_tables_a_write_reaches_are_locked_against_changes_before_they_are_c
             writer.write_table(table, "harbor-city", source.iter_table_rows(table, "harbor-city"))
         writer.commit()
     assert pg_counts(pg_database) == before
+
+
+def test_a_role_that_may_not_lock_the_tables_against_changes_is_refused_untouched(pg_database: PgDatabase) -> None:
+    """A role without DELETE on a table could lock it in ROW EXCLUSIVE mode alone, which let
+    the owner add statistics whose expression then ran as the writer (found by a probe)."""
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    before = pg_counts(pg_database)
+    role = f"inserter_{pg_database.name}"
+    with pg_database.admin_connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'i-secret-1'")
+        conn.execute(f"GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+        conn.execute(f"REVOKE DELETE ON rag_parents FROM {role}")
+    url = pg_database.cluster.url(pg_database.name, role=role, password="i-secret-1")
+    try:
+        run = cli(pg_database, "copy", str(SAMPLE), url, "--namespace", "harbor-city", "--replace")
+    finally:
+        with pg_database.admin_connect() as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    location = f"postgresql://{role}:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+    assert (run.code, run.stdout) == (2, "")
+    assert run.stderr == (f"graphrag-tui: error: cannot write into {location}: the role may not lock its tables "
+                          "against changes while it writes (it needs DELETE on graphrag-ts's tables); nothing was "
+                          "written\n")
+    assert pg_counts(pg_database) == before
+
+
+def test_ctrl_c_ends_a_copy_whose_read_waits_for_a_lock(pg_database: PgDatabase, tmp_path: Path) -> None:
+    """A copy from PostgreSQL whose read waited for another session's lock went on for a
+    minute after Ctrl+C, then failed with the lock's timeout (found by a probe)."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.cli_runner import EXECUTABLE, clean_env
+    from tests.conftest import import_psycopg
+
+    psycopg = import_psycopg()
+    assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
+    out = tmp_path / "out.db"
+    with psycopg.connect(pg_database.cluster.admin_conninfo(pg_database.name)) as other:  # (one transaction)
+        other.execute("LOCK TABLE rag_claims IN ACCESS EXCLUSIVE MODE")
+        copying = subprocess.Popen([EXECUTABLE, "copy", pg_database.url, str(out), "--namespace", "harbor-city"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                                   stdin=subprocess.DEVNULL)
+        time.sleep(2)  # (it waits: the lock is held)
+        copying.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        stdout, stderr = copying.communicate(timeout=30)
+        waited = time.monotonic() - started
+    assert (copying.returncode, stdout, stderr) == (130, "", "graphrag-tui: interrupted: nothing was written\n")
+    assert waited < 5 and not out.exists()
 
 
 def test_a_services_options_name_the_schema_written_and_read(pg_database: PgDatabase, tmp_path: Path) -> None:

@@ -471,6 +471,27 @@ def test_a_read_its_owner_stalls_with_a_lock_is_checked_again_before_it_is_made(
                 "or a partition key that calls the database's own code, which planning a read runs")
 
 
+@pytest.mark.parametrize("held", ["LOCK TABLE rag_community_summaries IN ACCESS EXCLUSIVE MODE",
+                                  "REINDEX INDEX rag_children_pkey"])
+def test_a_store_opens_and_copy_reads_once_a_brief_lock_is_gone(sample_pg: PgDatabase, held: str) -> None:
+    """A read waits a millisecond for a lock, then checks and tries again: opening the store
+    and copy's reads failed at once while a REINDEX or a migration held a table or an index
+    for a moment (found by a probe)."""
+    import threading
+
+    from graphrag_tui.store.location import parse_location
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        expected = sorted(store.iter_table_rows("rag_children", "harbor-city"))
+    with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)
+        other.execute(held)
+        threading.Timer(0.5, other.rollback).start()
+        with open_store(parse_location(sample_pg.url)) as store:
+            read = sorted(store.iter_table_rows("rag_children", "harbor-city"))
+            names = [n.name for n in store.namespaces()]
+    assert (read, names) == (expected, ["harbor-city", "tea-history-zh"]) and len(expected) > 3
+
+
 def test_copy_reads_every_table_of_a_store_in_one_snapshot(sample_pg: PgDatabase) -> None:
     """Each table `copy` read was read in a session of its own: a document and its chunk
     that graphrag-ts added between two tables' reads had the chunk copied without the

@@ -251,8 +251,9 @@ class PgWriter:
                     f"'{self._namespace}' is already used by another namespace, or comes twice in its rows); "
                     "nothing was written")
         if isinstance(error, psycopg.errors.LockNotAvailable):
-            return (f"cannot write into {self.location}: another session holds a lock on its tables (waited "
-                    f"{WRITE_LOCK_WAIT_S} s); nothing was written")
+            return (f"cannot write into {self.location}: another session holds a lock on its tables (a VACUUM, an "
+                    f"ANALYZE, an index being built or a change of a table; waited {WRITE_LOCK_WAIT_S} s): try again "
+                    "later; nothing was written")
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return f"cannot write into {self.location}: {text} (the role needs to write these tables); nothing was written"
         if server_lost(error):
@@ -339,16 +340,16 @@ class PgWriter:
         before they are checked, so that what the checks passed stays: SHARE UPDATE EXCLUSIVE
         lets no index, trigger, rule, policy, constraint, statistics, child table or partition be
         added (their rows stay writable by others). The owner's trigger, made while a write
-        waited for his lock after the checks, ran as the writer. A role that may only insert may
-        take ROW EXCLUSIVE alone, which keeps out all of them but statistics, child tables and
-        partitions."""
-        tables = ", ".join(TABLES)
+        waited for his lock after the checks, ran as the writer. A role that may not take it
+        (no UPDATE, DELETE or TRUNCATE on a table: it could not replace a namespace either) is
+        refused: ROW EXCLUSIVE, which it may take, let the owner add statistics whose
+        expression then ran as the writer."""
         self._conn.execute(f"SET LOCAL lock_timeout = {WRITE_LOCK_WAIT_S * 1000}")
         try:
-            with self._conn.transaction():  # (a savepoint: a refused lock is not the write's end)
-                self._conn.execute(f"LOCK TABLE {tables} IN SHARE UPDATE EXCLUSIVE MODE")
+            self._conn.execute(f"LOCK TABLE {', '.join(TABLES)} IN SHARE UPDATE EXCLUSIVE MODE")
         except driver().errors.InsufficientPrivilege:
-            self._conn.execute(f"LOCK TABLE {tables} IN ROW EXCLUSIVE MODE")
+            raise StoreError(f"cannot write into {self.location}: the role may not lock its tables against changes "
+                             "while it writes (it needs DELETE on graphrag-ts's tables); nothing was written") from None
         self._conn.execute("SET LOCAL lock_timeout TO DEFAULT")
 
     def _columns(self, table: str) -> set[str]:

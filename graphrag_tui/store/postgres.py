@@ -175,10 +175,14 @@ class PostgresStore(CommunityStore):
         without the tables, or a column of the wrong type."""
         conn = connect(location)
         try:
-            checked_at = time.monotonic()
-            _check_safe(conn, location)  # (first: information_schema lists no materialized view)
-            columns = _check_schema(conn, location)
-            _check_communities(conn, location)
+            deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+            while True:  # the checks again after a table found locked (`_checked_read`)
+                checked_at = time.monotonic()
+                _check_safe(conn, location)  # (first: information_schema lists no materialized view)
+                columns = _check_schema(conn, location)
+                if _check_communities(conn, location, last_try=time.monotonic() >= deadline):
+                    break
+                time.sleep(LOCKED_RETRY_S)
             store = cls(conn, location, columns)
             store._checked_at = checked_at
             return store
@@ -234,11 +238,11 @@ class PostgresStore(CommunityStore):
         timeout: while it waited, the table's owner could change what planning it runs."""
         deadline = time.monotonic() + STATEMENT_TIMEOUT_S
         while True:
-            self._recheck()
             try:
+                self._recheck()  # (its catalogs may be locked too: a REINDEX of pg_class)
                 return work(self._conn)
             except driver().errors.LockNotAvailable:
-                if time.monotonic() >= deadline or self._interrupted:
+                if time.monotonic() >= deadline or self._interrupted or self.stop_when():
                     raise
                 self._checked_at = -math.inf
                 time.sleep(LOCKED_RETRY_S)
@@ -380,19 +384,38 @@ class PostgresStore(CommunityStore):
         psycopg = driver()
         try:
             snapshot = self._snapshot_session()
-            self._checked_at = -math.inf  # (after its locks: a check before them would be stale once they are held)
-            self._run(lambda conn: None)
-            with snapshot.cursor(name="graphrag_tui_copy") as cur:
-                cur.itersize = STREAM_ROWS
-                cur.execute(sql, (namespace,))
-                while batch := cur.fetchmany(STREAM_ROWS):
+            self._declare_checked(snapshot, sql, namespace)
+            try:
+                while batch := snapshot.execute(f"FETCH {STREAM_ROWS} FROM graphrag_tui_copy").fetchall():
                     yield from map(convert, batch)
+            finally:
+                with suppress(psycopg.Error):  # (a copy that stops early: the next table declares it again)
+                    snapshot.execute("CLOSE graphrag_tui_copy")
         except psycopg.Error as error:
             self._end_snapshot()
             raise query_failure(self.location, error) from None
         except (UnicodeError, RecursionError) as error:
             self._end_snapshot()
             raise self._undecodable(error) from None
+
+    def _declare_checked(self, snapshot: Any, sql: str, namespace: str) -> None:
+        """The copy's cursor over one table, declared once the tables are checked again on the
+        store's own session (the snapshot's sees the catalog as it began, its planner as it is).
+        A table, index or child found locked (LOCK_WAIT_MS) ends only a savepoint, and the cursor
+        is declared again after another check, until the statement timeout: an index being
+        rebuilt failed the copy at once."""
+        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+        while True:
+            self._checked_at = -math.inf
+            self._run(lambda conn: None)
+            try:
+                with snapshot.transaction():  # (a savepoint: the snapshot goes on)
+                    snapshot.execute(f"DECLARE graphrag_tui_copy NO SCROLL CURSOR FOR {sql}", (namespace,))
+                return
+            except driver().errors.LockNotAvailable:
+                if time.monotonic() >= deadline or self.stop_when():
+                    raise
+                time.sleep(LOCKED_RETRY_S)
 
     def _snapshot_session(self) -> Any:
         """A read-only session of its own whose one REPEATABLE READ transaction every table
@@ -405,11 +428,21 @@ class PostgresStore(CommunityStore):
             conn.autocommit = False
             conn.isolation_level = driver().IsolationLevel.REPEATABLE_READ
             self._snapshot = conn
-            # Its tables' locks at once (waiting as long as a statement may; ONLY: a table inheriting
-            # from one may not be the reader's to lock), before each read's check: a read that
-            # waited for one after the tables were checked planned with what their owner did meanwhile.
-            conn.execute(f"SET LOCAL lock_timeout = 0; LOCK TABLE {', '.join('ONLY ' + t for t in TABLES)} IN ACCESS SHARE MODE; "
-                         f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
+            # Its tables' locks at once (ONLY: a table inheriting from one may not be the reader's to
+            # lock), before each read's check: a read that waited for one after the tables were
+            # checked planned with what their owner did meanwhile. Waited for a second at a time,
+            # as long as a statement may, or until the caller stops.
+            deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+            conn.execute("SET LOCAL lock_timeout = 1000")
+            while True:
+                try:
+                    with conn.transaction():  # (a savepoint: the snapshot is not taken yet)
+                        conn.execute(f"LOCK TABLE {', '.join('ONLY ' + t for t in TABLES)} IN ACCESS SHARE MODE")
+                    break
+                except driver().errors.LockNotAvailable:
+                    if time.monotonic() >= deadline or self.stop_when():
+                        raise
+            conn.execute(f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
         return self._snapshot
 
     def _end_snapshot(self) -> None:
@@ -536,15 +569,21 @@ def _check_safe(conn: Any, location: PostgresLocation) -> None:
         raise StoreError(f"Not a community store: {location}: {problem}")
 
 
-def _check_communities(conn: Any, location: PostgresLocation) -> None:
+def _check_communities(conn: Any, location: PostgresLocation, *, last_try: bool) -> bool:
     """What the types cannot say: a NULL id, namespace or level (graphrag-ts forbids them; a
-    table copied in by hand may not), as the SQLite store's checks at open say it."""
+    table copied in by hand may not), as the SQLite store's checks at open say it. False: the
+    table was locked (the caller checks again, then tries again; a store opened while a
+    REINDEX held it failed at once)."""
     psycopg = driver()
     try:
         row = conn.execute(
             "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE id IS NULL OR namespace IS NULL "
             'OR level IS NULL ORDER BY id COLLATE "C" NULLS FIRST LIMIT 1'
         ).fetchone()
+    except psycopg.errors.LockNotAvailable as error:
+        if last_try:
+            raise query_failure(location, error) from None
+        return False
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     if row is not None and row[0] is None:  # (it crashed the tree and planning)
@@ -553,3 +592,4 @@ def _check_communities(conn: Any, location: PostgresLocation) -> None:
         problem = "namespace is NULL, not text" if row[1] else "level is NULL, not an integer"
         raise StoreError(f"Bad community store {location}: rag_community_summaries.{problem} "
                          f"(row with id '{one_line(str(row[0]), 80)}')")
+    return True

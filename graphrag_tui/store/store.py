@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter, methodcaller
@@ -378,8 +378,16 @@ def map_text_parts(reads: Iterable[tuple[list[tuple], Mapping[str, Any], Mapping
             yield _NEW_TUPLE(MapTextParts, (cid, summary, tuple(map(_FIRST, found)), excerpt_lines))
 
 
+def _never() -> bool:
+    return False
+
+
 class CommunityStore:
     """An open community store. Use `open` (read-only) or `create` (writable)."""
+
+    #: The caller's "stop" (copy's Ctrl+C): a read waiting for another session's lock (a
+    #: PostgreSQL store's) gives up once it is true.
+    stop_when: Callable[[], bool] = staticmethod(_never)
 
     def __init__(self, conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
         self._conn = conn

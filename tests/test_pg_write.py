@@ -719,9 +719,10 @@ def test_a_role_that_may_not_lock_the_tables_against_changes_is_refused_untouche
     assert pg_counts(pg_database) == before
 
 
-def test_ctrl_c_ends_a_copy_whose_read_waits_for_a_lock(pg_database: PgDatabase, tmp_path: Path) -> None:
-    """A copy from PostgreSQL whose read waited for another session's lock went on for a
-    minute after Ctrl+C, then failed with the lock's timeout (found by a probe)."""
+@pytest.mark.parametrize("locked", ["rag_claims", "rag_community_summaries"])  # (the second: as the store opens)
+def test_ctrl_c_ends_a_copy_whose_read_waits_for_a_lock(pg_database: PgDatabase, tmp_path: Path, locked: str) -> None:
+    """A copy from PostgreSQL whose read, or whose store's opening, waited for another
+    session's lock went on for a minute after Ctrl+C (found by two probes)."""
     import signal
     import subprocess
     import time
@@ -733,7 +734,7 @@ def test_ctrl_c_ends_a_copy_whose_read_waits_for_a_lock(pg_database: PgDatabase,
     assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
     out = tmp_path / "out.db"
     with psycopg.connect(pg_database.cluster.admin_conninfo(pg_database.name)) as other:  # (one transaction)
-        other.execute("LOCK TABLE rag_claims IN ACCESS EXCLUSIVE MODE")
+        other.execute(f"LOCK TABLE {locked} IN ACCESS EXCLUSIVE MODE")
         copying = subprocess.Popen([EXECUTABLE, "copy", pg_database.url, str(out), "--namespace", "harbor-city"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
                                    stdin=subprocess.DEVNULL)

@@ -492,6 +492,28 @@ def test_a_store_opens_and_copy_reads_once_a_brief_lock_is_gone(sample_pg: PgDat
     assert (read, names) == (expected, ["harbor-city", "tea-history-zh"]) and len(expected) > 3
 
 
+def test_copy_reads_a_toasted_value_once_its_toast_table_is_free(sample_pg: PgDatabase) -> None:
+    """A FETCH met the lock a REINDEX (or a VACUUM's truncation) held on a TOAST table, which
+    nothing locks before, and the copy failed at once (found by a probe). A FETCH plans
+    nothing: it waits."""
+    import threading
+
+    from graphrag_tui.store.location import parse_location
+
+    with sample_pg.admin_connect() as conn:
+        conn.execute("UPDATE rag_children SET content = content || (SELECT string_agg(md5(i::text), '') "
+                     "FROM generate_series(1, 400) AS i) WHERE id IN (SELECT id FROM rag_children ORDER BY id LIMIT 3)")
+        (toast,) = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'rag_children'"
+                                ).fetchone()
+    with open_store(parse_location(sample_pg.url)) as store:
+        expected = sorted(store.iter_table_rows("rag_children", "harbor-city"))
+        with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)
+            other.execute(f"REINDEX TABLE {toast}")
+            threading.Timer(0.5, other.rollback).start()
+            read = sorted(store.iter_table_rows("rag_children", "harbor-city"))
+    assert read == expected and max(len(v) for row in read for v in row if isinstance(v, str)) > 12_000
+
+
 def test_copy_reads_every_table_of_a_store_in_one_snapshot(sample_pg: PgDatabase) -> None:
     """Each table `copy` read was read in a session of its own: a document and its chunk
     that graphrag-ts added between two tables' reads had the chunk copied without the

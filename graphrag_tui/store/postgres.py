@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from itertools import chain
 from operator import itemgetter, methodcaller
@@ -169,7 +169,8 @@ class PostgresStore(CommunityStore):
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, location: PostgresLocation) -> PostgresStore:  # type: ignore[override]
+    def open(cls, location: PostgresLocation, *,  # type: ignore[override]
+             stop_when: Callable[[], bool] | None = None) -> PostgresStore:
         """Connect read-only and check the tables and column types. Raises StoreError (one
         line, the URL masked) for an unreachable server, a refused login, a database
         without the tables, or a column of the wrong type."""
@@ -180,10 +181,13 @@ class PostgresStore(CommunityStore):
                 checked_at = time.monotonic()
                 _check_safe(conn, location)  # (first: information_schema lists no materialized view)
                 columns = _check_schema(conn, location)
-                if _check_communities(conn, location, last_try=time.monotonic() >= deadline):
+                if _check_communities(conn, location, last_try=time.monotonic() >= deadline or
+                                      (stop_when is not None and stop_when())):
                     break
                 time.sleep(LOCKED_RETRY_S)
             store = cls(conn, location, columns)
+            if stop_when is not None:
+                store.stop_when = stop_when
             store._checked_at = checked_at
             return store
         except BaseException:
@@ -385,12 +389,14 @@ class PostgresStore(CommunityStore):
         try:
             snapshot = self._snapshot_session()
             self._declare_checked(snapshot, sql, namespace)
+            # A FETCH plans nothing: it may wait (for a TOAST table a VACUUM truncates), as a statement may.
+            snapshot.execute("SET LOCAL lock_timeout = 0")
             try:
                 while batch := snapshot.execute(f"FETCH {STREAM_ROWS} FROM graphrag_tui_copy").fetchall():
                     yield from map(convert, batch)
             finally:
                 with suppress(psycopg.Error):  # (a copy that stops early: the next table declares it again)
-                    snapshot.execute("CLOSE graphrag_tui_copy")
+                    snapshot.execute(f"CLOSE graphrag_tui_copy; SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
         except psycopg.Error as error:
             self._end_snapshot()
             raise query_failure(self.location, error) from None

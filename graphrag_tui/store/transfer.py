@@ -111,8 +111,7 @@ def copy_store(
     the destination is then unchanged."""
     _check_apart(source, destination)
     adaptations = Adaptations(strict=strict)
-    with open_store(source) as store:
-        store.stop_when = interrupted  # (a read waiting for a lock gives up on Ctrl+C)
+    with open_store(source, stop_when=interrupted) as store:  # (a read waiting for a lock gives up on Ctrl+C)
         available = [info.name for info in store.namespaces()]
         if namespace is not None and namespace not in available:
             have = ", ".join(f"'{one_line(name)}'" for name in available) or "none"

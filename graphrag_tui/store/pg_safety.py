@@ -209,8 +209,9 @@ ORDER BY 1 LIMIT 1
 
 def unsafe_relation(conn: Any) -> str | None:
     """What makes the store's tables unsafe to read, as words that follow the store's name
-    (None: nothing). For a read session only: its checks are sent at once (one round trip),
-    which only a session that finds no operator of the store's schema may do (pg_connection.py)."""
+    (None: nothing). Its checks are sent at once (one round trip), which only a session that
+    finds no operator of the store's schema may do: every session but a writer's DDL
+    (pg_connection.py)."""
     tables = list(TABLES)
     columns = sorted({c for table in TABLES for c in (*COLUMNS[table], *OPTIONAL.get(table, ()))})
     checks = [(_OVERLOADS, (_PASSED_TYPES,)), (_RUNS_SQL, (tables,)), (_DOMAIN, (tables,)),

@@ -95,9 +95,10 @@ class MainScreen(TabbedScreen):
             self.setup_collapsed = True
             self._shape_setup()
 
-    def on_setup_form_expand_requested(self) -> None:
+    def on_setup_form_expand_requested(self, message: SetupForm.ExpandRequested) -> None:
         self.setup_collapsed = False
         self._shape_setup()
+        self.call_after_refresh(message.field.focus)
 
     def action_focus_question(self) -> None:
         self.query_one("#query").focus()

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from ...engine import (
@@ -97,7 +98,13 @@ class SetupForm(VerticalScroll):
         """The namespace or level changed (the header shows them)."""
 
     class ExpandRequested(Message):
-        """The form needs all its fields in sight (an option to fix while it is collapsed)."""
+        """The form needs all its fields in sight (an option to fix while it is collapsed):
+        `field` takes the focus once it is laid out (focused before, under load, it stayed
+        out of sight)."""
+
+        def __init__(self, field: Widget) -> None:
+            super().__init__()
+            self.field = field
 
     class ModelChanged(Message):
         """The model picker changed: `kind` is extractive, local or http."""
@@ -339,11 +346,12 @@ class SetupForm(VerticalScroll):
     def submit(self) -> None:
         errors = self._show_field_errors()
         if errors:
+            first = self.query_one(f"#opt-{next(iter(errors))}", Input)  # in sight, once the form has its size
             if self.has_class("-collapsed"):
-                self.post_message(self.ExpandRequested())
+                self.post_message(self.ExpandRequested(first))
+            else:
+                self.call_after_refresh(first.focus)
             self.show_error("Fix the highlighted options first.")
-            # The first field to fix, in sight (once the form has its size).
-            self.call_after_refresh(self.query_one(f"#opt-{next(iter(errors))}", Input).focus)
             return
         try:
             query = normalize_query(self.query_one("#query", Input).value)

@@ -78,18 +78,20 @@ def _plain(value: Any) -> Any:
     return value.model_dump(mode="json")  # a model among the values (an attempt's usage)
 
 
-def _table(columns: dict[str, list[Any]], rows: int) -> dict[str, Any]:
-    """Columns of `rows` values as written: a column whose rows all hold one value, once."""
-    return {"count": rows, **{name: {"same": values[0]} if _one_value(values) else values
+def _table(columns: dict[str, list[Any]], rows: int, counted: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Columns of `rows` values as written: a column whose rows all hold one value, once.
+    `counted`: the columns of counts, lengths or positions made here (whole numbers all)."""
+    return {"count": rows, **{name: {"same": values[0]} if _one_value(values, name in counted) else values
                               for name, values in columns.items()}}
 
 
-def _one_value(values: list[Any]) -> bool:
+def _one_value(values: list[Any], whole_numbers: bool = False) -> bool:
     """Whether every value is the first, and writes as the same JSON: 1, 1.0 and True are
-    equal but write differently, as do 0.0 and -0.0 (floats are never taken)."""
+    equal but write differently, as do 0.0 and -0.0 (floats are never taken). Their types are
+    not looked at in a column of `whole_numbers` (0.07 ms of 2,000 values)."""
     if not values or type(values[0]) is float or values != [values[0]] * len(values):
         return False
-    return type(values[0]) in (str, type(None)) or len(set(map(type, values))) == 1
+    return whole_numbers or type(values[0]) in (str, type(None)) or len(set(map(type, values))) == 1
 
 
 #: More rows than a table written once can claim (a damaged file must not ask for more).
@@ -151,7 +153,7 @@ def plan_packed(planned: Sequence[BatchResult], contents: Sequence[str]) -> str 
     flat = list(chain.from_iterable(parts))
     return pack_utf8(columns_json({
         "batches": _table({"counts": list(map(len, parts)), "tokens": list(map(attrgetter("prompt_tokens"), planned)),
-                           "lengths": list(map(len, contents))}, len(planned)),
+                           "lengths": list(map(len, contents))}, len(planned), counted=("counts", "lengths")),
         "parts": _table({"ids": list(map(attrgetter("community_id"), flat)),
                          "part": list(map(attrgetter("part"), flat))}, len(flat)),
     }))
@@ -317,7 +319,7 @@ def records_packed(
         **({"kept": True} if kept else {}),
         "model_names": list(names),
         **_table({"models": list(map(names.__getitem__, models)), **recorded,
-                  "attempt_counts": list(map(len, attempts))}, len(batches)),
+                  "attempt_counts": list(map(len, attempts))}, len(batches), counted=("models", "attempt_counts")),
         "attempts": _table(attempt_fields, len(flat)),
     }))
     return packed, recorded["index"], recorded["status"], attempt_fields["usage"]

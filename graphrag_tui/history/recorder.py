@@ -563,20 +563,32 @@ class RunRecorder:
 
     def _write_finish(self, connection: sqlite3.Connection, result: SearchResult, finished_at: str) -> None:
         self._flush_group(connection)
-        if len(self._finished) < len(result.batches):  # (it holds this run's batch indexes only)
-            ended = [b for b in result.batches if b.index not in self._finished]
-            # a batch whose event never came (a run that broke)
-            self._add_unwritten((b, self._model) for b in ended if b.status != "cancelled")
-            for batch in ended:
-                if batch.status == "cancelled" and batch.attempts:  # cancelled while it went on: its attempts
-                    self._write_attempt(connection, batch.index, batch.attempts)
-            self._flush_group(connection)
+        # the batches whose event never came: all of a run shorter than an interval, or of one that broke
+        ended = [b for b in result.batches if b.index not in self._finished] if self._finished else result.batches
+        if ended:
+            self._add_ended(connection, ended)
         connection.execute(
             "UPDATE runs SET status = ?, finished_at = ?, failed_batch_count = ?, result = ?, usage_total = ?, "
             "cost_total = ?, owner = NULL, reduce_attempts = NULL WHERE run_id = ?",
             (result.status, finished_at, result.failed_batch_count, result_summary(result),
              _usage_json(result.usage_total), _usage_json(result.cost), self.run_id),
         )
+
+    def _add_ended(self, connection: sqlite3.Connection, ended: list[BatchResult]) -> None:
+        """Batches none of whose records is written: a cancelled one's attempts, the others'
+        records. Without a cancelled one, the group takes the list as it is: a call per batch
+        cost a short run's end 0.5 ms of its 2,000 batches."""
+        if "cancelled" not in map(attrgetter("status"), ended):
+            self._group += ended
+            self._models += repeat(self._model, len(ended))
+        else:
+            for batch in ended:
+                if batch.status != "cancelled":
+                    self._group.append(batch)
+                    self._models.append(self._model)
+                elif batch.attempts:  # cancelled while it went on: its attempts
+                    self._write_attempt(connection, batch.index, batch.attempts)
+        self._flush_group(connection)
 
     def _write_abandon(
         self, connection: sqlite3.Connection, batches: list[BatchResult], reduce_attempts: list[Attempt]

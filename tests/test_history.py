@@ -640,6 +640,53 @@ def test_a_failed_attempt_is_recorded_while_its_batch_goes_on_and_a_cancel_keeps
     assert [b.status for b in stored.batches] == ["pending"] * 6
 
 
+def test_a_run_cancelled_within_an_interval_records_its_batches_at_its_end(tmp_path: Path) -> None:
+    """A run cancelled before its first tick is written whole at its end: the batch that
+    answered as succeeded, the one cancelled while it went on with its attempts, the others
+    as planned."""
+    from graphrag_tui.engine import ModelError
+
+    history = tmp_path / "h.db"
+    calls: list[int] = []
+    third = asyncio.Event()
+
+    class AnswersFailsHangs:
+        description = "answers, fails, hangs"
+
+        async def complete(self, request: object) -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                return '{"answer": "The council funds it.", "usefulness": 70}'
+            if len(calls) == 2:
+                raise ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
+            third.set()
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
+
+        async def aclose(self) -> None:
+            pass
+
+    with CommunityStore.open(_store(tmp_path)) as store:
+        run = RunSession(store, history=history)
+        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                                  None, shuffle=False))
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run.run(AnswersFailsHangs(), timeout=60))
+            await third.wait()
+            run.cancel()
+            await task
+
+        asyncio.run(go())
+    stored = RunHistory(history).load(run.run_id)  # type: ignore[arg-type]
+    assert stored.status == "cancelled" and run.result is not None and stored.result == run.result
+    assert [b.status for b in stored.batches] == ["succeeded", "pending", "pending", "pending", "pending", "pending"]
+    assert (stored.batches[0].result.answer, stored.batches[0].result.usefulness) == ("The council funds it.", 70)
+    assert [(a.attempt, a.error_kind, a.error) for a in stored.batches[1].result.attempts] == [
+        (1, "http", "HTTP 500: boom"), (2, None, "cancelled")]
+    assert [len(b.result.attempts) for b in stored.batches[2:]] == [0, 0, 0, 0]
+
+
 def test_a_value_sqlite_cannot_hold_is_a_warning_and_the_run_goes_on_unrecorded(tmp_path: Path) -> None:
     """A seed past 2^63 (the CLI refuses one; the session takes any int) cannot be an
     SQLite INTEGER: the run is not lost for it."""

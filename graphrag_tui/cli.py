@@ -733,12 +733,19 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _say_json({"store": display_location(args.store), "namespaces": [n.model_dump(mode="json") for n in namespaces]})
         return 0
-    _say(f"{one_line(display_location(args.store))}: {len(namespaces)} namespace(s)")
+    _say(f"{one_line(display_location(args.store))}: {_counted(len(namespaces), 'namespace')}")
     for n in namespaces:
         levels = ", ".join(f"level {level}: {count}" for level, count in n.levels.items())
-        _say(f"  {one_line(n.name)}: {n.community_count} communities ({n.leaf_count} leaves; {levels}), "
-             f"{n.claim_count} claims, {n.chunk_count} chunks, {n.document_count} documents, {n.entity_count} entities")
+        _say(f"  {one_line(n.name)}: {_counted(n.community_count, 'community', 'communities')} "
+             f"({_counted(n.leaf_count, 'leaf', 'leaves')}; {levels}), {_counted(n.claim_count, 'claim')}, "
+             f"{_counted(n.chunk_count, 'chunk')}, {_counted(n.document_count, 'document')}, "
+             f"{_counted(n.entity_count, 'entity', 'entities')}")
     return 0
+
+
+def _counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 leaf`, `2 leaves`."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -980,15 +987,15 @@ def cmd_tree(args: argparse.Namespace) -> int:
                              "give --depth (say --depth 100)") from None
         return 0
     apart = f" ({hierarchy.unreachable} in a cycle of parent links, reached from no root)" if hierarchy.unreachable else ""
-    _say(f"namespace {one_line(tree['namespace'])}: {len(tree['roots'])} roots{apart}")
+    _say(f"namespace {one_line(tree['namespace'])}: {_counted(len(tree['roots']), 'root')}{apart}")
     stack = [(root, 1) for root in reversed(tree["roots"])]
     while stack:
         node, indent = stack.pop()
         rank = f", rank {node['rank']:g}" if node["rank"] is not None else ""
-        more = f", {node['child_count']} children" if node["child_count"] and not node["children"] else ""
+        more = f", {_counted(node['child_count'], 'child', 'children')}" if node["child_count"] and not node["children"] else ""
         _say(f"{'  ' * min(indent, TREE_INDENT_LEVELS)}{one_line(node['id'])}  "
-             f"{one_line(node['name'] or '(no name)', 60)}  "
-             f"(level {node['level']}, {node['leaf_count']} leaves, {node['claim_count']} claims{rank}{more})")
+             f"{one_line(node['name'] or '(no name)', 60)}  (level {node['level']}, "
+             f"{_counted(node['leaf_count'], 'leaf', 'leaves')}, {_counted(node['claim_count'], 'claim')}{rank}{more})")
         stack += ((child, indent + 1) for child in reversed(node["children"]))
     return 0
 

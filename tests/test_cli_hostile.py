@@ -67,7 +67,7 @@ def test_info_shows_hostile_names_inert(hostile_store: Path) -> None:
     run = run_cli("info", str(hostile_store))
     assert (run.code, run.stderr) == (0, "")
     assert run.stdout == (
-        f"{hostile_store}: 1 namespace(s)\n"
+        f"{hostile_store}: 1 namespace\n"
         f"  {NAMESPACE_SHOWN}: 2 communities (2 leaves; level 0: 2), 0 claims, 0 chunks, 0 documents, 0 entities\n"
     )
     assert_inert(run.stdout)

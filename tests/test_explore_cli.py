@@ -242,7 +242,7 @@ def test_tree_text_is_inert(tmp_path: Path, env: dict[str, str]) -> None:
     run = run_cli("tree", str(store), env=env)
     assert run.code == 0
     assert "\x1b" not in run.stdout and "\u202e" not in run.stdout
-    assert run.stdout == "namespace ns: 1 roots\n  ns/1  ␛]52;c;AAAA␇evil  (level 0, 1 leaves, 0 claims)\n"
+    assert run.stdout == "namespace ns: 1 root\n  ns/1  ␛]52;c;AAAA␇evil  (level 0, 1 leaf, 0 claims)\n"
     # search: inert in words, exact in JSON (its title had the visible symbols written into it)
     found = run_cli("search", str(store), "evil", env=env)
     assert found.code == 0 and "\x1b" not in found.stdout and "\u202e" not in found.stdout
@@ -311,8 +311,8 @@ def test_a_community_that_is_its_own_parent_shows_as_a_root_and_no_leaf(tmp_path
     assert (run.code, run.stderr) == (0, "")
     assert run.stdout == ("namespace ns: 2 roots\n"
                           "  s  (no name)  (level 0, 0 leaves, 0 claims)\n"
-                          "  t  (no name)  (level 0, 1 leaves, 1 claims)\n"
-                          "    u  (no name)  (level 1, 1 leaves, 1 claims)\n")
+                          "  t  (no name)  (level 0, 1 leaf, 1 claim)\n"
+                          "    u  (no name)  (level 1, 1 leaf, 1 claim)\n")
     shown = run_cli("show", str(store), "s", "--json", env=env).json
     assert (shown["is_leaf"], shown["leaf_ids"], shown["children"]) == (False, [], ["s"])
 

@@ -106,8 +106,8 @@ def test_text_that_is_not_utf8_is_read_with_replacement_characters(
     info = run_cli("info", str(store))
     assert (info.code, info.stderr) == (0, "")
     assert info.stdout == (
-        f"{store}: 1 namespace(s)\n"
-        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 2 claims, 1 chunks, 1 documents, 1 entities\n"
+        f"{store}: 1 namespace\n"
+        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 2 claims, 1 chunk, 1 document, 1 entity\n"
     )
     script = Scripted({"ns/1": map_reply("The port authority funds the bridge.", 80)})
     with ScriptedChatServer(script) as server:
@@ -137,8 +137,8 @@ def test_a_claim_without_namespace_belongs_to_no_namespace(tmp_path: Path) -> No
     info = run_cli("info", str(store))
     assert (info.code, info.stderr) == (0, "")
     assert info.stdout == (
-        f"{store}: 1 namespace(s)\n"
-        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 1 claims, 1 chunks, 1 documents, 1 entities\n"
+        f"{store}: 1 namespace\n"
+        "  ns: 3 communities (2 leaves; level 0: 1, level 1: 2), 1 claim, 1 chunk, 1 document, 1 entity\n"
     )
     with CommunityStore.open(store) as opened:  # still found through its community
         assert [c.id for c in opened.community("ns/2").claims] == ["c/2"]
@@ -177,8 +177,8 @@ def test_a_hierarchy_thousands_of_levels_deep_prints_and_its_json_asks_for_depth
     text = run_cli("tree", str(store))
     assert (text.code, text.stderr) == (0, "")
     lines = text.stdout.splitlines()
-    assert lines[0] == "namespace ns: 1 roots" and len(lines) == 3001
-    assert lines[-1] == "  " * 64 + "ns/2999  (no name)  (level 2999, 1 leaves, 0 claims)"  # 64 levels indent at most
+    assert lines[0] == "namespace ns: 1 root" and len(lines) == 3001
+    assert lines[-1] == "  " * 64 + "ns/2999  (no name)  (level 2999, 1 leaf, 0 claims)"  # 64 levels indent at most
     whole = run_cli("tree", str(store), "--json")
     assert (whole.code, whole.stdout) == (2, "")
     assert whole.stderr == ("graphrag-tui: error: the hierarchy of namespace ns is too deep to write as nested JSON: "
@@ -247,8 +247,8 @@ def test_a_wal_store_without_shm_is_read_whole_and_nothing_appears_beside_it(tmp
     assert (info.code, info.stderr) == (0, "")
     # ns/3 lives only in the -wal file: reading it proves the frames were applied.
     assert info.stdout == (
-        f"{store}: 1 namespace(s)\n"
-        "  ns: 4 communities (3 leaves; level 0: 1, level 1: 3), 2 claims, 1 chunks, 1 documents, 1 entities\n"
+        f"{store}: 1 namespace\n"
+        "  ns: 4 communities (3 leaves; level 0: 1, level 1: 3), 2 claims, 1 chunk, 1 document, 1 entity\n"
     )
     assert snapshot(tmp_path) == before
     plan = run_cli("plan", str(store), QUESTION, "--no-config", "--no-shuffle", "--json")

@@ -492,6 +492,24 @@ def test_a_store_opens_and_copy_reads_once_a_brief_lock_is_gone(sample_pg: PgDat
     assert (read, names) == (expected, ["harbor-city", "tea-history-zh"]) and len(expected) > 3
 
 
+def test_two_reads_of_tables_at_once_each_have_their_cursor(sample_pg: PgDatabase, monkeypatch: Any) -> None:
+    """Two `iter_table_rows` read at once, a few rows a FETCH, each read its own table whole
+    (they shared one cursor's name, and the second failed: found by a probe)."""
+    from itertools import zip_longest
+
+    from graphrag_tui.store import postgres
+    from graphrag_tui.store.location import parse_location
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        expected = [list(store.iter_table_rows(t, "harbor-city")) for t in ("rag_children", "rag_claims")]
+    monkeypatch.setattr(postgres, "STREAM_ROWS", 7)
+    with open_store(parse_location(sample_pg.url)) as store:
+        pairs = list(zip_longest(*(store.iter_table_rows(t, "harbor-city") for t in ("rag_children", "rag_claims"))))
+        after = list(store.iter_table_rows("rag_children", "harbor-city"))
+    read = [[row for row in column if row is not None] for column in zip(*pairs, strict=True)]
+    assert (read, after) == (expected, expected[0]) and [len(rows) for rows in expected] == [61, 236]
+
+
 def test_copy_reads_a_toasted_value_once_its_toast_table_is_free(sample_pg: PgDatabase) -> None:
     """A FETCH met the lock a REINDEX (or a VACUUM's truncation) held on a TOAST table, which
     nothing locks before, and the copy failed at once (found by a probe). A FETCH plans

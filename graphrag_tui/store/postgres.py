@@ -36,7 +36,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from itertools import chain
+from itertools import chain, count
 from operator import itemgetter, methodcaller
 from typing import Any
 
@@ -150,8 +150,11 @@ class PostgresStore(CommunityStore):
         #: found unsafe (then no read is made any more).
         self._checked_at = -math.inf
         self._unsafe: str | None = None
-        #: `copy`'s session, once it reads (`_snapshot_session`).
+        #: `copy`'s session, once it reads (`_snapshot_session`), the lock wait its transaction
+        #: has (ms), and the number of its next cursor (each table read has its own).
         self._snapshot: Any | None = None
+        self._snapshot_lock_wait = LOCK_WAIT_MS
+        self._cursors = count()
         self._lock = threading.Lock()
         #: Set by `interrupt` (another thread): the read in flight ends, and is not tried again.
         self._interrupted = False
@@ -386,17 +389,20 @@ class PostgresStore(CommunityStore):
         sql = to_postgres(table_rows.select_sql(table, extras))
         convert = table_rows.row_converter(table, extras)
         psycopg = driver()
+        cursor = f"graphrag_tui_copy_{next(self._cursors)}"  # (two reads at once had one cursor)
         try:
             snapshot = self._snapshot_session()
-            self._declare_checked(snapshot, sql, namespace)
-            # A FETCH plans nothing: it may wait (for a TOAST table a VACUUM truncates), as a statement may.
-            snapshot.execute("SET LOCAL lock_timeout = 0")
+            self._declare_checked(snapshot, cursor, sql, namespace)
             try:
-                while batch := snapshot.execute(f"FETCH {STREAM_ROWS} FROM graphrag_tui_copy").fetchall():
+                while True:
+                    # A FETCH plans nothing: it may wait (for a TOAST table a VACUUM truncates), as a statement may.
+                    self._set_snapshot_lock_wait(snapshot, 0)
+                    if not (batch := snapshot.execute(f"FETCH {STREAM_ROWS} FROM {cursor}").fetchall()):
+                        break
                     yield from map(convert, batch)
             finally:
-                with suppress(psycopg.Error):  # (a copy that stops early: the next table declares it again)
-                    snapshot.execute(f"CLOSE graphrag_tui_copy; SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
+                with suppress(psycopg.Error):
+                    snapshot.execute(f"CLOSE {cursor}")
         except psycopg.Error as error:
             self._end_snapshot()
             raise query_failure(self.location, error) from None
@@ -404,24 +410,32 @@ class PostgresStore(CommunityStore):
             self._end_snapshot()
             raise self._undecodable(error) from None
 
-    def _declare_checked(self, snapshot: Any, sql: str, namespace: str) -> None:
+    def _declare_checked(self, snapshot: Any, cursor: str, sql: str, namespace: str) -> None:
         """The copy's cursor over one table, declared once the tables are checked again on the
         store's own session (the snapshot's sees the catalog as it began, its planner as it is).
         A table, index or child found locked (LOCK_WAIT_MS) ends only a savepoint, and the cursor
         is declared again after another check, until the statement timeout: an index being
         rebuilt failed the copy at once."""
         deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+        self._set_snapshot_lock_wait(snapshot, LOCK_WAIT_MS)
         while True:
             self._checked_at = -math.inf
             self._run(lambda conn: None)
             try:
                 with snapshot.transaction():  # (a savepoint: the snapshot goes on)
-                    snapshot.execute(f"DECLARE graphrag_tui_copy NO SCROLL CURSOR FOR {sql}", (namespace,))
+                    snapshot.execute(f"DECLARE {cursor} NO SCROLL CURSOR FOR {sql}", (namespace,))
                 return
             except driver().errors.LockNotAvailable:
                 if time.monotonic() >= deadline or self.stop_when():
                     raise
                 time.sleep(LOCKED_RETRY_S)
+
+    def _set_snapshot_lock_wait(self, snapshot: Any, ms: int) -> None:
+        """The snapshot's lock wait for what it sends next (set outside any savepoint, whose
+        rollback would undo it): LOCK_WAIT_MS for a cursor's DECLARE, which plans, none for a FETCH."""
+        if self._snapshot_lock_wait != ms:
+            snapshot.execute(f"SET LOCAL lock_timeout = {ms}")
+            self._snapshot_lock_wait = ms
 
     def _snapshot_session(self) -> Any:
         """A read-only session of its own whose one REPEATABLE READ transaction every table
@@ -449,6 +463,7 @@ class PostgresStore(CommunityStore):
                     if time.monotonic() >= deadline or self.stop_when():
                         raise
             conn.execute(f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
+            self._snapshot_lock_wait = LOCK_WAIT_MS
         return self._snapshot
 
     def _end_snapshot(self) -> None:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from itertools import chain, count
 from operator import itemgetter, methodcaller
-from typing import Any
+from typing import Any, TypeVar
 
 from graphrag_tui.engine import MapTextParts
 from graphrag_tui.safe_text import one_line
@@ -76,6 +76,7 @@ LOCKED_RETRY_S = 0.05
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _NEW_TUPLE = tuple.__new__
+T = TypeVar("T")
 
 #: What a required column's type must be (information_schema's data_type).
 #: (Not `character`: char(n) pads its text with spaces, and each namespace was listed twice.)
@@ -139,6 +140,27 @@ def _text_array(ids: Any) -> list[str]:
     return [i for i in ids if isinstance(i, str)]
 
 
+def retry_while_locked(attempt: Callable[[], T], give_up: Callable[[], bool], *,
+                       before_again: Callable[[], None] | None = None, wait: float = LOCKED_RETRY_S) -> T:
+    """`attempt()`, made again `wait` seconds after each time it meets a lock it may not wait
+    for (LockNotAvailable; `before_again` first), until the statement timeout or `give_up()`:
+    then the lock's error is raised."""
+    deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+    while True:
+        try:
+            return attempt()
+        except driver().errors.LockNotAvailable:
+            if time.monotonic() >= deadline or give_up():
+                raise
+            if before_again is not None:
+                before_again()
+            time.sleep(wait)
+
+
+def _never() -> bool:
+    return False
+
+
 class PostgresStore(CommunityStore):
     """An open PostgreSQL store (read-only). Use `open`."""
 
@@ -178,16 +200,19 @@ class PostgresStore(CommunityStore):
         line, the URL masked) for an unreachable server, a refused login, a database
         without the tables, or a column of the wrong type."""
         conn = connect(location)
+
+        def checked() -> tuple[float, dict[str, dict[str, str]]]:
+            checked_at = time.monotonic()
+            _check_safe(conn, location)  # (first: information_schema lists no materialized view)
+            columns = _check_schema(conn, location)
+            _check_communities(conn, location)
+            return checked_at, columns
+
         try:
-            deadline = time.monotonic() + STATEMENT_TIMEOUT_S
-            while True:  # the checks again after a table found locked (`_checked_read`)
-                checked_at = time.monotonic()
-                _check_safe(conn, location)  # (first: information_schema lists no materialized view)
-                columns = _check_schema(conn, location)
-                if _check_communities(conn, location, last_try=time.monotonic() >= deadline or
-                                      (stop_when is not None and stop_when())):
-                    break
-                time.sleep(LOCKED_RETRY_S)
+            try:  # the checks again after a table found locked (`_checked_read`)
+                checked_at, columns = retry_while_locked(checked, stop_when or _never)
+            except driver().errors.LockNotAvailable as error:
+                raise query_failure(location, error) from None
             store = cls(conn, location, columns)
             if stop_when is not None:
                 store.stop_when = stop_when
@@ -243,16 +268,14 @@ class PostgresStore(CommunityStore):
         """`work(conn)` after `_recheck`; a statement that found a table another session
         locked (it waits LOCK_WAIT_MS at most) is made again after a check, until the statement
         timeout: while it waited, the table's owner could change what planning it runs."""
-        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
-        while True:
-            try:
-                self._recheck()  # (its catalogs may be locked too: a REINDEX of pg_class)
-                return work(self._conn)
-            except driver().errors.LockNotAvailable:
-                if time.monotonic() >= deadline or self._interrupted or self.stop_when():
-                    raise
-                self._checked_at = -math.inf
-                time.sleep(LOCKED_RETRY_S)
+        def read() -> Any:
+            self._recheck()  # (its catalogs may be locked too: a REINDEX of pg_class)
+            return work(self._conn)
+
+        return retry_while_locked(read, lambda: self._interrupted or self.stop_when(), before_again=self._forget_check)
+
+    def _forget_check(self) -> None:
+        self._checked_at = -math.inf
 
     def _recheck(self) -> None:
         """The tables checked again when the last check began RECHECK_AFTER_S ago or more
@@ -416,19 +439,14 @@ class PostgresStore(CommunityStore):
         A table, index or child found locked (LOCK_WAIT_MS) ends only a savepoint, and the cursor
         is declared again after another check, until the statement timeout: an index being
         rebuilt failed the copy at once."""
-        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
-        self._set_snapshot_lock_wait(snapshot, LOCK_WAIT_MS)
-        while True:
-            self._checked_at = -math.inf
+        def declare() -> None:
+            self._forget_check()
             self._run(lambda conn: None)
-            try:
-                with snapshot.transaction():  # (a savepoint: the snapshot goes on)
-                    snapshot.execute(f"DECLARE {cursor} NO SCROLL CURSOR FOR {sql}", (namespace,))
-                return
-            except driver().errors.LockNotAvailable:
-                if time.monotonic() >= deadline or self.stop_when():
-                    raise
-                time.sleep(LOCKED_RETRY_S)
+            with snapshot.transaction():  # (a savepoint: the snapshot goes on)
+                snapshot.execute(f"DECLARE {cursor} NO SCROLL CURSOR FOR {sql}", (namespace,))
+
+        self._set_snapshot_lock_wait(snapshot, LOCK_WAIT_MS)
+        retry_while_locked(declare, self.stop_when)
 
     def _set_snapshot_lock_wait(self, snapshot: Any, ms: int) -> None:
         """The snapshot's lock wait for what it sends next (set outside any savepoint, whose
@@ -452,16 +470,12 @@ class PostgresStore(CommunityStore):
             # lock), before each read's check: a read that waited for one after the tables were
             # checked planned with what their owner did meanwhile. Waited for a second at a time,
             # as long as a statement may, or until the caller stops.
-            deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+            def lock() -> None:
+                with conn.transaction():  # (a savepoint: the snapshot is not taken yet)
+                    conn.execute(f"LOCK TABLE {', '.join('ONLY ' + t for t in TABLES)} IN ACCESS SHARE MODE")
+
             conn.execute("SET LOCAL lock_timeout = 1000")
-            while True:
-                try:
-                    with conn.transaction():  # (a savepoint: the snapshot is not taken yet)
-                        conn.execute(f"LOCK TABLE {', '.join('ONLY ' + t for t in TABLES)} IN ACCESS SHARE MODE")
-                    break
-                except driver().errors.LockNotAvailable:
-                    if time.monotonic() >= deadline or self.stop_when():
-                        raise
+            retry_while_locked(lock, self.stop_when, wait=0)
             conn.execute(f"SET LOCAL lock_timeout = {LOCK_WAIT_MS}")
             self._snapshot_lock_wait = LOCK_WAIT_MS
         return self._snapshot
@@ -590,10 +604,10 @@ def _check_safe(conn: Any, location: PostgresLocation) -> None:
         raise StoreError(f"Not a community store: {location}: {problem}")
 
 
-def _check_communities(conn: Any, location: PostgresLocation, *, last_try: bool) -> bool:
+def _check_communities(conn: Any, location: PostgresLocation) -> None:
     """What the types cannot say: a NULL id, namespace or level (graphrag-ts forbids them; a
-    table copied in by hand may not), as the SQLite store's checks at open say it. False: the
-    table was locked (the caller checks again, then tries again; a store opened while a
+    table copied in by hand may not), as the SQLite store's checks at open say it. A lock met
+    is raised as it is (the caller checks again, then tries again; a store opened while a
     REINDEX held it failed at once)."""
     psycopg = driver()
     try:
@@ -601,10 +615,8 @@ def _check_communities(conn: Any, location: PostgresLocation, *, last_try: bool)
             "SELECT id, namespace IS NULL FROM rag_community_summaries WHERE id IS NULL OR namespace IS NULL "
             'OR level IS NULL ORDER BY id COLLATE "C" NULLS FIRST LIMIT 1'
         ).fetchone()
-    except psycopg.errors.LockNotAvailable as error:
-        if last_try:
-            raise query_failure(location, error) from None
-        return False
+    except psycopg.errors.LockNotAvailable:
+        raise
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     if row is not None and row[0] is None:  # (it crashed the tree and planning)
@@ -613,4 +625,3 @@ def _check_communities(conn: Any, location: PostgresLocation, *, last_try: bool)
         problem = "namespace is NULL, not text" if row[1] else "level is NULL, not an integer"
         raise StoreError(f"Bad community store {location}: rag_community_summaries.{problem} "
                          f"(row with id '{one_line(str(row[0]), 80)}')")
-    return True

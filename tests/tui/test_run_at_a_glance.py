@@ -13,9 +13,17 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 
+from graphrag_tui.engine import Cost, Usage
 from graphrag_tui.tui.run_state import BatchCell, RunState
 from graphrag_tui.tui.widgets.batch_grid import BatchGrid
-from graphrag_tui.tui.widgets.batch_status import counts_texts, fitting, run_times, times_texts
+from graphrag_tui.tui.widgets.batch_status import (
+    BatchCounts,
+    counts_texts,
+    fitting,
+    run_times,
+    times_texts,
+    usage_texts,
+)
 from graphrag_tui.tui.widgets.status_line import Header
 from tests.chat_server import Reply, ScriptedChatServer, completion, map_reply
 from tests.stores import three_leaves
@@ -70,6 +78,35 @@ def test_the_counts_line_abbreviates_to_fit_and_never_loses_a_count() -> None:
     assert counts_texts(Counter({"succeeded": 2, "cancelled": 1}))[1].plain == (  # type: ignore[arg-type]
         "· q 0  ▸ run 0  ■ ok 2  ✗ fail 0  ⊘ cancel 1"
     )
+
+
+class CountsHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield BatchCounts()
+
+
+async def test_the_running_totals_fit_the_counts_line_at_80_and_at_120_columns() -> None:
+    """At 80x24 and at 120x40 with the form open the counts line is 42 and 44 cells: the
+    totals were dropped there, so no token showed while a run went (a QA probe). They
+    shorten to `39.9k tok · $0.0418`, then lose the cost, then go; a count never does."""
+    state = RunState(usage_total=Usage(prompt_tokens=38_000, completion_tokens=1_900, total_tokens=39_900),
+                     estimated_prompt_tokens=31_579, cost=Cost(input=0.038, output=0.0038, cached=0, total=0.0418))
+    app = CountsHost()
+    async with app.run_test(size=(60, 3)) as pilot:
+        line = app.query_one(BatchCounts)
+        line.show(Counter({"running": 2, "succeeded": 33}), usage_texts(state))  # type: ignore[arg-type]
+        shown = []
+        for width in (45, 44, 42, 30, 20):
+            line.styles.width = width
+            await pilot.pause()
+            shown.append(str(line.render()))
+    assert shown == [
+        "·0 ▸2 ■33 ✗0  38,000 in · 1,900 out · $0.0418",
+        "·0 ▸2 ■33 ✗0  39.9k tok · $0.0418", "·0 ▸2 ■33 ✗0  39.9k tok · $0.0418",
+        "·0 ▸2 ■33 ✗0  39.9k tok", "·0 ▸2 ■33 ✗0",
+    ]
+    small, large = (RunState(usage_total=Usage(total_tokens=n)) for n in (950, 4_560_000))
+    assert [usage_texts(small)[-1].plain, usage_texts(large)[-1].plain] == ["950 tok", "4.6M tok"]
 
 
 # -- elapsed time and ETA ------------------------------------------------------------------------

@@ -114,3 +114,22 @@ async def test_streamed_pieces_are_redraws_not_layouts(store: Path) -> None:
         finally:
             for gate in gates:
                 gate.set()
+
+
+async def test_the_running_totals_show_live_in_the_counts_line_at_80x24(store: Path) -> None:
+    """The Batches panel's counts line is 42 cells at 80x24: the totals were dropped there
+    while a run went (a QA probe); they show in their short form beside the counts' glyphs."""
+    held = threading.Event()
+    slow = map_reply_with_usage("", 0, 30_000, 600)
+    script = Scripted({"ns/1": map_reply_with_usage("The port authority funds the bridge.", 80, 10_000, 400),
+                       "ns/2": map_reply_with_usage("", 0, 20_000, 5_000), "ns/3": Reply(slow.body, gate=held)})
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, repaint_interval=0.05, prices={"m1": Prices(input=2.0, output=8.0)})
+        try:
+            async with app.run_test(size=(80, 24)) as pilot:
+                await ask(pilot)
+                await wait_until(pilot, lambda: text_of(pilot, "#batch-counts") == "·0 ▸1 ■2 ✗0  35.4k tok · $0.1032",
+                                 what="the totals of the two Map calls that answered")
+                assert app.run_state.running
+        finally:
+            held.set()

@@ -46,9 +46,19 @@ def counts_texts(counts: Counter[CellState]) -> list[Text]:
     return texts
 
 
+def token_count_text(count: int) -> str:
+    """`950`, `12.3k`, `4.6M`: a count in a few cells."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if count >= size:
+            return f"{count / size:.1f}{unit}"
+    return str(count)
+
+
 def usage_texts(state: RunState) -> list[Text]:
     """The run's tokens so far, real against the estimated prompt tokens, and the cost, in
-    each wording, widest first (none before a server reported usage)."""
+    each wording, widest first (none before a server reported usage). The last ones,
+    `39.9k tok · $0.0415` then `39.9k tok`, fit beside the counts' glyphs in the Batches
+    panel at 80 columns, so the totals show live at the sizes the README documents."""
     usage = state.usage_total
     if usage is None:
         return []
@@ -57,7 +67,8 @@ def usage_texts(state: RunState) -> list[Text]:
                          (f" (est. {state.estimated_prompt_tokens:,})", "dim"),
                          f" · {usage.completion_tokens:,} out", *cost)
     short = Text.assemble(f"{usage.prompt_tokens:,} in · {usage.completion_tokens:,} out", *cost)
-    return [long, short]
+    tokens = Text.assemble(token_count_text(usage.total_tokens), (" tok", "dim"))
+    return [long, short, Text.assemble(tokens, *cost)] + ([tokens] if cost else [])
 
 
 def fitting(texts: list[Text], width: int) -> Text:
@@ -68,7 +79,8 @@ def fitting(texts: list[Text], width: int) -> Text:
 class BatchCounts(Widget):
     """`· queued 26  ▸ running 3  ↻ retrying 1  ■ succeeded 48  ✗ failed 2`, abbreviated to
     fit (`· q 26  ▸ run 3 …`, then `·26 ▸3 …`); then the run's tokens and cost once a server
-    reported usage, abbreviated after the counts are and dropped before a count is."""
+    reported usage, abbreviated after the counts are (down to `·0 ▸2 ■33 ✗0  39.9k tok ·
+    $0.0415`), then the cost dropped, then the tokens: never a count."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

@@ -12,10 +12,12 @@ import pytest
 from graphrag_tui.engine import RateLimits
 from graphrag_tui.engine.options import SearchOptions
 from graphrag_tui.models.factory import ModelSettings
+from graphrag_tui.tui.run_state import RunState
+from graphrag_tui.tui.widgets.batch_status import fitting
 from tests.chat_server import Reply, Scripted, ScriptedChatServer, map_reply, too_many
 from tests.stores import three_leaves
 
-from .conftest import ask, make_app, text_of, wait_finished, wait_until
+from .conftest import ask, make_app, screen_text, text_of, wait_finished, wait_until
 
 SIZE = (140, 42)
 
@@ -44,7 +46,7 @@ async def test_the_workers_panel_shows_the_limit_and_the_waits_while_the_run_goe
                 await pilot.pause()
                 before = regions(app)
                 table = text_of(pilot, "#workers-table").splitlines()
-                assert table[0] == "Limit 1 of 2 · 429 waits 0.4 s"
+                assert table[0] == "Limit 1/2 · 429 wait 0.4 s"  # the table is 28 cells wide here too
                 assert table[1].split() == ["Worker", "Batch", "Attempt", "Running"]
                 assert text_of(pilot, "#workers-summary").startswith("In flight 1 / 2")  # the other waits
                 assert [line.split() for line in table[2:]] == [["1", "0", "1", "429", "wait"], ["2", "1", "1", "0.0", "s"]]
@@ -53,10 +55,50 @@ async def test_the_workers_panel_shows_the_limit_and_the_waits_while_the_run_goe
                 assert app.run_state.result.status == "completed"
                 assert [a.error_kind for a in app.run_state.result.batches[0].attempts] == ["rate_limited", None]
                 # ns/2's answer at a limit of one added one back; the waits stay as they were
-                assert text_of(pilot, "#workers-table").splitlines()[0] == "Limit 2 of 2 · 429 waits 0.4 s"
+                assert text_of(pilot, "#workers-table").splitlines()[0] == "Limit 2/2 · 429 wait 0.4 s"
                 assert regions(app) == before  # redraws only: no widget moved or changed size
         finally:
             gate.set()
+
+
+def drawn(app, selector: str) -> list[str]:
+    """The lines a widget draws on the screen, as wrapped to its width."""
+    region = app.screen.query_one(selector).content_region
+    lines = screen_text(app).splitlines()
+    return [lines[y][region.x:region.right].rstrip() for y in range(region.y, region.bottom)]
+
+
+async def test_the_limit_line_fits_the_workers_panel_at_120x40(store: Path) -> None:
+    """The table is 28 cells wide at 120x40 (and at 80x24): `Limit 2 of 2 · 429 waits 1.0 s`
+    wrapped its `s` onto the next line, over a worker's row (a QA probe)."""
+    gate = threading.Event()
+    script = Scripted({"ns/1": [too_many(0.4, "retry-after-ms"), map_reply("Bridge.", 90)],
+                       "ns/2": Reply(map_reply("Fleets.", 40).body, gate=gate), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        try:
+            app = make_app(store, server.base_url, options=SearchOptions(map_budget=330, map_reserve=0, concurrency=2))
+            async with app.run_test(size=(120, 40)) as pilot:
+                await ask(pilot)
+                await wait_until(pilot, lambda: app.run_state.rate_limited == 1, what="the 429")
+                app.repaint()
+                await pilot.pause()
+                assert app.screen.query_one("#workers-table").content_region.width == 28
+                assert drawn(app, "#workers-table")[:2] == ["Limit 1/2 · 429 wait 0.4 s", "Worker Batch Attempt Running"]
+        finally:
+            gate.set()
+
+
+def test_the_limit_line_shortens_to_fit_without_losing_a_figure() -> None:
+    from graphrag_tui.tui.widgets.workers_panel import rate_limit_lines
+
+    state = RunState(rate_limited=3, concurrency_limit=16, rate_wait_total=42.6)
+    lines = rate_limit_lines(state, 32)
+    assert [fitting(lines, width).plain for width in (33, 32, 28)] == [
+        "Limit 16 of 32 · 429 waits 42.6 s", "Limit 16/32 · 429 wait 42.6 s", "Limit 16/32 · 429 wait 43 s",
+    ]
+    state.rate_wait_total = 75.0  # past a minute, as the clock line writes it
+    assert fitting(rate_limit_lines(state, 32), 28).plain == "Limit 16/32 · 429 wait 1:15"
+    assert rate_limit_lines(RunState(), 32) == []  # no 429 yet
 
 
 async def test_a_run_without_429s_shows_no_limit_line(store: Path) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ..run_state import RunState
+from .batch_status import clock_text, fitting
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -20,23 +22,23 @@ def in_flight_chart(history: list[int], limit: int) -> Text:
     return Text(bars or "no run yet", style="#4aa8ff" if bars else "dim")
 
 
-def rate_limit_line(state: RunState, maximum: int) -> Text | None:
-    """`Limit 16 of 32 · 429 waits 4.2 s` once the server has rate-limited the run, else None."""
+def rate_limit_lines(state: RunState, maximum: int) -> list[Text]:
+    """`Limit 16 of 32 · 429 waits 4.2 s` once the server has rate-limited the run, then
+    `Limit 16/32 · 429 wait 4.2 s` and `Limit 16/32 · 429 wait 4 s`, which fit the 28 cells
+    the table has at 80 and at 120 columns; none before a 429."""
     if not state.rate_limited and state.concurrency_limit is None:
-        return None
+        return []
     limit = maximum if state.concurrency_limit is None else state.concurrency_limit
-    return Text.assemble(("Limit ", "bold"), f"{limit} of {maximum}", (" · 429 waits ", "bold"),
-                         f"{state.rate_wait_total:.1f} s", style="#e0b050")
+    wait = state.rate_wait_total
+    return [Text.assemble(("Limit ", "bold"), limit_text, (f" · 429 {waits} ", "bold"), wait_text, style="#e0b050")
+            for limit_text, waits, wait_text in ((f"{limit} of {maximum}", "waits", f"{wait:.1f} s"),
+                                                 (f"{limit}/{maximum}", "wait", f"{wait:.1f} s"),
+                                                 (f"{limit}/{maximum}", "wait", clock_text(wait)))]
 
 
-def workers_table(state: RunState, now: float) -> Text:
-    """One line per worker: its batch, attempt and running time (idle between batches); above
-    them, once the run was rate-limited, the limit and the waits."""
+def workers_rows(state: RunState, now: float) -> Text:
+    """One line per worker: its batch, attempt and running time (idle between batches)."""
     text = Text(no_wrap=True, overflow="crop")
-    rate_line = rate_limit_line(state, state.plan.options.concurrency if state.plan else 0)
-    if rate_line is not None:
-        text.append_text(rate_line)
-        text.append("\n")
     text.append(f"{'Worker':<7}{'Batch':<6}{'Attempt':<8}Running", "bold")
     for worker in range(1, state.worker_count + 1):
         slot = state.workers.get(worker)
@@ -51,11 +53,32 @@ def workers_table(state: RunState, now: float) -> Text:
     return text
 
 
+class WorkersTable(Widget):
+    """The workers' lines; above them, once the run was rate-limited, the limit and the waits
+    in the widest wording that fits, picked when drawn (a wrapped line pushed a worker's row
+    out of the panel). A new table is a redraw, never a layout of the screen."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._rate_lines: list[Text] = []
+        self._rows = Text()
+
+    def show(self, state: RunState, now: float) -> None:
+        self._rate_lines = rate_limit_lines(state, state.plan.options.concurrency if state.plan else 0)
+        self._rows = workers_rows(state, now)
+        self.refresh()
+
+    def render(self) -> Text:
+        if not self._rate_lines:
+            return self._rows
+        return Text("\n", no_wrap=True, overflow="crop").join([fitting(self._rate_lines, self.size.width), self._rows])
+
+
 class WorkersPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="workers-summary")
         yield Static(id="in-flight")
-        yield Static(id="workers-table")
+        yield WorkersTable(id="workers-table")
 
     def update_from(self, state: RunState, now: float) -> None:
         limit = state.plan.options.concurrency if state.plan else 0
@@ -68,4 +91,4 @@ class WorkersPanel(Vertical):
         history = state.in_flight_history[-max(self.content_size.width, 1) :]
         self.query_one("#in-flight", Static).update(in_flight_chart(history, limit), layout=False)
         # A fixed-height panel: a new table is a redraw, never a layout of the screen.
-        self.query_one("#workers-table", Static).update(workers_table(state, now), layout=False)
+        self.query_one("#workers-table", WorkersTable).show(state, now)

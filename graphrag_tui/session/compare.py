@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..engine import BatchResult
 from ..history import RecordedBatch, StoredRun
+from .citations import rests_on
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,11 @@ class RunComparison:
     left: StoredRun
     right: StoredRun
     batches: tuple[BatchPair, ...]
-    #: The communities the answers rest on (their selected Map answers'), in the answers' order.
+    #: The communities each answer rests on, as the run view lists them (`citations.rests_on`:
+    #: those its text cites, then its selected Map answers' others).
+    left_rests_on: tuple[str, ...]
+    right_rests_on: tuple[str, ...]
+    #: Of those, in A's order (B's for B's own).
     cited_by_both: tuple[str, ...]
     cited_by_left_only: tuple[str, ...]
     cited_by_right_only: tuple[str, ...]
@@ -50,11 +55,13 @@ def compare_runs(left: StoredRun, right: StoredRun) -> RunComparison:
         a, b = lefts.get(index), rights.get(index)
         same = a is not None and b is not None and a.content_sha256 == b.content_sha256
         pairs.append(BatchPair(index, a.result if a else None, b.result if b else None, same))
-    cited_left, cited_right = left.result.cited_community_ids, right.result.cited_community_ids
+    cited_left, cited_right = (tuple(c for part in rests_on(run.result) for c in part) for run in (left, right))
     return RunComparison(
         left,
         right,
         tuple(pairs),
+        cited_left,
+        cited_right,
         tuple(c for c in cited_left if c in cited_right),
         tuple(c for c in cited_left if c not in cited_right),
         tuple(c for c in cited_right if c not in cited_left),

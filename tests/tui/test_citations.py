@@ -8,7 +8,8 @@ from pathlib import Path
 from textual.widgets import Markdown
 
 from graphrag_tui.history import RunHistory
-from graphrag_tui.tui.citations import SCHEME, cited_ids, link_citations
+from graphrag_tui.session.citations import cited_ids
+from graphrag_tui.tui.citations import SCHEME, link_citations
 from graphrag_tui.tui.screens.run_view import RunViewScreen
 from tests.chat_server import Scripted, ScriptedChatServer, map_reply, reduce_reply
 from tests.stores import three_leaves

@@ -626,6 +626,35 @@ async def test_compare_two_runs(store: Path, history: Path) -> None:
             assert app.screen.community_id == "ns/2"
 
 
+async def test_compare_counts_the_communities_an_answer_cites_as_the_run_view_does(store: Path, history: Path) -> None:
+    """A's answer cites ns/3 (its batch failed) and ns/7: the run view lists them first, and
+    Compare said A rested on its selected Map answers' two only (found by a probe)."""
+    script = partial_script()
+    script.reduce = reduce_reply("The port authority funds it [Data: Reports (3, 7)].")
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, history=history)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await ready(pilot)
+            await finished_run(pilot)
+            assert text_of(pilot, "#citations-title") == (
+                "Rests on communities: 2 cited in the answer (●), then 2 more of the selected answers. Enter opens one.")
+            script.maps["ns/3"] = map_reply("The festival pays for itself.", 60)
+            script.reduce = reduce_reply("The city funds it.")
+            await finished_run(pilot)
+            await open_runs(pilot)
+            await pilot.press("down", "space", "up", "c")  # A: the first run, B: the second
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.loaded,
+                             what="the comparison")
+            assert rows(pilot, "#compare-communities") == [
+                ["", "ns/3", "✓", "✓", "both"],
+                ["≠", "ns/7", "✓", "", "only A"],
+                ["", "ns/1", "✓", "✓", "both"],
+                ["", "ns/2", "✓", "✓", "both"],
+            ]
+            assert text_of(pilot, "#communities-summary") == (
+                "A rests on 4 communities, B on 3: 3 in both, 1 only in A, 0 only in B")
+
+
 async def test_a_run_marked_stays_marked_while_the_filter_finds_the_other(store: Path, history: Path) -> None:
     """Filter to one run, mark it, filter to the other, `c`: the filter's list dropped the
     mark, and `c` asked for one (found by a probe)."""

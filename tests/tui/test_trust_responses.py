@@ -149,7 +149,7 @@ def test_a_huge_answer_is_shown_as_markdown_up_to_its_first_300_lines_or_50000_c
 def test_an_answer_is_listed_as_citing_at_most_500_communities() -> None:
     """An answer citing Reports (0..20049) in a namespace of 28: 20,049 rows, 3 s a key."""
     from graphrag_tui.engine import ReduceReport, SearchResult
-    from graphrag_tui.tui.widgets.answer_panel import rests_on
+    from graphrag_tui.session.citations import rests_on
 
     answer = "Everything [Data: Reports (" + ", ".join(map(str, range(20_050))) + ")]."
     result = SearchResult(query="q", namespace="ns", level="leaf", seed=None, status="completed", answer=answer,

@@ -81,7 +81,7 @@ def batch_diffs(comparison: RunComparison) -> list[BatchDiff]:
 def community_rows(comparison: RunComparison) -> list[CommunityRow]:
     """The communities either answer rests on: A's in order, then those only B's rests on."""
     only_a, only_b = set(comparison.cited_by_left_only), set(comparison.cited_by_right_only)
-    ordered = (*comparison.left.result.cited_community_ids, *comparison.cited_by_right_only)
+    ordered = (*comparison.left_rests_on, *comparison.cited_by_right_only)
     return [CommunityRow(c, c not in only_b, c not in only_a) for c in ordered]
 
 
@@ -119,12 +119,12 @@ def batches_summary(rows: list[BatchDiff]) -> Text:
     return text
 
 
-def communities_summary(a: StoredRun, b: StoredRun, rows: list[CommunityRow]) -> Text:
+def communities_summary(comparison: RunComparison, rows: list[CommunityRow]) -> Text:
     both = sum(r.in_a and r.in_b for r in rows)
     only_a = sum(r.in_a and not r.in_b for r in rows)
     only_b = sum(r.in_b and not r.in_a for r in rows)
     return Text(
-        f"A rests on {len(a.result.cited_community_ids)} communities, B on {len(b.result.cited_community_ids)}: "
+        f"A rests on {len(comparison.left_rests_on)} communities, B on {len(comparison.right_rests_on)}: "
         f"{both} in both, {only_a} only in A, {only_b} only in B"
     )
 
@@ -155,7 +155,7 @@ def compared_tables(a: StoredRun, b: StoredRun) -> Tables:
     comparison = compare_runs(a, b)
     diffs, rows = batch_diffs(comparison), community_rows(comparison)
     return Tables(batches_summary(diffs), [_batch_row(row) for row in diffs],
-                  communities_summary(a, b, rows), [_community_row(row) for row in rows])
+                  communities_summary(comparison, rows), [_community_row(row) for row in rows])
 
 
 class CompareScreen(TabbedScreen):

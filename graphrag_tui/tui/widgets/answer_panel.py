@@ -20,8 +20,9 @@ from textual.widgets.option_list import Option
 
 from ...engine import SearchResult
 from ...errors import InputError
+from ...session.citations import rests_on
 from ...store import CommunityRef, CommunityStore
-from ..citations import SCHEME, cited_ids, link_citations
+from ..citations import SCHEME, link_citations
 from ..messages import OpenCommunity
 from ..model_markdown import ModelMarkdown, literal_html_parser
 from ..run_state import RunState
@@ -46,20 +47,6 @@ STREAM_TAIL_CHARS = 20000
 #: 0.5-1.5 s at every switch of tab. Its citations are then not links (the list below opens
 #: each community).
 LONG_ANSWER_LINES = 60
-
-
-#: The most communities an answer is listed as citing: a hostile answer cited 20,049 (in a
-#: namespace of 28), and every key took 3 s.
-MAX_CITED = 500
-
-
-def rests_on(result: SearchResult) -> tuple[list[str], list[str]]:
-    """(the communities the final answer's text cites, the rest of the selected answers'
-    communities), each in order of first appearance."""
-    selected = result.cited_community_ids
-    in_answer = cited_ids(result.answer or "", result.namespace, selected)[:MAX_CITED]
-    cited = set(in_answer)
-    return in_answer, [c for c in selected if c not in cited]
 
 
 def community_line(community_id: str, ref: CommunityRef | None, cited: bool) -> Text:

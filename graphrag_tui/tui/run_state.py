@@ -110,6 +110,8 @@ class RunState:
     ratings: list[RatingRow] = field(default_factory=list)
     #: Batches a re-run or a resume keeps from before (no event comes for them): shown as they ended.
     kept: list[BatchResult] = field(default_factory=list)
+    #: Of those, the ones shown finished: work of another run (or another process), not in this one's rate.
+    kept_finished: int = 0
     #: A recorded run's status where the history says more than its result: `interrupted`
     #: (a process that died leaves a result `cancelled`).
     recorded_status: str | None = None
@@ -131,9 +133,11 @@ class RunState:
         self.plan = plan
         self.map_started_at = now
         self.cells = [BatchCell() for _ in plan.batches]
+        self.kept_finished = 0
         for batch in self.kept:
             if batch.index < len(self.cells) and batch.status in ("succeeded", "failed"):
                 self.cells[batch.index] = BatchCell(batch.status, usefulness=batch.usefulness)
+                self.kept_finished += 1
                 if batch.status == "succeeded" and batch.usefulness is not None:
                     self.scores.append((batch.index, batch.usefulness))
         # As the engine's Planned event will say; known now, the workers table is laid out

@@ -61,14 +61,17 @@ def _instant(iso: str | None) -> datetime | None:
 
 def recorded_times(stored: StoredRun) -> tuple[float, float | None, float | None] | None:
     """The run's clock as its events would have set it, in seconds from its start: its end,
-    and the Map stage's start and end (its attempts' first start and last end; None without
-    any). A run that never finished ends with its last attempt. None: no start time."""
+    and the Map stage's start and end (its own attempts' first start and last end, not those
+    of the batches a re-run kept from its parent; None without any). A run that never
+    finished ends with its last attempt. None: no start time."""
     started = _instant(stored.summary.started_at)
     if started is None:
         return None
     spans = []
-    for batch in stored.result.batches:
-        for attempt in batch.attempts:
+    for batch in stored.batches:
+        if batch.kept:
+            continue
+        for attempt in batch.result.attempts:
             begun = _instant(attempt.started_at)
             if begun is not None:
                 offset = (begun - started).total_seconds()
@@ -86,6 +89,7 @@ def run_state_of(stored: StoredRun) -> RunState:
     result = stored.result
     state = RunState()
     times = recorded_times(stored)
+    state.kept = [b.result for b in stored.batches if b.kept]
     state.planned(recorded_plan(stored))
     timed: list[tuple[str, FailedAttempt]] = []
     for batch, cell in zip(result.batches, state.cells, strict=True):

@@ -168,7 +168,7 @@ async def test_the_clock_and_counts_follow_a_real_run(store: Path) -> None:
                 gate.set()
                 now[0] = 6.0
                 await wait_finished(pilot)
-                assert text_of(pilot, "#run-clock") == "took 6 s  30.0 batches/min"
+                assert text_of(pilot, "#run-clock") == "took 6.0 s  30.0 batches/min"
         finally:
             gate.set()
 

@@ -158,7 +158,7 @@ async def test_runs_screen_lists_filters_and_opens_a_run_read_only(store: Path, 
             assert text_of(pilot, "#run-store-note") == ""  # the app's own store, unchanged
             # The live run's counts and clock lines (the recorded times: the test's clock stands still).
             assert text_of(pilot, "#batch-counts") == "· queued 0  ▸ running 0  ■ succeeded 2  ✗ failed 1"
-            assert text_of(pilot, "#run-clock") == "took 0 s"
+            assert text_of(pilot, "#run-clock") == "took 0.0 s"  # as the header says
             assert text_of(pilot, "#answer-status") == "PARTIAL"
             assert [c.state for c in view.state.cells] == ["succeeded", "succeeded", "failed"]  # type: ignore[union-attr]
             grid = view.query_one("#batch-grid")
@@ -315,7 +315,7 @@ async def test_rerun_failed_from_the_runs_screen_sends_exactly_the_failed_prompt
             # the re-run's clock line and export say its time, duration and model (they were blank)
             info = app.run_info()
             host = server.base_url.split("//")[1].split("/")[0]
-            assert (clock, text_of(pilot, "#run-clock")) == ("took 0 s", "took 0 s")
+            assert (clock, text_of(pilot, "#run-clock")) == ("took 0.0 s", "took 0.0 s")
             assert info is not None and (info.duration_s, info.model) == (0.0, f"m1 @ {host}")
             # the kept batches show as they ended (no event comes for them), not as queued
             assert [cell.state for cell in app.run_state.cells] == ["succeeded"] * 3

@@ -97,4 +97,30 @@ def test_a_recorded_run_has_the_clock_its_events_would_have_set() -> None:
         "took 10 s  48.0 batches/min", "took 10 s"]
     unfinished = run_state_of(stored(None))  # ends with its last attempt
     assert (unfinished.started_at, unfinished.finished_at) == (0.0, 3.0)
-    assert times_texts(run_times(unfinished, 99.0))[0].plain == "took 3 s  48.0 batches/min"
+    assert times_texts(run_times(unfinished, 99.0))[0].plain == "took 3.0 s  48.0 batches/min"
+
+
+def test_a_recorded_rerun_times_what_it_sent_and_says_its_duration_as_its_header() -> None:
+    """A re-run whose two kept batches ran in its parent 6 s before it: its Map rate counted
+    them and their old attempts (`5.8 batches/s` of a run of 0.2 s), and its clock line said
+    `took 0 s` under a header saying `took 0.2 s` (found by a probe)."""
+    batches = [
+        BatchResult(index=0, community_ids=("c/1",), parts=(), prompt_tokens=10, status="succeeded", usefulness=70,
+                    answer="a", attempts=[attempt(1, "2026-01-02T03:03:59+00:00")]),
+        BatchResult(index=1, community_ids=("c/2",), parts=(), prompt_tokens=10, status="succeeded", usefulness=60,
+                    answer="b", attempts=[attempt(1, "2026-01-02T03:03:59.500000+00:00")]),
+        BatchResult(index=2, community_ids=("c/3",), parts=(), prompt_tokens=10, status="succeeded", usefulness=50,
+                    answer="c", attempts=[attempt(1, "2026-01-02T03:04:05.050000+00:00")]),
+    ]
+    result = SearchResult(query="q", namespace="ns", level=0, seed=3, status="completed", summary_count=3,
+                          batch_count=3, failed_batch_count=0, batches=batches, reduce=ReduceReport(budget=100))
+    summary = RunSummary("child", "parent", "2026-01-02T03:04:05+00:00", "2026-01-02T03:04:05.200000+00:00", "q",
+                         "/s.db", "ns", 0, "m", "completed", 3, 0)
+    stored = StoredRun(summary, result, tuple(RecordedBatch(b.index, "h", "succeeded", "m", b, kept=b.index < 2)
+                                              for b in batches), None, None, 3, True, SearchOptions())
+    state = run_state_of(stored)
+    assert (state.started_at, state.map_started_at, state.map_ended_at, state.finished_at) == (
+        0.0, pytest.approx(0.05), pytest.approx(0.15), pytest.approx(0.2))
+    assert [c.state for c in state.cells] == ["succeeded"] * 3
+    assert duration_text(duration_s(summary.started_at, summary.finished_at)) == "0.2 s"  # the header's
+    assert [t.plain for t in times_texts(run_times(state, 0.2))][:2] == ["took 0.2 s  10.0 batches/s", "took 0.2 s"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
+from ...durations import duration_text
 from ..run_state import CellState, RunState
 from .batch_grid import GLYPHS, STYLES
 
@@ -123,7 +124,8 @@ class RunTimes:
     elapsed: float | None
     #: Seconds left in Map, from the finished batches' rate; None before any batch finished.
     eta: float | None
-    #: Batches finished per second of Map, over the whole pool.
+    #: Batches this run finished per second of Map, over the whole pool (those it kept from
+    #: before are not its work).
     rate: float | None
     retry_wait: float | None
 
@@ -136,11 +138,12 @@ def run_times(state: RunState, now: float, counts: Counter[CellState] | None = N
     elapsed = end - state.started_at
     counts = state.cell_counts() if counts is None else counts
     done = counts["succeeded"] + counts["failed"]
+    sent = done - state.kept_finished
     eta = rate = None
-    if done and state.map_started_at is not None:
+    if sent and state.map_started_at is not None:
         map_time = (state.map_ended_at if state.map_ended_at is not None else end) - state.map_started_at
         if map_time > 0:
-            rate = done / map_time
+            rate = sent / map_time
             if state.phase == "map":
                 eta = (len(state.cells) - done - counts["cancelled"]) / rate
     return RunTimes(state.phase, elapsed, eta, rate, state.retry_wait)
@@ -152,14 +155,16 @@ def rate_text(rate: float) -> str:
 
 
 def times_texts(times: RunTimes) -> list[Text]:
-    """The times line in each wording, widest first."""
+    """The times line in each wording, widest first. A run that finished within 10 s says
+    tenths, as its header and the Runs screen do (`took 0.2 s`: `took 0 s` said it took none)."""
     if times.elapsed is None:
         return [Text()]
     took = "took" if times.phase == "finished" else "elapsed"
     wait = []
     if times.retry_wait is not None:
         wait = [(f"  waiting {times.retry_wait:g} s (Retry-After)", "bold #ff9f1c")]
-    long = Text.assemble((f"{took} ", "dim"), clock_text(times.elapsed), no_wrap=True, overflow="crop")
+    shown = duration_text(times.elapsed) if took == "took" and times.elapsed < 10 else clock_text(times.elapsed)
+    long = Text.assemble((f"{took} ", "dim"), shown, no_wrap=True, overflow="crop")
     short = long.copy()
     if times.phase == "map":
         eta = "—" if times.eta is None else clock_text(times.eta)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from graphrag_tui.engine import DEFAULT_PROMPTS, SearchOptions, SearchResult, Usage
+from graphrag_tui.engine import DEFAULT_PROMPTS, ModelError, SearchOptions, SearchResult, Usage
 from graphrag_tui.engine.ports import ChatRequest
 from graphrag_tui.engine.prompts import map_skeleton
 from graphrag_tui.engine.tokens import estimate_tokens
@@ -591,34 +591,53 @@ def test_the_resolver_says_where_runs_are_recorded(monkeypatch: pytest.MonkeyPat
     assert (on.recording, on.source, on.label) == (Path("/runs/h.db"), "environment", "GRAPHRAG_TUI_HISTORY")
 
 
+BOOM = ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
+
+
+class RepliesThenHangs:
+    """Each call the next of `steps` (a reply, or an error raised), then calls that never answer."""
+
+    description = "replies, then hangs"
+
+    def __init__(self, steps: list[str | Exception]) -> None:
+        self.steps = steps
+        self.calls: list[int] = []
+        self.hanging = asyncio.Event()
+
+    async def complete(self, request: object) -> str:
+        self.calls.append(1)
+        if len(self.calls) <= len(self.steps):
+            step = self.steps[len(self.calls) - 1]
+            if isinstance(step, Exception):
+                raise step
+            return step
+        self.hanging.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answers")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _one_worker_run(store: CommunityStore, history: Path) -> RunSession:
+    """The six-batch run of `_store`, one call at a time, in order, recorded in `history`."""
+    run = RunSession(store, history=history)
+    run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
+                              None, shuffle=False))
+    return run
+
+
 def test_a_failed_attempt_is_recorded_while_its_batch_goes_on_and_a_cancel_keeps_it(tmp_path: Path) -> None:
     """The first attempt fails (HTTP 500), the second never answers: the first is on disk
     as the batch's attempt so far; cancelling ends the run `cancelled`, resumable."""
-    from graphrag_tui.engine import ModelError
-
     history = tmp_path / "h.db"
-    calls: list[int] = []
-
-    class FailsThenHangs:
-        description = "fails then hangs"
-
-        async def complete(self, request: object) -> str:
-            calls.append(1)
-            if len(calls) == 1:
-                raise ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
-            await asyncio.Event().wait()
-            raise AssertionError("never answers")
-
-        async def aclose(self) -> None:
-            pass
-
+    model = RepliesThenHangs([BOOM])
+    calls = model.calls
     with CommunityStore.open(_store(tmp_path)) as store:
-        run = RunSession(store, history=history)
-        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
-                                  None, shuffle=False))
+        run = _one_worker_run(store, history)
 
         async def go() -> None:
-            task = asyncio.ensure_future(run.run(FailsThenHangs(), timeout=60))
+            task = asyncio.ensure_future(run.run(model, timeout=60))
             while len(calls) < 2:
                 await asyncio.sleep(0.01)
             deadline = time.monotonic() + 2  # committed within the flush interval (and the load of the machine)
@@ -644,36 +663,14 @@ def test_a_run_cancelled_within_an_interval_records_its_batches_at_its_end(tmp_p
     """A run cancelled before its first tick is written whole at its end: the batch that
     answered as succeeded, the one cancelled while it went on with its attempts, the others
     as planned."""
-    from graphrag_tui.engine import ModelError
-
     history = tmp_path / "h.db"
-    calls: list[int] = []
-    third = asyncio.Event()
-
-    class AnswersFailsHangs:
-        description = "answers, fails, hangs"
-
-        async def complete(self, request: object) -> str:
-            calls.append(1)
-            if len(calls) == 1:
-                return '{"answer": "The council funds it.", "usefulness": 70}'
-            if len(calls) == 2:
-                raise ModelError("http", "HTTP 500: boom", status=500, raw_response="boom")
-            third.set()
-            await asyncio.Event().wait()
-            raise AssertionError("never answers")
-
-        async def aclose(self) -> None:
-            pass
-
+    model = RepliesThenHangs(['{"answer": "The council funds it.", "usefulness": 70}', BOOM])
     with CommunityStore.open(_store(tmp_path)) as store:
-        run = RunSession(store, history=history)
-        run.prepare(SearchRequest(QUESTION, None, "leaf", SearchOptions(map_budget=330, map_reserve=0, concurrency=1),
-                                  None, shuffle=False))
+        run = _one_worker_run(store, history)
 
         async def go() -> None:
-            task = asyncio.ensure_future(run.run(AnswersFailsHangs(), timeout=60))
-            await third.wait()
+            task = asyncio.ensure_future(run.run(model, timeout=60))
+            await model.hanging.wait()
             run.cancel()
             await task
 

@@ -38,10 +38,6 @@ STATUS_STYLES = {
 #: The question comes early: on a narrow terminal the columns on the right scroll out of sight
 #: (the line under the table says everything of the highlighted run).
 COLUMNS = ("", "Started (UTC)", "Status", "OK", "Failed", "Question", "Model", "Scope", "Tokens", "Duration", "Run")
-QUESTION = COLUMNS.index("Question")
-#: The question is cut to the room the other columns leave, between these (the run id, last,
-#: was off screen at 120 columns).
-QUESTION_CHARS = (12, 40)
 #: Keys that act on a run: they type into the filter while it has focus.
 RUN_ACTIONS = ("open_run", "mark", "compare", "rerun_failed", "resume_run", "export", "delete_run", "filter")
 
@@ -155,7 +151,9 @@ class RunsScreen(Screen[None]):
             self.marked = [m for m in self.marked if m in self.runs]  # (another filter keeps them: mark, filter, c)
         table = self.query_one("#runs-table", DataTable)
         current, row = self.highlighted_id, table.cursor_row
-        self._fill_table()
+        table.clear()
+        for summary in self.runs.values():
+            table.add_row(*self._cells(summary), key=summary.run_id)
         if current in self.runs:
             table.move_cursor(row=table.get_row_index(current))
         elif self._asked_filter == self._shown_filter and self.runs:  # deleted: its neighbour, not the top
@@ -168,31 +166,7 @@ class RunsScreen(Screen[None]):
                         f"not listed: {one_line(message.damaged[0], 300)}", severity="warning", timeout=10)
         self.listings += 1
 
-    def _fill_table(self) -> None:
-        """The runs, their questions cut so that every column shows (the line under the table
-        has the whole question)."""
-        table = self.query_one("#runs-table", DataTable)
-        rows = [self._cells(summary, QUESTION_CHARS[1]) for summary in self.runs.values()]
-        others = sum(max([len(label), *(cells[i].cell_len for cells in rows)])
-                     for i, label in enumerate(COLUMNS) if i != QUESTION)
-        room = table.size.width - table.styles.scrollbar_size_vertical - others - 2 * table.cell_padding * len(COLUMNS)
-        room = min(max(room, QUESTION_CHARS[0]), QUESTION_CHARS[1])
-        table.clear()
-        for summary, cells in zip(self.runs.values(), rows, strict=True):
-            cells[QUESTION] = Text(one_line(summary.question, room))
-            table.add_row(*cells, key=summary.run_id)
-
-    def on_resize(self) -> None:
-        if self.runs:
-            self.call_after_refresh(self._refit)  # (once the table has its new width)
-
-    def _refit(self) -> None:
-        current = self.highlighted_id
-        self._fill_table()
-        if current in self.runs:
-            self.query_one("#runs-table", DataTable).move_cursor(row=list(self.runs).index(current))
-
-    def _cells(self, r: RunSummary, question_chars: int) -> list[Text]:
+    def _cells(self, r: RunSummary) -> list[Text]:
         mark = str(self.marked.index(r.run_id) + 1) if r.run_id in self.marked else ""
         ok = self.succeeded.get(r.run_id, 0)
         return [
@@ -201,7 +175,7 @@ class RunsScreen(Screen[None]):
             Text(r.status, style=STATUS_STYLES.get(r.status, "")),
             Text(f"{ok}/{r.batch_count}", justify="right"),
             Text(str(r.failed_batch_count), style="red" if r.failed_batch_count else "", justify="right"),
-            Text(one_line(r.question, question_chars)),
+            Text(one_line(r.question, 40)),
             Text(one_line(r.model or "—", 24)),
             Text(one_line(scope_text(r), 24)),
             Text(tokens_text(r.usage_total), justify="right"),

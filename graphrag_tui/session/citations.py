@@ -12,9 +12,10 @@ from collections.abc import Iterable
 
 from ..engine import SearchResult
 
-#: `Reports (1, 2, 3, +more)` inside a `[Data: ...]` citation (GraphRAG's prompts' form).
+#: GraphRAG's citation, `[Data: Reports (2, 7, +more); Entities (5)]` (its prompts' form), and
+#: the `Reports (...)` in it, whose items that are numbers are reports.
+_DATA_RE = re.compile(r"\[Data:[^\[\]]*\]", re.IGNORECASE)
 _REPORTS_RE = re.compile(r"(Reports\s*\()([^()\]]*)(\))", re.IGNORECASE)
-_NUMBER_RE = re.compile(r"[0-9]+")
 #: The most communities an answer is listed as citing: a hostile answer cited 20,049 (in a
 #: namespace of 28), and every key took 3 s.
 MAX_CITED = 500
@@ -29,13 +30,18 @@ def _id_pattern(ids: Iterable[str]) -> re.Pattern[str] | None:
 
 
 def _report_ids(text: str, namespace: str) -> list[tuple[int, int, str]]:
-    """(start, end, community id) of each number inside `Reports (...)`."""
+    """(start, end, community id) of each number of a `Reports (...)` in a `[Data: ...]`."""
     found = []
-    for match in _REPORTS_RE.finditer(text):
-        base = match.start(2)
-        for number in _NUMBER_RE.finditer(match.group(2)):
-            # (its digits as written, less leading zeros: int() of 4,301 digits raises, and crashed the app)
-            found.append((base + number.start(), base + number.end(), f"{namespace}/{number.group().lstrip('0') or '0'}"))
+    for data in _DATA_RE.finditer(text):
+        for match in _REPORTS_RE.finditer(text, data.start(), data.end()):
+            start = match.start(2)
+            for item in match.group(2).split(","):
+                digits = item.strip()
+                if digits.isascii() and digits.isdigit():
+                    first = start + len(item) - len(item.lstrip())
+                    # (as written, less leading zeros: int() of 4,301 digits raises, and crashed the app)
+                    found.append((first, first + len(digits), f"{namespace}/{digits.lstrip('0') or '0'}"))
+                start += len(item) + 1
     return found
 
 

@@ -39,6 +39,19 @@ def test_report_numbers_are_read_as_written_however_long() -> None:
     assert link_citations(text, "ns", IDS) == f"Funded [Data: Reports ([002]({SCHEME}ns%2F2), {HUGE}, \u0661)]."
 
 
+def test_only_the_whole_numbers_of_a_data_citation_are_reports() -> None:
+    """`Reports (...)` is a citation inside GraphRAG's `[Data: ...]` only, and each of its
+    items a report only when it is a number (prose made communities of a year, of a date's
+    three parts, of `town/7`'s 7 and of `1.5`'s 1 and 5: found by a probe)."""
+    prose = ("The Reports (Annual 1999) say so; see Reports (1999-03-04) and [Data: Reports (town/7, 1.5, "
+             "1999-03-04)].")
+    assert cited_ids(prose, "ns", IDS) == []
+    cited = "Funded [Data: Reports ( 2 , 7, +more); Entities (5)] and [data: reports (3)]."
+    assert cited_ids(cited, "ns", IDS) == ["ns/2", "ns/7", "ns/3"]
+    assert link_citations(cited, "ns", IDS) == (
+        f"Funded [Data: Reports ( [2]({SCHEME}ns%2F2) , 7, +more); Entities (5)] and [data: reports (3)].")
+
+
 async def test_an_answer_citing_a_report_number_of_thousands_of_digits_is_shown(tmp_path: Path) -> None:
     """int() of it raised in the app's handler: the app exited with a traceback, and opening
     the recorded run did the same in every later session."""

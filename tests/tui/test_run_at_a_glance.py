@@ -22,6 +22,7 @@ from graphrag_tui.tui.widgets.batch_status import (
     fitting,
     run_times,
     times_texts,
+    token_count_text,
     usage_texts,
 )
 from graphrag_tui.tui.widgets.status_line import Header
@@ -107,6 +108,10 @@ async def test_the_running_totals_fit_the_counts_line_at_80_and_at_120_columns()
     ]
     small, large = (RunState(usage_total=Usage(total_tokens=n)) for n in (950, 4_560_000))
     assert [usage_texts(small)[-1].plain, usage_texts(large)[-1].plain] == ["950 tok", "4.6M tok"]
+    # (a count that rounds to 1,000 of a unit is 1.0 of the next; past billions, whole billions: a probe saw
+    # `1000.0k` and `27600.0M`)
+    counts = [999, 999_949, 999_950, 999_999, 27_600_000_000, 1_234_567_000_000]
+    assert [token_count_text(c) for c in counts] == ["999", "999.9k", "1.0M", "1.0M", "27.6B", "1,235B"]
 
 
 # -- elapsed time and ETA ------------------------------------------------------------------------

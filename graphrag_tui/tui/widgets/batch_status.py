@@ -48,10 +48,12 @@ def counts_texts(counts: Counter[CellState]) -> list[Text]:
 
 
 def token_count_text(count: int) -> str:
-    """`950`, `12.3k`, `4.6M`: a count in a few cells."""
-    for unit, size in (("M", 1_000_000), ("k", 1_000)):
-        if count >= size:
-            return f"{count / size:.1f}{unit}"
+    """`950`, `12.3k`, `4.6M`, `27.6B`: a count in a few cells (999,960 is `1.0M`, not
+    `1000.0k`; past a thousand billions, `1,234B`)."""
+    for unit, size in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
+        if count >= size - size // 20_000:  # (what rounds to 1.0 of the unit)
+            shown = count / size
+            return f"{shown:.1f}{unit}" if shown < 999.95 else f"{round(shown):,}{unit}"
     return str(count)
 
 

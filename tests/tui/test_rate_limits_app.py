@@ -49,7 +49,7 @@ async def test_the_workers_panel_shows_the_limit_and_the_waits_while_the_run_goe
                 assert table[0] == "Limit 1/2 · 429 wait 0.4 s"  # the table is 28 cells wide here too
                 assert table[1].split() == ["Worker", "Batch", "Attempt", "Running"]
                 assert text_of(pilot, "#workers-summary").startswith("In flight 1 / 2")  # the other waits
-                assert [line.split() for line in table[2:]] == [["1", "0", "1", "429", "wait"], ["2", "1", "1", "0.0", "s"]]
+                assert [line.split() for line in table[2:]] == [["1", "0", "1", "429"], ["2", "1", "1", "0.0", "s"]]
                 gate.set()
                 await wait_finished(pilot)
                 assert app.run_state.result.status == "completed"
@@ -83,7 +83,10 @@ async def test_the_limit_line_fits_the_workers_panel_at_120x40(store: Path) -> N
                 app.repaint()
                 await pilot.pause()
                 assert app.screen.query_one("#workers-table").content_region.width == 28
-                assert drawn(app, "#workers-table")[:2] == ["Limit 1/2 · 429 wait 0.4 s", "Worker Batch Attempt Running"]
+                # the waiting worker's `429 wait` needs 29 cells: `429 wa…` was shown
+                assert drawn(app, "#workers-table")[:3] == [
+                    "Limit 1/2 · 429 wait 0.4 s", "Worker Batch Attempt Running", "1      0     1       429"]
+                assert drawn(app, "#workers-summary") == ["In flight 1 / 2  (workers: 2)"]
         finally:
             gate.set()
 
@@ -99,6 +102,26 @@ def test_the_limit_line_shortens_to_fit_without_losing_a_figure() -> None:
     state.rate_wait_total = 75.0  # past a minute, as the clock line writes it
     assert fitting(rate_limit_lines(state, 32), 28).plain == "Limit 16/32 · 429 wait 1:15"
     assert rate_limit_lines(RunState(), 32) == []  # no 429 yet
+
+
+def test_a_waiting_worker_says_429_wait_where_it_fits() -> None:
+    from graphrag_tui.tui.run_state import WorkerSlot
+    from graphrag_tui.tui.widgets.workers_panel import workers_rows
+
+    state = RunState(worker_count=2, workers={1: WorkerSlot(12, 2, 0.0, rate_limited=True)})
+    assert [workers_rows(state, 1.0, width).plain.splitlines()[1] for width in (29, 28)] == [
+        "1      12    2       429 wait", "1      12    2       429"]
+
+
+async def test_the_workers_summary_keeps_to_its_line_at_a_concurrency_of_256(store: Path) -> None:
+    """`In flight 0 / 256  (workers: 256)` wrapped in its one line, and the count never showed."""
+    script = Scripted({"ns/1": map_reply("Bridge.", 90), "ns/2": map_reply("", 0), "ns/3": map_reply("", 0)})
+    with ScriptedChatServer(script) as server:
+        app = make_app(store, server.base_url, options=SearchOptions(map_budget=330, map_reserve=0, concurrency=256))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ask(pilot)
+            await wait_finished(pilot)
+            assert drawn(app, "#workers-summary") == ["In flight 0 / 256"]
 
 
 async def test_a_run_without_429s_shows_no_limit_line(store: Path) -> None:

@@ -36,8 +36,14 @@ def rate_limit_lines(state: RunState, maximum: int) -> list[Text]:
                                                  (f"{limit}/{maximum}", "wait", clock_text(wait)))]
 
 
-def workers_rows(state: RunState, now: float) -> Text:
-    """One line per worker: its batch, attempt and running time (idle between batches)."""
+#: The cells of the line of a worker whose batch waits after a 429 (`1      12    2       429 wait`).
+WAITING_ROW = 29
+
+
+def workers_rows(state: RunState, now: float, width: int = WAITING_ROW) -> Text:
+    """One line per worker: its batch, attempt and running time (idle between batches); one
+    whose batch waits after a 429 says `429 wait`, or `429` where that does not fit `width`."""
+    waiting = "429 wait" if width >= WAITING_ROW else "429"
     text = Text(no_wrap=True, overflow="crop")
     text.append(f"{'Worker':<7}{'Batch':<6}{'Attempt':<8}Running", "bold")
     for worker in range(1, state.worker_count + 1):
@@ -47,7 +53,7 @@ def workers_rows(state: RunState, now: float) -> Text:
             text.append("idle", style="dim")
         elif slot.rate_limited:
             text.append(f"{slot.batch_index:<6}{slot.attempt:<8}")
-            text.append("429 wait", style="#e0b050")
+            text.append(waiting, style="#e0b050")
         else:
             text.append(f"{slot.batch_index:<6}{slot.attempt:<8}{now - slot.started:.1f} s")
     return text
@@ -65,7 +71,7 @@ class WorkersTable(Widget):
 
     def show(self, state: RunState, now: float) -> None:
         self._rate_lines = rate_limit_lines(state, state.plan.options.concurrency if state.plan else 0)
-        self._rows = workers_rows(state, now)
+        self._rows = workers_rows(state, now, self.size.width)
         self.refresh()
 
     def render(self) -> Text:
@@ -82,12 +88,11 @@ class WorkersPanel(Vertical):
 
     def update_from(self, state: RunState, now: float) -> None:
         limit = state.plan.options.concurrency if state.plan else 0
-        in_flight = state.in_flight
-        self.query_one("#workers-summary", Static).update(
-            Text.assemble(("In flight ", "bold"), f"{in_flight} / {limit}", ("  (workers: ", "dim"),
-                          str(state.worker_count), (")", "dim")),
-            layout=False,
-        )
+        summary = self.query_one("#workers-summary", Static)
+        in_flight = Text.assemble(("In flight ", "bold"), f"{state.in_flight} / {limit}")
+        workers = Text.assemble(in_flight, ("  (workers: ", "dim"), str(state.worker_count), (")", "dim"))
+        # (a line wrapped in its one row hid the count of workers at a concurrency of 256)
+        summary.update(fitting([workers, in_flight], summary.size.width), layout=False)
         history = state.in_flight_history[-max(self.content_size.width, 1) :]
         self.query_one("#in-flight", Static).update(in_flight_chart(history, limit), layout=False)
         # A fixed-height panel: a new table is a redraw, never a layout of the screen.

@@ -158,7 +158,7 @@ def rate_text(rate: float) -> str:
 
 def times_texts(times: RunTimes) -> list[Text]:
     """The times line in each wording, widest first. A run that finished within 10 s says
-    tenths, as its header and the Runs screen do (`took 0.2 s`: `took 0 s` said it took none)."""
+    tenths, in the Runs screen's form (`took 0.2 s`: `took 0 s` said it took none)."""
     if times.elapsed is None:
         return [Text()]
     took = "took" if times.phase == "finished" else "elapsed"

@@ -472,7 +472,8 @@ def test_a_read_its_owner_stalls_with_a_lock_is_checked_again_before_it_is_made(
 
 
 @pytest.mark.parametrize("held", ["LOCK TABLE rag_community_summaries IN ACCESS EXCLUSIVE MODE",
-                                  "REINDEX INDEX rag_children_pkey"])
+                                  "REINDEX INDEX rag_children_pkey",
+                                  "LOCK TABLE pg_catalog.pg_statistic_ext IN ACCESS EXCLUSIVE MODE"])
 def test_a_store_opens_and_copy_reads_once_a_brief_lock_is_gone(sample_pg: PgDatabase, held: str) -> None:
     """A read waits a millisecond for a lock, then checks and tries again: opening the store
     and copy's reads failed at once while a REINDEX or a migration held a table or an index
@@ -508,6 +509,54 @@ def test_two_reads_of_tables_at_once_each_have_their_cursor(sample_pg: PgDatabas
         after = list(store.iter_table_rows("rag_children", "harbor-city"))
     read = [[row for row in column if row is not None] for column in zip(*pairs, strict=True)]
     assert (read, after) == (expected, expected[0]) and [len(rows) for rows in expected] == [61, 236]
+
+
+def test_a_read_checked_again_while_a_catalog_is_locked_goes_on_once_it_is_free(sample_pg: PgDatabase) -> None:
+    """The checks that met the lock were sent in one pipeline; those the driver had just
+    prepared were gone from the server when they were sent again, and the read failed with
+    `prepared statement "_pg3_1" does not exist` (found by a probe)."""
+    import threading
+
+    from graphrag_tui.store.location import parse_location
+
+    with open_store(parse_location(sample_pg.url)) as store:
+        store._conn.prepare_threshold = 0  # (every statement prepared as it is first sent)
+        expected = [n.name for n in store.namespaces()]
+        with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)
+            other.execute("LOCK TABLE pg_catalog.pg_statistic_ext IN ACCESS EXCLUSIVE MODE")
+            threading.Timer(0.5, other.rollback).start()
+            store._checked_at = -math.inf
+            assert [n.name for n in store.namespaces()] == expected == ["harbor-city", "tea-history-zh"]
+
+
+def test_an_interrupt_ends_a_copy_read_waiting_for_a_toast_table(sample_pg: PgDatabase) -> None:
+    """A FETCH waits for a TOAST table's lock as long as a statement may, on the copy's own
+    session, which an interrupt did not reach: Ctrl+C ended the copy only once the lock was
+    gone (found by a probe)."""
+    import threading
+
+    from graphrag_tui.store.location import parse_location
+
+    with sample_pg.admin_connect() as conn:
+        conn.execute("UPDATE rag_children SET content = content || (SELECT string_agg(md5(i::text), '') "
+                     "FROM generate_series(1, 400) AS i) WHERE id IN (SELECT id FROM rag_children ORDER BY id LIMIT 3)")
+        (toast,) = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'rag_children'"
+                                ).fetchone()
+    with open_store(parse_location(sample_pg.url)) as store:
+        with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)
+            other.execute(f"REINDEX TABLE {toast}")
+            release = threading.Timer(10, other.rollback)
+            release.start()
+            threading.Timer(0.5, store.interrupt).start()
+            started = time.monotonic()
+            try:
+                with pytest.raises(StoreError):
+                    list(store.iter_table_rows("rag_children", "harbor-city"))
+                waited = time.monotonic() - started
+            finally:
+                release.cancel()
+                other.rollback()
+    assert waited < 3
 
 
 def test_copy_reads_a_toasted_value_once_its_toast_table_is_free(sample_pg: PgDatabase) -> None:

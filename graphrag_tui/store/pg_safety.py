@@ -235,11 +235,14 @@ def unsafe_relation(conn: Any) -> str | None:
 
 
 def _first_rows(conn: Any, checks: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
-    """Each check's first row (None: none), sent in one pipeline where libpq has them."""
+    """Each check's first row (None: none), sent in one pipeline where libpq has them. Never
+    as prepared statements: a pipeline a lock ended lost those it prepared, which the driver
+    took for prepared, and the checks sent again failed (`prepared statement "_pg3_1" does
+    not exist`)."""
     if not driver().Pipeline.is_supported():
-        return [conn.execute(sql, params).fetchone() for sql, params in checks]
+        return [conn.execute(sql, params, prepare=False).fetchone() for sql, params in checks]
     with conn.pipeline():
-        cursors = [conn.execute(sql, params) for sql, params in checks]
+        cursors = [conn.execute(sql, params, prepare=False) for sql, params in checks]
     return [cursor.fetchone() for cursor in cursors]
 
 

@@ -227,9 +227,11 @@ class PostgresStore(CommunityStore):
         a read fails at once even on a server that stopped answering (a cancel request would
         wait for that server). The next read connects again."""
         self._interrupted = True
-        with suppress(OSError, driver().Error):
-            with socket.socket(fileno=os.dup(self._conn.fileno())) as sock:  # closing it closes the copy
-                sock.shutdown(socket.SHUT_RDWR)
+        for conn in (self._conn, self._snapshot):  # (copy's reads wait on the snapshot's session)
+            if conn is not None:
+                with suppress(OSError, driver().Error):
+                    with socket.socket(fileno=os.dup(conn.fileno())) as sock:  # closing it closes the copy
+                        sock.shutdown(socket.SHUT_RDWR)
         if (ahead := self._ahead) is not None:
             ahead.interrupt()
 
@@ -514,6 +516,8 @@ def _check_schema(conn: Any, location: PostgresLocation) -> dict[str, dict[str, 
     psycopg = driver()
     try:
         columns, udt = column_types(conn)
+    except psycopg.errors.LockNotAvailable:
+        raise
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     missing = [table for table in TABLES if table not in columns]
@@ -595,9 +599,13 @@ def _check_readable(conn: Any, location: PostgresLocation, missing: list[str], a
 
 
 def _check_safe(conn: Any, location: PostgresLocation) -> None:
+    """StoreError when the store is unsafe to read (pg_safety); a lock met is raised as it is
+    (`_check_communities`: a catalog locked for a moment failed the store's opening)."""
     psycopg = driver()
     try:
         problem = unsafe_relation(conn)
+    except psycopg.errors.LockNotAvailable:
+        raise
     except psycopg.Error as error:
         raise query_failure(location, error) from None
     if problem is not None:

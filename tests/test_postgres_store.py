@@ -529,6 +529,16 @@ def test_a_read_checked_again_while_a_catalog_is_locked_goes_on_once_it_is_free(
             assert [n.name for n in store.namespaces()] == expected == ["harbor-city", "tea-history-zh"]
 
 
+def _toasted_children(sample_pg: PgDatabase) -> str:
+    """Three chunks made long enough to be kept in rag_children's TOAST table, whose name is returned."""
+    with sample_pg.admin_connect() as conn:
+        conn.execute("UPDATE rag_children SET content = content || (SELECT string_agg(md5(i::text), '') "
+                     "FROM generate_series(1, 400) AS i) WHERE id IN (SELECT id FROM rag_children ORDER BY id LIMIT 3)")
+        (toast,) = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'rag_children'"
+                                ).fetchone()
+    return str(toast)
+
+
 def test_an_interrupt_ends_a_copy_read_waiting_for_a_toast_table(sample_pg: PgDatabase) -> None:
     """A FETCH waits for a TOAST table's lock as long as a statement may, on the copy's own
     session, which an interrupt did not reach: Ctrl+C ended the copy only once the lock was
@@ -537,11 +547,7 @@ def test_an_interrupt_ends_a_copy_read_waiting_for_a_toast_table(sample_pg: PgDa
 
     from graphrag_tui.store.location import parse_location
 
-    with sample_pg.admin_connect() as conn:
-        conn.execute("UPDATE rag_children SET content = content || (SELECT string_agg(md5(i::text), '') "
-                     "FROM generate_series(1, 400) AS i) WHERE id IN (SELECT id FROM rag_children ORDER BY id LIMIT 3)")
-        (toast,) = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'rag_children'"
-                                ).fetchone()
+    toast = _toasted_children(sample_pg)
     with open_store(parse_location(sample_pg.url)) as store:
         with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)
             other.execute(f"REINDEX TABLE {toast}")
@@ -567,11 +573,7 @@ def test_copy_reads_a_toasted_value_once_its_toast_table_is_free(sample_pg: PgDa
 
     from graphrag_tui.store.location import parse_location
 
-    with sample_pg.admin_connect() as conn:
-        conn.execute("UPDATE rag_children SET content = content || (SELECT string_agg(md5(i::text), '') "
-                     "FROM generate_series(1, 400) AS i) WHERE id IN (SELECT id FROM rag_children ORDER BY id LIMIT 3)")
-        (toast,) = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'rag_children'"
-                                ).fetchone()
+    toast = _toasted_children(sample_pg)
     with open_store(parse_location(sample_pg.url)) as store:
         expected = sorted(store.iter_table_rows("rag_children", "harbor-city"))
         with psycopg.connect(sample_pg.cluster.admin_conninfo(sample_pg.name)) as other:  # (one transaction)

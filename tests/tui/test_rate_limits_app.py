@@ -101,6 +101,9 @@ def test_the_limit_line_shortens_to_fit_without_losing_a_figure() -> None:
     ]
     state.rate_wait_total = 75.0  # past a minute, as the clock line writes it
     assert fitting(rate_limit_lines(state, 32), 28).plain == "Limit 16/32 · 429 wait 1:15"
+    # a limit in the hundreds and a wait of hours: `Limit 128/256 · 429 wait 4:0…` was cut inside the number
+    hours = RunState(rate_limited=3, concurrency_limit=128, rate_wait_total=4 * 3600 + 2)
+    assert fitting(rate_limit_lines(hours, 256), 28).plain == "128/256 · 429 wait 4:00:02"
     assert rate_limit_lines(RunState(), 32) == []  # no 429 yet
 
 

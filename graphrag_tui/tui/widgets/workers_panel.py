@@ -24,16 +24,19 @@ def in_flight_chart(history: list[int], limit: int) -> Text:
 
 def rate_limit_lines(state: RunState, maximum: int) -> list[Text]:
     """`Limit 16 of 32 · 429 waits 4.2 s` once the server has rate-limited the run, then
-    `Limit 16/32 · 429 wait 4.2 s` and `Limit 16/32 · 429 wait 4 s`, which fit the 28 cells
-    the table has at 80 and at 120 columns; none before a 429."""
+    `Limit 16/32 · 429 wait 4.2 s`, `Limit 16/32 · 429 wait 4 s` and `16/32 · 429 wait 4 s`,
+    which fit the 28 cells the table has at 80 and at 120 columns (a limit in the hundreds
+    and a wait of hours too); none before a 429."""
     if not state.rate_limited and state.concurrency_limit is None:
         return []
     limit = maximum if state.concurrency_limit is None else state.concurrency_limit
     wait = state.rate_wait_total
-    return [Text.assemble(("Limit ", "bold"), limit_text, (f" · 429 {waits} ", "bold"), wait_text, style="#e0b050")
-            for limit_text, waits, wait_text in ((f"{limit} of {maximum}", "waits", f"{wait:.1f} s"),
-                                                 (f"{limit}/{maximum}", "wait", f"{wait:.1f} s"),
-                                                 (f"{limit}/{maximum}", "wait", clock_text(wait)))]
+    return [Text.assemble(("Limit " if word else "", "bold"), limits, (f" · 429 {waits} ", "bold"), wait_text,
+                          style="#e0b050")
+            for word, limits, waits, wait_text in ((True, f"{limit} of {maximum}", "waits", f"{wait:.1f} s"),
+                                                   (True, f"{limit}/{maximum}", "wait", f"{wait:.1f} s"),
+                                                   (True, f"{limit}/{maximum}", "wait", clock_text(wait)),
+                                                   (False, f"{limit}/{maximum}", "wait", clock_text(wait)))]
 
 
 #: The cells of the line of a worker whose batch waits after a 429 (`1      12    2       429 wait`).

@@ -395,6 +395,24 @@ def test_the_triggers_of_postgresql_s_own_constraints_are_not_refused(pg_databas
     assert (internal, run.code, pg_counts(pg_database)) == (1, 0, before), run.stderr
 
 
+def _copy_replacing_as(pg_database: PgDatabase, name: str, password: str, grants: list[str]) -> tuple[Any, str]:
+    """`copy` of the sample's harbor-city, replacing it, as a role of its own made with
+    `grants` (`{role}` in each), then dropped; the run and the destination as it is said."""
+    role = f"{name}_{pg_database.name}"
+    with pg_database.admin_connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        for grant in grants:
+            conn.execute(grant.format(role=role))
+    url = pg_database.cluster.url(pg_database.name, role=role, password=password)
+    try:
+        run = cli(pg_database, "copy", str(SAMPLE), url, "--namespace", "harbor-city", "--replace")
+    finally:
+        with pg_database.admin_connect() as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    return run, f"postgresql://{role}:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+
+
 @pytest.mark.parametrize("kind", list(_WRITES_ELSEWHERE))
 def test_a_destination_that_would_change_what_is_written_is_refused_untouched(
         pg_database: PgDatabase, kind: str) -> None:
@@ -403,22 +421,13 @@ def test_a_destination_that_would_change_what_is_written_is_refused_untouched(
     the rows it hid beside the new ones."""
     assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
     setup, problem = _WRITES_ELSEWHERE[kind]
-    role = f"writer_{pg_database.name}"
     with pg_database.admin_connect() as conn:
         for statement in setup:
             conn.execute(statement)
-        # superusers pass by row-level security: it applies to a role of its own
-        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'w-secret-1'")
-        conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
-    url = pg_database.cluster.url(pg_database.name, role=role, password="w-secret-1")
     before = pg_counts(pg_database)
-    try:
-        run = cli(pg_database, "copy", str(SAMPLE), url, "--namespace", "harbor-city", "--replace")
-    finally:
-        with pg_database.admin_connect() as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
-    location = f"postgresql://{role}:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+    # (superusers pass by row-level security: it applies to a role of its own)
+    run, location = _copy_replacing_as(pg_database, "writer", "w-secret-1",
+                                       ["GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"])
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr == (f"graphrag-tui: error: cannot write into {location}: {problem}, which would change what is "
                           "written or deleted (write into another database); nothing was written\n")
@@ -699,19 +708,8 @@ def test_a_role_that_may_not_lock_the_tables_against_changes_is_refused_untouche
     the owner add statistics whose expression then ran as the writer (found by a probe)."""
     assert cli(pg_database, "copy", str(SAMPLE), pg_database.admin_url, "--namespace", "harbor-city").code == 0
     before = pg_counts(pg_database)
-    role = f"inserter_{pg_database.name}"
-    with pg_database.admin_connect() as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'i-secret-1'")
-        conn.execute(f"GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
-        conn.execute(f"REVOKE DELETE ON rag_parents FROM {role}")
-    url = pg_database.cluster.url(pg_database.name, role=role, password="i-secret-1")
-    try:
-        run = cli(pg_database, "copy", str(SAMPLE), url, "--namespace", "harbor-city", "--replace")
-    finally:
-        with pg_database.admin_connect() as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
-    location = f"postgresql://{role}:***@127.0.0.1:{pg_database.cluster.port}/{pg_database.name}"
+    run, location = _copy_replacing_as(pg_database, "inserter", "i-secret-1", [
+        "GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA public TO {role}", "REVOKE DELETE ON rag_parents FROM {role}"])
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr == (f"graphrag-tui: error: cannot write into {location}: the role may not lock its tables "
                           "against changes while it writes (it needs DELETE on graphrag-ts's tables); nothing was "
